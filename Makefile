@@ -1,0 +1,33 @@
+# heart — the two commands:
+#   make run    set up .venv and run the workflow on the embedded default config
+#   make test   set up .venv and run the test suite (what CI runs)
+# Variables: ESCONV=/path/to/ESConv.json (use a local copy instead of downloading),
+#            CORES=2, PYTHON=python3.11, SNAKEMAKE_ARGS="...", PYTEST_ARGS="...".
+SHELL := /bin/bash
+PYTHON ?= $(shell command -v python3.11 || command -v python3)
+VENV ?= .venv
+CORES ?= 2
+ESCONV ?=
+SNAKEMAKE_ARGS ?=
+PYTEST_ARGS ?=
+STAMP := $(VENV)/.heart-installed
+
+.PHONY: setup run test clean-results
+
+setup: $(STAMP)
+
+$(STAMP): envs/requirements.txt envs/constraints.txt
+	@"$(PYTHON)" -c 'import sys; v = sys.version_info[:2]; sys.exit(0 if v == (3, 11) else "heart needs Python 3.11, found %d.%d: make PYTHON=/path/to/python3.11 ..." % v)'
+	"$(PYTHON)" -m venv $(VENV)
+	$(VENV)/bin/python -m pip install --quiet --disable-pip-version-check pip==26.3
+	$(VENV)/bin/python -m pip install --quiet -r envs/requirements.txt -c envs/constraints.txt
+	touch $@
+
+run: setup
+	$(VENV)/bin/snakemake --cores $(CORES) $(if $(ESCONV),--config 'esconv={local_copy: $(ESCONV)}') $(SNAKEMAKE_ARGS)
+
+test: setup
+	$(VENV)/bin/python -m pytest $(PYTEST_ARGS)
+
+clean-results:
+	rm -rf results/data results/items logs benchmarks

@@ -1,0 +1,63 @@
+"""Shared test helpers: paths, the tiny ESConv fixture, and a throwaway copy of the workflow."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+FIXTURES = Path(__file__).resolve().parent / "fixtures"
+SHARED_ESCONV_DIR = Path(os.environ.get("HEART_SHARED_ESCONV", REPO.parent / "shared" / "data" / "esconv"))
+SNAKEMAKE = str(Path(sys.executable).parent / "snakemake")
+
+needs_shared = pytest.mark.skipif(
+    not (SHARED_ESCONV_DIR / "ESConv.json").is_file(),
+    reason=f"real ESConv not found at {SHARED_ESCONV_DIR} (set HEART_SHARED_ESCONV)",
+)
+
+
+@pytest.fixture
+def tiny_esconv() -> Path:
+    return FIXTURES / "esconv_tiny.json"
+
+
+class WorkflowCopy:
+    """The workflow copied into a temporary directory, run with this venv's snakemake."""
+
+    def __init__(self, root: Path):
+        self.root = root
+        for name in ("Snakefile", "workflow", "config", "envs"):
+            src = REPO / name
+            if src.is_dir():
+                shutil.copytree(src, root / name, ignore=shutil.ignore_patterns("__pycache__"))
+            else:
+                shutil.copy2(src, root / name)
+
+    def snakemake(self, *args: str, check: bool = True, timeout: float = 900) -> subprocess.CompletedProcess:
+        proc = subprocess.run(
+            [SNAKEMAKE, "--cores", "2", *args],
+            cwd=self.root, capture_output=True, text=True, timeout=timeout,
+        )
+        if check and proc.returncode != 0:
+            raise AssertionError(f"snakemake {' '.join(args)} failed:\n{proc.stdout}\n{proc.stderr}")
+        return proc
+
+    def jobs(self, *args: str) -> dict[str, int]:
+        """Rule -> job count that a dry run with ``args`` would schedule."""
+        out = self.snakemake("-n", "--quiet", "rules", *args).stdout
+        counts = {}
+        for line in out.splitlines():
+            parts = line.split()
+            if len(parts) == 2 and parts[1].isdigit() and parts[0] not in ("total", "job"):
+                counts[parts[0]] = int(parts[1])
+        return counts
+
+
+@pytest.fixture
+def workflow_copy(tmp_path) -> WorkflowCopy:
+    return WorkflowCopy(tmp_path / "wf")

@@ -1,0 +1,73 @@
+"""Validate a workflow config against ``workflow/schemas/config.schema.yaml``.
+
+Snakemake's own ``validate()`` reports type errors without the key they concern;
+this one names the key path (``screening.min_signal: 'x' is not of type
+'integer'``) and lists every problem at once, then fills in schema defaults.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import jsonschema
+import yaml
+
+SCHEMA_PATH = Path(__file__).resolve().parent.parent / "schemas" / "config.schema.yaml"
+
+
+class ConfigError(ValueError):
+    """The config does not match its schema; the message names every offending key."""
+
+
+def _key(path) -> str:
+    out = ""
+    for part in path:
+        out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else str(part))
+    return out or "(top level)"
+
+
+def _with_defaults(validator_cls):
+    set_props = validator_cls.VALIDATORS["properties"]
+
+    def set_defaults(validator, properties, instance, schema):
+        if isinstance(instance, dict):
+            for name, sub in properties.items():
+                if "default" in sub and name not in instance:
+                    instance[name] = sub["default"]
+        yield from set_props(validator, properties, instance, schema)
+
+    return jsonschema.validators.extend(validator_cls, {"properties": set_defaults})
+
+
+def validate_config(config: dict, schema_path=SCHEMA_PATH, source: str = "config") -> dict:
+    """Check ``config`` in place against the schema and fill defaults.
+
+    Raises
+    ------
+    ConfigError
+        One line per problem, each naming the key, e.g.
+        ``config: regular_items.n: 'many' is not of type 'integer'``.
+    """
+    schema = yaml.safe_load(Path(schema_path).read_text())
+    cls = jsonschema.validators.validator_for(schema)
+    errors = sorted(cls(schema).iter_errors(config), key=lambda e: [str(p) for p in e.absolute_path])
+    if errors:
+        lines = []
+        for e in errors:
+            if e.validator == "additionalProperties":
+                unknown = sorted(set(e.instance) - set(e.schema.get("properties", {})))
+                for name in unknown:
+                    key = _key(list(e.absolute_path) + [name])
+                    lines.append(f"{key}: unknown key (allowed here: "
+                                 f"{', '.join(sorted(e.schema.get('properties', {})))})")
+            elif e.validator == "required":
+                missing = [m for m in e.validator_value if m not in e.instance]
+                lines += [f"{_key(list(e.absolute_path) + [m])}: required key is missing" for m in missing]
+            else:
+                lines.append(f"{_key(e.absolute_path)}: {e.message}")
+        raise ConfigError(
+            f"{source} does not match {Path(schema_path).name}:\n  " + "\n  ".join(lines)
+            + "\nSee config/README.md for what each key means."
+        )
+    _with_defaults(cls)(schema).validate(config)
+    return config

@@ -1,0 +1,339 @@
+"""Read raw ESConv JSON into tidy conversation and turn tables.
+
+ESConv (Liu et al., 2021) ships one JSON array of conversations, each with
+situational labels and a ``dialog`` of utterances. The HEART paper (§9.2)
+builds its evaluation items from this file. This module validates the file
+strictly -- every problem is reported as ``<file>: conversation <i>, <field>:
+<problem>`` -- and turns it into two tables:
+
+* conversations: one row per conversation (labels, situation, survey scores);
+* turns: one row per *turn*, where consecutive utterances of one speaker are
+  merged (the utterance boundaries are kept in ``utterances``).
+
+Both speaker vocabularies seen upstream are understood: ``seeker/supporter``
+(ESConv.json) and ``speaker/listener`` (FailedESConv.json).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import urllib.error
+import urllib.request
+from functools import lru_cache
+from pathlib import Path
+
+import jsonschema
+import pandas as pd
+import yaml
+
+from heart.io import atomic_path, sha256_file
+
+SCHEMA_PATH = Path(__file__).resolve().parent.parent / "schemas" / "esconv.schema.yaml"
+
+#: upstream speaker label -> HEART role
+ROLE_OF_SPEAKER = {
+    "seeker": "seeker",
+    "supporter": "supporter",
+    "speaker": "seeker",
+    "listener": "supporter",
+}
+VOCABULARY_OF_SPEAKER = {
+    "seeker": "seeker/supporter",
+    "supporter": "seeker/supporter",
+    "speaker": "speaker/listener",
+    "listener": "speaker/listener",
+}
+SEEKER_SCORES = ["initial_emotion_intensity", "empathy", "relevance", "final_emotion_intensity"]
+SUPPORTER_SCORES = ["relevance"]
+
+
+class ESConvFormatError(ValueError):
+    """Raised when an ESConv file cannot be read; the message names file, record and field."""
+
+
+@lru_cache(maxsize=1)
+def _validator() -> jsonschema.protocols.Validator:
+    schema = yaml.safe_load(SCHEMA_PATH.read_text())
+    cls = jsonschema.validators.validator_for(schema)
+    cls.check_schema(schema)
+    return cls(schema)
+
+
+def _field_name(path) -> str:
+    out = ""
+    for part in path:
+        out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else str(part))
+    return out or "(conversation)"
+
+
+def _describe(error: jsonschema.ValidationError) -> tuple[str, str]:
+    """Turn a jsonschema error into (field, problem) in plain words."""
+    path = list(error.absolute_path)
+    kind = error.validator
+    value = error.instance
+    if kind == "required":
+        missing = next(m for m in error.validator_value if m not in value)
+        return _field_name(path + [missing]), "missing"
+    if kind == "type":
+        expected = error.validator_value
+        return _field_name(path), f"expected {expected}, got {type(value).__name__} {value!r:.60}"
+    if kind == "enum":
+        allowed = ", ".join(map(str, error.validator_value))
+        return _field_name(path), f"unknown value {value!r:.60} (expected one of: {allowed})"
+    if kind == "minItems":
+        return _field_name(path), "is empty"
+    if kind == "pattern" and error.validator_value == "\\S":
+        return _field_name(path), "is empty or blank"
+    if kind in ("anyOf", "pattern"):
+        return _field_name(path), f"expected a rating written as digits, got {value!r:.60}"
+    return _field_name(path), error.message
+
+
+def _fail(path, index, field, problem) -> ESConvFormatError:
+    where = f"conversation {index}, {field}" if index is not None else field
+    return ESConvFormatError(f"{path}: {where}: {problem}")
+
+
+def _conversation_index_at(text: str, pos: int) -> int | None:
+    """Index of the top-level array element that contains character ``pos`` (None if outside)."""
+    depth, index, in_string, escaped = 0, -1, False, False
+    for ch in text[:pos]:
+        if in_string:
+            if escaped:
+                escaped = False
+            elif ch == "\\":
+                escaped = True
+            elif ch == '"':
+                in_string = False
+            continue
+        if ch == '"':
+            in_string = True
+        elif ch in "[{":
+            depth += 1
+            if depth == 2:
+                index += 1
+        elif ch in "]}":
+            depth -= 1
+    return index if index >= 0 and depth >= 2 else None
+
+
+def _find_undecodable(obj, path=()):
+    """Yield the path of the first string holding undecodable bytes (surrogate escapes)."""
+    if isinstance(obj, str):
+        if any("\udc80" <= c <= "\udcff" for c in obj):
+            return path
+    elif isinstance(obj, dict):
+        for k, v in obj.items():
+            hit = _find_undecodable(k, path + (k,)) or _find_undecodable(v, path + (k,))
+            if hit is not None:
+                return hit
+    elif isinstance(obj, list):
+        for i, v in enumerate(obj):
+            hit = _find_undecodable(v, path + (i,))
+            if hit is not None:
+                return hit
+    return None
+
+
+def read_raw(path: str | Path) -> list[dict]:
+    """Read and syntactically check an ESConv JSON file.
+
+    Parameters
+    ----------
+    path : str or Path
+        ESConv.json or FailedESConv.json in the upstream schema.
+
+    Returns
+    -------
+    list of dict
+        The conversations, unmodified.
+
+    Raises
+    ------
+    ESConvFormatError
+        File missing, not UTF-8, not JSON, or not a JSON array of objects. The
+        message names the file and, where it can be located, the conversation.
+    """
+    path = Path(path)
+    if not path.is_file():
+        raise ESConvFormatError(
+            f"{path}: file not found. Point the workflow at a copy of ESConv.json with "
+            "'esconv: {local_copy: /path/to/ESConv.json}' in the config (or make run ESCONV=...)."
+        )
+    raw = path.read_bytes()
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        lossy = raw.decode("utf-8", errors="surrogateescape")
+        where = f"byte {exc.start}"
+        try:
+            loc = _find_undecodable(json.loads(lossy))
+        except json.JSONDecodeError:
+            loc = None
+        if loc and isinstance(loc[0], int):
+            raise _fail(path, loc[0], _field_name(loc[1:]), f"not valid UTF-8 ({where})") from None
+        index = _conversation_index_at(lossy, exc.start)
+        raise _fail(path, index, "text", f"not valid UTF-8 ({where})") from None
+    if not text.strip():
+        raise ESConvFormatError(f"{path}: file is empty")
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        index = _conversation_index_at(text, exc.pos)
+        problem = f"invalid JSON at line {exc.lineno}, column {exc.colno}: {exc.msg}"
+        raise _fail(path, index, "json", problem) from None
+    if not isinstance(data, list):
+        raise ESConvFormatError(
+            f"{path}: top level must be a JSON array of conversations, got {type(data).__name__}"
+        )
+    if not data:
+        raise ESConvFormatError(f"{path}: contains no conversations")
+    return data
+
+
+def validate_conversation(conv, index: int, path) -> None:
+    """Check one conversation against ``workflow/schemas/esconv.schema.yaml``.
+
+    Raises
+    ------
+    ESConvFormatError
+        ``<file>: conversation <index>, <field>: <problem>`` for the first problem found.
+    """
+    if not isinstance(conv, dict):
+        raise _fail(path, index, "(conversation)", f"expected object, got {type(conv).__name__}")
+    errors = list(_validator().iter_errors(conv))
+    if errors:
+        # report the most specific problem of the first offending field, in document order
+        def order(e):
+            return [(0, p, "") if isinstance(p, int) else (1, 0, p) for p in e.absolute_path]
+
+        first = min(errors, key=order)
+        same_field = [e for e in errors if list(e.absolute_path) == list(first.absolute_path)]
+        raise _fail(path, index, *_describe(jsonschema.exceptions.best_match(same_field)))
+    vocabularies = {VOCABULARY_OF_SPEAKER[u["speaker"]] for u in conv["dialog"]}
+    if len(vocabularies) > 1:
+        raise _fail(
+            path, index, "dialog", f"mixes speaker vocabularies {sorted(vocabularies)}"
+        )
+
+
+def _score(value):
+    return None if value is None else int(value)
+
+
+def normalise(data: list[dict], path) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Validate every conversation and build the conversations and turns tables.
+
+    Parameters
+    ----------
+    data : list of dict
+        Output of :func:`read_raw`.
+    path : str or Path
+        The file the data came from (for error messages only).
+
+    Returns
+    -------
+    conversations, turns : DataFrame
+        See ``workflow/schemas/tables/conversations.schema.yaml`` and ``turns.schema.yaml``.
+    """
+    conv_rows, turn_rows = [], []
+    for i, conv in enumerate(data):
+        validate_conversation(conv, i, path)
+        survey = conv.get("survey_score") or {}
+        seeker, supporter = survey.get("seeker") or {}, survey.get("supporter") or {}
+        turns = []
+        for j, utt in enumerate(conv["dialog"]):
+            role = ROLE_OF_SPEAKER[utt["speaker"]]
+            ann = utt.get("annotation") or {}
+            text = " ".join(utt["content"].split())
+            if turns and turns[-1]["role"] == role:
+                cur = turns[-1]
+            else:
+                cur = {"role": role, "utterances": [], "strategies": [], "feedback": None,
+                       "first_utterance": j}
+                turns.append(cur)
+            cur["utterances"].append(text)
+            if role == "supporter":
+                cur["strategies"].append(ann.get("strategy"))
+            if ann.get("feedback") is not None:
+                # feedback rates the supporter's preceding turns; keep the latest in the turn
+                cur["feedback"] = int(ann["feedback"])
+        for k, t in enumerate(turns):
+            turn_rows.append({
+                "conversation_id": i,
+                "turn_index": k,
+                "role": t["role"],
+                "text": " ".join(t["utterances"]),
+                "utterances": t["utterances"],
+                "first_utterance_index": t["first_utterance"],
+                "strategies": t["strategies"] if t["role"] == "supporter" else None,
+                "feedback": t["feedback"],
+            })
+        conv_rows.append({
+            "conversation_id": i,
+            "experience_type": conv["experience_type"],
+            "emotion_type": conv["emotion_type"],
+            "problem_type": conv["problem_type"],
+            "situation": " ".join(conv["situation"].split()),
+            "speaker_vocabulary": VOCABULARY_OF_SPEAKER[conv["dialog"][0]["speaker"]],
+            "n_utterances": len(conv["dialog"]),
+            "n_turns": len(turns),
+            **{f"seeker_{k}": _score(seeker.get(k)) for k in SEEKER_SCORES},
+            **{f"supporter_{k}": _score(supporter.get(k)) for k in SUPPORTER_SCORES},
+        })
+    conversations = pd.DataFrame(conv_rows)
+    turns = pd.DataFrame(turn_rows)
+    return conversations, turns
+
+
+def source_record(path, data: list[dict], upstream_sha256: str | None) -> pd.DataFrame:
+    """One-row table recording which file was used (path, sha256, size) and how it compares upstream."""
+    path = Path(path)
+    digest = sha256_file(path)
+    vocab = sorted({VOCABULARY_OF_SPEAKER[c["dialog"][0]["speaker"]] for c in data})
+    return pd.DataFrame([{
+        "path": str(path),
+        "sha256": digest,
+        "bytes": path.stat().st_size,
+        "n_conversations": len(data),
+        "speaker_vocabulary": ",".join(vocab),
+        "upstream_sha256": upstream_sha256,
+        "matches_upstream": None if upstream_sha256 is None else digest == upstream_sha256,
+    }])
+
+
+def ingest(path) -> tuple[pd.DataFrame, pd.DataFrame, list[dict]]:
+    """Read, validate and normalise an ESConv file (see :func:`normalise`)."""
+    data = read_raw(path)
+    conversations, turns = normalise(data, path)
+    return conversations, turns, data
+
+
+def download(url: str, dest, sha256: str | None = None, timeout: float = 60.0) -> str:
+    """Download ``url`` to ``dest`` atomically; check ``sha256`` when given; return the digest.
+
+    Raises
+    ------
+    RuntimeError
+        With a message saying how to provide a local copy when the download fails
+        (e.g. offline) or the digest does not match.
+    """
+    howto = (
+        "To use a local copy instead, set it in the config: "
+        "'esconv: {local_copy: /path/to/ESConv.json}' (or run: make run ESCONV=/path/to/ESConv.json), "
+        f"or place the file at {dest}."
+    )
+    try:
+        with urllib.request.urlopen(url, timeout=timeout) as resp:
+            payload = resp.read()
+    except (urllib.error.URLError, TimeoutError, OSError) as exc:
+        raise RuntimeError(f"could not download ESConv from {url}: {exc}. {howto}") from None
+    digest = hashlib.sha256(payload).hexdigest()
+    if sha256 and digest != sha256:
+        raise RuntimeError(
+            f"downloaded {url} has sha256 {digest}, expected {sha256} (config esconv.sha256). {howto}"
+        )
+    with atomic_path(dest) as tmp:
+        Path(tmp).write_bytes(payload)
+    return digest

@@ -1,0 +1,340 @@
+"""Screen ESConv couplets for response potential and build the regular evaluation items.
+
+HEART paper §9.2: enumerate every seeker->supporter couplet, score it for
+"response potential" (distress, conflict, an explicit request for help), keep
+turns that carry a clear emotional signal, admit several plausible supportive
+strategies and need no clinical expertise, remove safety-critical / NSFW /
+identifying content, keep at most two high-stakes turns per dialogue, and
+sample N items stratified by emotion_type x problem_type.
+
+The default screen is deterministic: lexicons and rules from a versioned
+resource file (``workflow/resources/screening/lexicon.yaml``) read by
+:class:`Lexicon`. :func:`score_couplets` takes any *scorer* with the same
+interface (``scorer(couplets) -> DataFrame of scores``), which is the seam for
+an LLM-based screen.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import yaml
+
+SCORE_COLUMNS = ["distress", "conflict", "help_request", "strategy_families", "clinical", "safety"]
+
+
+def _compile(entry: dict, where: str) -> re.Pattern:
+    parts = []
+    for term in entry.get("terms", []):
+        term = str(term).strip()
+        wild = term.endswith("*")
+        body = re.escape(term.rstrip("*")).replace(r"\ ", r"\s+")
+        parts.append(body + (r"\w*" if wild else ""))
+    words = [rf"\b(?:{'|'.join(parts)})\b"] if parts else []
+    pats = list(entry.get("patterns", []))
+    if not words and not pats:
+        raise ValueError(f"{where}: needs 'terms' or 'patterns'")
+    flags = 0 if entry.get("case_sensitive") else re.IGNORECASE
+    try:
+        return re.compile("|".join(f"(?:{p})" for p in words + pats), flags | re.MULTILINE)
+    except re.error as exc:
+        raise ValueError(f"{where}: invalid pattern: {exc}") from None
+
+
+@dataclass
+class Lexicon:
+    """Compiled screening lexicon (see the resource file for the format)."""
+
+    version: int
+    weights: dict
+    distress: re.Pattern
+    conflict: re.Pattern
+    help_request: re.Pattern
+    strategy_families: dict[str, re.Pattern]
+    clinical: re.Pattern
+    safety: dict[str, re.Pattern]
+
+    @classmethod
+    def from_file(cls, path) -> "Lexicon":
+        """Load and compile a lexicon YAML file; errors name the file and the entry."""
+        path = Path(path)
+        spec = yaml.safe_load(path.read_text())
+        need = ["version", "weights", "distress", "conflict", "help_request",
+                "strategy_families", "clinical", "safety"]
+        missing = [k for k in need if k not in spec]
+        if missing:
+            raise ValueError(f"{path}: missing sections {missing}")
+        for key in ("distress", "conflict", "help_request", "strategy_families"):
+            w = spec["weights"].get(key)
+            if not isinstance(w, dict) or not {"weight", "cap"} <= set(w):
+                raise ValueError(f"{path}: weights.{key} needs 'weight' and 'cap'")
+        return cls(
+            version=spec["version"],
+            weights=spec["weights"],
+            distress=_compile(spec["distress"], f"{path}: distress"),
+            conflict=_compile(spec["conflict"], f"{path}: conflict"),
+            help_request=_compile(spec["help_request"], f"{path}: help_request"),
+            strategy_families={k: _compile(v, f"{path}: strategy_families.{k}")
+                               for k, v in spec["strategy_families"].items()},
+            clinical=_compile(spec["clinical"], f"{path}: clinical"),
+            safety={k: _compile(v, f"{path}: safety.{k}") for k, v in spec["safety"].items()},
+        )
+
+    def exclusions(self, text: str) -> tuple[frozenset, frozenset]:
+        """Clinical cues and safety categories found in one turn's text."""
+        clinical = frozenset(m.lower() for m in self.clinical.findall(text))
+        return clinical, frozenset(k for k, p in self.safety.items() if p.search(text))
+
+    def __call__(self, couplets: pd.DataFrame) -> pd.DataFrame:
+        """Score couplets: signals on the seeker turn, exclusions on every context turn + reply.
+
+        Exclusions are computed once per distinct turn text and united over the
+        turns a couplet shows, so the cost grows with the corpus, not with the
+        square of the dialogue length.
+        """
+        memo: dict[str, tuple[frozenset, frozenset]] = {}
+        order = list(self.safety)
+        rows = []
+        for seeker, history, reply in zip(couplets["seeker_text"], couplets["history"],
+                                          couplets["reply_text"]):
+            clinical, safety = set(), set()
+            for text in [t["text"] for t in history] + [reply]:
+                if text not in memo:
+                    memo[text] = self.exclusions(text)
+                clinical |= memo[text][0]
+                safety |= memo[text][1]
+            rows.append({
+                "distress": len(self.distress.findall(seeker)),
+                "conflict": len(self.conflict.findall(seeker)),
+                "help_request": len(self.help_request.findall(seeker)),
+                "strategy_families": [k for k, p in self.strategy_families.items() if p.search(seeker)],
+                "clinical": sorted(clinical),
+                "safety": [k for k in order if k in safety],
+            })
+        return pd.DataFrame(rows, index=couplets.index)
+
+    def potential(self, scores: pd.DataFrame) -> pd.Series:
+        """Weighted response-potential score (weights and caps from the lexicon file)."""
+        total = pd.Series(0.0, index=scores.index)
+        for key in ("distress", "conflict", "help_request"):
+            w = self.weights[key]
+            total += w["weight"] * scores[key].clip(upper=w["cap"])
+        w = self.weights["strategy_families"]
+        total += w["weight"] * scores["strategy_families"].map(len).clip(upper=w["cap"])
+        return total
+
+
+def item_id(history: list[dict]) -> str:
+    """Stable item id: first 16 hex digits of the sha256 of the history's canonical JSON."""
+    canon = json.dumps([[t["role"], t["text"]] for t in history], ensure_ascii=False,
+                       separators=(",", ":"))
+    return hashlib.sha256(canon.encode("utf-8")).hexdigest()[:16]
+
+
+def enumerate_couplets(conversations: pd.DataFrame, turns: pd.DataFrame) -> pd.DataFrame:
+    """Every (seeker turn, next supporter turn) pair with its full preceding context.
+
+    Returns
+    -------
+    DataFrame
+        conversation_id, seeker_turn_index, reply_turn_index, history (list of
+        role/text dicts ending with the seeker turn), seeker_text, reply_text,
+        reply_strategies,
+        emotion_type, problem_type, situation, item_id.
+    """
+    labels = conversations.set_index("conversation_id")
+    rows = []
+    for cid, conv in turns.sort_values(["conversation_id", "turn_index"]).groupby("conversation_id", sort=True):
+        roles, texts = conv["role"].tolist(), conv["text"].tolist()
+        strategies = conv["strategies"].tolist()
+        idx = conv["turn_index"].tolist()
+        lab = labels.loc[cid]
+        for k in range(len(roles) - 1):
+            if roles[k] != "seeker" or roles[k + 1] != "supporter":
+                continue
+            history = [{"role": r, "text": t} for r, t in zip(roles[: k + 1], texts[: k + 1])]
+            rows.append({
+                "conversation_id": int(cid),
+                "seeker_turn_index": idx[k],
+                "reply_turn_index": idx[k + 1],
+                "history": history,
+                "seeker_text": texts[k],
+                "reply_text": texts[k + 1],
+                "reply_strategies": list(strategies[k + 1]),
+                "emotion_type": lab["emotion_type"],
+                "problem_type": lab["problem_type"],
+                "situation": lab["situation"],
+                "item_id": item_id(history),
+            })
+    return pd.DataFrame(rows)
+
+
+def score_couplets(couplets: pd.DataFrame, scorer, settings: dict) -> pd.DataFrame:
+    """Apply a scorer and the eligibility rules; return the audit table without the sampling.
+
+    Parameters
+    ----------
+    couplets : DataFrame
+        From :func:`enumerate_couplets`.
+    scorer : callable
+        ``scorer(couplets) -> DataFrame`` with :data:`SCORE_COLUMNS`, and a
+        ``potential(scores) -> Series`` method (a :class:`Lexicon`).
+    settings : dict
+        The ``screening`` config section (min_context_turns, min_seeker_words,
+        min_signal, min_strategy_families).
+    """
+    scores = scorer(couplets)
+    audit = couplets[["conversation_id", "seeker_turn_index", "reply_turn_index", "item_id",
+                      "emotion_type", "problem_type"]].copy()
+    audit["stratum"] = audit["emotion_type"] + " x " + audit["problem_type"]
+    audit["context_turns"] = couplets["history"].map(len)
+    audit["seeker_words"] = couplets["seeker_text"].str.split().map(len)
+    for col in SCORE_COLUMNS:
+        audit[col] = scores[col]
+    audit["emotional_signal"] = (
+        audit["distress"] + audit["conflict"] + audit["help_request"] >= settings["min_signal"]
+    )
+    audit["n_strategy_families"] = audit["strategy_families"].map(len)
+    audit["response_potential"] = scorer.potential(scores).round(6)
+
+    def reason(row) -> str:
+        if row.safety:
+            return f"safety:{row.safety[0]}"
+        if row.clinical:
+            return "clinical"
+        if row.context_turns < settings["min_context_turns"]:
+            return "context_too_short"
+        if row.seeker_words < settings["min_seeker_words"]:
+            return "seeker_turn_too_short"
+        if not row.emotional_signal:
+            return "no_emotional_signal"
+        if row.n_strategy_families < settings["min_strategy_families"]:
+            return "single_strategy"
+        return ""
+
+    audit["reason"] = [reason(r) for r in audit.itertuples()]
+    # identical contexts are one item ("Hi" openings recur across conversations):
+    # an eligible context seen earlier in the corpus is dropped as a duplicate
+    candidates = audit[audit["reason"] == ""]
+    audit.loc[candidates.index[candidates.duplicated("item_id")], "reason"] = "duplicate_context"
+    audit["eligible"] = audit["reason"] == ""
+    return audit
+
+
+def allocate(counts: dict[str, int], n: int, min_per_stratum: int = 1) -> dict[str, int]:
+    """Split ``n`` draws over strata in proportion to their sizes (largest remainder).
+
+    Every stratum with candidates gets at least ``min_per_stratum`` draws when
+    ``n`` allows it (n >= strata x min); the rest follows the proportional quota
+    ``n * count / total`` as closely as integer counts and stratum sizes allow.
+
+    Raises
+    ------
+    ValueError
+        If ``n`` exceeds the number of candidates.
+    """
+    strata = sorted(s for s, c in counts.items() if c > 0)
+    total = sum(counts[s] for s in strata)
+    if n > total:
+        raise ValueError(
+            f"asked for {n} items but only {total} couplets pass the screen; "
+            "lower the item count or relax the screening settings"
+        )
+    quota = {s: n * counts[s] / total for s in strata}
+    floor = min_per_stratum if n >= len(strata) * min_per_stratum else 0
+    alloc = {s: min(counts[s], max(floor, int(quota[s]))) for s in strata}
+    # hand out what is left by largest remainder, or take back the floors' excess
+    # from the strata furthest above their quota; ties broken by stratum name
+    while sum(alloc.values()) < n:
+        s = max((s for s in strata if alloc[s] < counts[s]), key=lambda s: (quota[s] - alloc[s], s))
+        alloc[s] += 1
+    while sum(alloc.values()) > n:
+        s = max((s for s in strata if alloc[s] > floor), key=lambda s: (alloc[s] - quota[s], s))
+        alloc[s] -= 1
+    return alloc
+
+
+def _stratum_seed(seed: int, stratum: str) -> list[int]:
+    return [seed, int.from_bytes(hashlib.sha256(stratum.encode()).digest()[:4], "little")]
+
+
+def select(audit: pd.DataFrame, n: int, seed: int, max_per_conversation: int = 2,
+           min_per_stratum: int = 1) -> pd.DataFrame:
+    """Apply the per-conversation cap and stratified sampling; fill ``decision``/``reason``.
+
+    The cap keeps the ``max_per_conversation`` eligible couplets with the highest
+    response potential in each conversation (earlier turns win ties). Sampling is
+    seeded per stratum, independent of input order, so reruns give identical ids.
+    """
+    audit = audit.copy()
+    eligible = audit[audit["eligible"]].sort_values(
+        ["conversation_id", "response_potential", "seeker_turn_index"],
+        ascending=[True, False, True],
+    )
+    capped = eligible.groupby("conversation_id").head(max_per_conversation)
+    over_cap = eligible.index.difference(capped.index)
+    audit.loc[over_cap, "reason"] = "per_conversation_cap"
+
+    counts = capped["stratum"].value_counts().to_dict()
+    alloc = allocate(counts, n, min_per_stratum)
+    chosen = []
+    for stratum, k in sorted(alloc.items()):
+        pool = capped[capped["stratum"] == stratum].sort_values("item_id")
+        rng = np.random.default_rng(_stratum_seed(seed, stratum))
+        picks = rng.choice(len(pool), size=k, replace=False)
+        chosen.extend(pool.index[np.sort(picks)])
+    audit.loc[capped.index.difference(chosen), "reason"] = "not_sampled"
+    audit.loc[chosen, "reason"] = "kept"
+    audit["decision"] = np.where(audit["reason"] == "kept", "kept", "dropped")
+    return audit
+
+
+AUDIT_COLUMNS = [
+    "conversation_id", "seeker_turn_index", "reply_turn_index", "item_id", "emotion_type",
+    "problem_type", "stratum", "context_turns", "seeker_words", "distress", "conflict",
+    "help_request", "emotional_signal", "strategy_families", "n_strategy_families", "clinical",
+    "safety", "response_potential", "eligible", "decision", "reason",
+]
+
+
+def build_items(couplets: pd.DataFrame, audit: pd.DataFrame) -> pd.DataFrame:
+    """The kept couplets as regular evaluation items (see items.schema.yaml)."""
+    kept = audit[audit["decision"] == "kept"].set_index("item_id")
+    items = couplets[couplets["item_id"].isin(kept.index)].copy()
+    k = kept.loc[items["item_id"]]
+    items = pd.DataFrame({
+        "item_id": items["item_id"].to_numpy(),
+        "conversation_id": items["conversation_id"].to_numpy(),
+        "subset": "regular",
+        "profile": None,
+        "seeker_turn_index": items["seeker_turn_index"].to_numpy(),
+        "history": items["history"].to_numpy(),
+        "original_reply": items["reply_text"].to_numpy(),
+        "original_strategies": items["reply_strategies"].to_numpy(),
+        "emotion_type": items["emotion_type"].to_numpy(),
+        "problem_type": items["problem_type"].to_numpy(),
+        "situation": items["situation"].to_numpy(),
+        "response_potential": k["response_potential"].to_numpy(),
+        "distress": k["distress"].to_numpy(),
+        "conflict": k["conflict"].to_numpy(),
+        "help_request": k["help_request"].to_numpy(),
+        "n_strategy_families": k["n_strategy_families"].to_numpy(),
+    })
+    return items.sort_values(["conversation_id", "seeker_turn_index"]).reset_index(drop=True)
+
+
+def screen(conversations: pd.DataFrame, turns: pd.DataFrame, scorer, settings: dict,
+           n: int, seed: int) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Couplets -> scores -> filters -> cap -> stratified sample. Returns (audit, items)."""
+    couplets = enumerate_couplets(conversations, turns)
+    audit = score_couplets(couplets, scorer, settings)
+    audit = select(audit, n=n, seed=seed,
+                   max_per_conversation=settings["max_items_per_conversation"],
+                   min_per_stratum=settings["min_per_stratum"])
+    return audit[AUDIT_COLUMNS], build_items(couplets, audit)
