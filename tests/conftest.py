@@ -31,6 +31,7 @@ class WorkflowCopy:
 
     def __init__(self, root: Path):
         self.root = root
+        root.mkdir(parents=True)
         for name in ("Snakefile", "workflow", "config", "envs"):
             src = REPO / name
             if src.is_dir():

@@ -39,6 +39,38 @@ def _with_defaults(validator_cls):
     return jsonschema.validators.extend(validator_cls, {"properties": set_defaults})
 
 
+_JSON_TYPES = {"integer": int, "number": (int, float), "boolean": bool, "null": type(None)}
+
+
+def _coerce_strings(instance, schema):
+    """Give ``snakemake --config`` values their declared type.
+
+    Snakemake parses nested ``--config key={a: 1}`` values with YAML's BaseLoader,
+    so every nested scalar arrives as a string; where the schema declares a
+    non-string type and the string reads as that type in YAML, use the typed value.
+    """
+    if not isinstance(instance, dict):
+        return
+    for name, sub in schema.get("properties", {}).items():
+        if name not in instance:
+            continue
+        value = instance[name]
+        if isinstance(value, dict):
+            _coerce_strings(value, sub)
+            continue
+        types = sub.get("type", [])
+        types = [types] if isinstance(types, str) else types
+        if not isinstance(value, str) or "string" in types and value != "null":
+            continue
+        try:
+            parsed = yaml.safe_load(value)
+        except yaml.YAMLError:
+            continue
+        wanted = tuple(_JSON_TYPES[t] for t in types if t in _JSON_TYPES)
+        if wanted and isinstance(parsed, wanted) and not (isinstance(parsed, bool) and bool not in wanted):
+            instance[name] = parsed
+
+
 def validate_config(config: dict, schema_path=SCHEMA_PATH, source: str = "config") -> dict:
     """Check ``config`` in place against the schema and fill defaults.
 
@@ -49,6 +81,7 @@ def validate_config(config: dict, schema_path=SCHEMA_PATH, source: str = "config
         ``config: regular_items.n: 'many' is not of type 'integer'``.
     """
     schema = yaml.safe_load(Path(schema_path).read_text())
+    _coerce_strings(config, schema)
     cls = jsonschema.validators.validator_for(schema)
     errors = sorted(cls(schema).iter_errors(config), key=lambda e: [str(p) for p in e.absolute_path])
     if errors:

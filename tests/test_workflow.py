@@ -1,0 +1,128 @@
+"""The Snakemake workflow end to end: lint, dry runs, runs, reruns, failures."""
+
+import functools
+import hashlib
+import http.server
+import json
+import threading
+
+import pytest
+
+from conftest import FIXTURES, SHARED_ESCONV_DIR, needs_shared
+from heart import io
+
+pytestmark = pytest.mark.workflow
+
+TINY = FIXTURES / "esconv_tiny.json"
+
+
+def tiny_config(n=4):
+    return ["--config", f"esconv={{local_copy: {TINY}}}", f"regular_items={{n: {n}, seed: 1}}"]
+
+
+def test_lint_is_clean(workflow_copy):
+    proc = workflow_copy.snakemake("--lint")
+    assert "Congratulations, your workflow is in a good condition!" in proc.stdout + proc.stderr
+
+
+@pytest.mark.parametrize("configfile", ["config/config.yaml", "config/paper.yaml"])
+def test_dry_run_whole_dag(workflow_copy, configfile):
+    # without a local copy the DAG starts with the download
+    jobs = workflow_copy.jobs("--configfile", configfile)
+    assert jobs == {"download_esconv": 1, "ingest_esconv": 1, "screen_items": 1, "all": 1}
+    jobs = workflow_copy.jobs("--configfile", configfile, "--config", f"esconv={{local_copy: {TINY}}}")
+    assert "download_esconv" not in jobs and jobs["screen_items"] == 1
+
+
+def test_run_rerun_and_incremental_rebuild(workflow_copy):
+    wf = workflow_copy
+    wf.snakemake(*tiny_config())
+    items = io.read_table(wf.root / "results/items/regular.parquet")
+    audit = io.read_table(wf.root / "results/items/screening_audit.parquet")
+    source = io.read_table(wf.root / "results/data/esconv_source.parquet")
+    assert len(items) == 4 and set(items["subset"]) == {"regular"}
+    assert (audit["decision"] == "kept").sum() == 4
+    assert source.loc[0, "sha256"] == hashlib.sha256(TINY.read_bytes()).hexdigest()
+    assert io.provenance_of(wf.root / "results/items/regular.parquet")["lexicon_version"] == 1
+    assert "24 regular items" not in (wf.root / "logs/items/screen_items.log").read_text()
+
+    # a no-op rerun schedules nothing
+    assert wf.jobs(*tiny_config()) == {}
+
+    # editing the screening lexicon reruns screening, not ingest
+    lex = wf.root / "workflow/resources/screening/lexicon.yaml"
+    lex.write_text(lex.read_text().replace("version: 1", "version: 2"))
+    assert wf.jobs(*tiny_config()) == {"screen_items": 1, "all": 1}
+
+    # a different item count reruns screening only, and the rerun picks other ids
+    wf.snakemake(*tiny_config(n=5))
+    assert len(io.read_table(wf.root / "results/items/regular.parquet")) == 5
+    assert wf.jobs(*tiny_config(n=5)) == {}
+
+
+def test_bad_input_stops_with_named_error_and_no_output(workflow_copy, tmp_path):
+    data = json.loads(TINY.read_text())
+    del data[3]["dialog"][2]["content"]
+    bad = tmp_path / "bad.json"
+    bad.write_text(json.dumps(data))
+    proc = workflow_copy.snakemake("--config", f"esconv={{local_copy: {bad}}}", check=False)
+    assert proc.returncode != 0
+    assert f"{bad}: conversation 3, dialog[2].content: missing" in proc.stderr
+    assert not list((workflow_copy.root / "results").rglob("*.parquet"))
+
+
+def test_bad_config_key_is_named(workflow_copy):
+    proc = workflow_copy.snakemake("-n", "--config", "regular_items={n: lots, seed: 1}", check=False)
+    assert proc.returncode != 0
+    assert "regular_items.n: 'lots' is not of type 'integer'" in proc.stdout + proc.stderr
+
+
+def test_missing_local_copy_is_named(workflow_copy, tmp_path):
+    proc = workflow_copy.snakemake("-n", "--config", f"esconv={{local_copy: {tmp_path}/none.json}}", check=False)
+    assert proc.returncode != 0
+    assert "esconv.local_copy points to" in proc.stdout + proc.stderr
+
+
+@pytest.fixture
+def http_server():
+    """Serve tests/fixtures on 127.0.0.1 (the download rule's stand-in for upstream)."""
+    handler = functools.partial(http.server.SimpleHTTPRequestHandler, directory=str(FIXTURES))
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{server.server_address[1]}"
+    server.shutdown()
+
+
+def test_download_rule_checks_sha256(workflow_copy, http_server):
+    url = f"{http_server}/esconv_tiny.json"
+    good = hashlib.sha256(TINY.read_bytes()).hexdigest()
+    proc = workflow_copy.snakemake(
+        "results/data/esconv_source.parquet", "--config", f"esconv={{url: '{url}', sha256: '{'0' * 64}'}}",
+        check=False)
+    assert proc.returncode != 0 and f"has sha256 {good}, expected {'0' * 64}" in proc.stderr
+    assert not (workflow_copy.root / "resources/esconv/ESConv.json").exists()
+    workflow_copy.snakemake("results/data/esconv_source.parquet",
+                            "--config", f"esconv={{url: '{url}', sha256: '{good}'}}")
+    source = io.read_table(workflow_copy.root / "results/data/esconv_source.parquet")
+    assert source.loc[0, "path"] == "resources/esconv/ESConv.json" and bool(source.loc[0, "matches_upstream"])
+
+
+def test_offline_download_says_how_to_provide_a_copy(workflow_copy):
+    # port 9 on loopback: nothing listens, the connection is refused at once
+    proc = workflow_copy.snakemake("--config", "esconv={url: 'http://127.0.0.1:9/ESConv.json'}", check=False)
+    assert proc.returncode != 0
+    assert "could not download ESConv from http://127.0.0.1:9/ESConv.json" in proc.stderr
+    assert "local_copy" in proc.stderr
+
+
+@needs_shared
+def test_default_config_on_real_esconv(workflow_copy):
+    wf = workflow_copy
+    cfg = ["--config", f"esconv={{local_copy: {SHARED_ESCONV_DIR / 'ESConv.json'}}}"]
+    wf.snakemake(*cfg)
+    items = io.read_table(wf.root / "results/items/regular.parquet")
+    conversations = io.read_table(wf.root / "results/data/conversations.parquet")
+    assert len(conversations) == 1300
+    assert len(items) == 24 and items["item_id"].is_unique
+    assert wf.jobs(*cfg) == {}
