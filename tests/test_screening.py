@@ -76,16 +76,19 @@ def _screen(path, n, seed=7, shuffle=None):
     return screening.screen(conversations, turns, screening.Lexicon.from_file(LEXICON), SETTINGS, n, seed)
 
 
-def test_tiny_screen_accounts_for_every_couplet(tiny_esconv):
-    audit, items = _screen(tiny_esconv, n=6)
-    data = json.loads(tiny_esconv.read_text())
-    # count seeker->supporter turn transitions straight from the raw dialogs
-    expected = 0
-    for conv in data:
+def raw_couplet_count(path) -> int:
+    """Seeker->supporter turn transitions counted straight from the raw dialogs."""
+    count = 0
+    for conv in json.loads(Path(path).read_text()):
         roles = [u["speaker"] for u in conv["dialog"]]
         merged = [r for i, r in enumerate(roles) if i == 0 or roles[i - 1] != r]
-        expected += sum(a == "seeker" and b == "supporter" for a, b in zip(merged, merged[1:]))
-    assert len(audit) == expected
+        count += sum(a == "seeker" and b == "supporter" for a, b in zip(merged, merged[1:]))
+    return count
+
+
+def test_tiny_screen_accounts_for_every_couplet(tiny_esconv):
+    audit, items = _screen(tiny_esconv, n=6)
+    assert len(audit) == raw_couplet_count(tiny_esconv)
     assert (audit["decision"] == "kept").sum() == len(items) == 6
     assert set(audit["reason"]) <= {"kept", "not_sampled", "per_conversation_cap", "clinical",
                                     "context_too_short", "seeker_turn_too_short", "no_emotional_signal",
@@ -127,12 +130,7 @@ def test_real_esconv_280_items():
     assert (kept >= 1).all()
     assert ((kept - quota).abs() < 1).all(), (kept - quota).abs().max()
     # the audit accounts for every couplet in the corpus
-    data = json.loads(path.read_text())
-    couplets = 0
-    for conv in data:
-        roles = [u["speaker"] for u in conv["dialog"]]
-        merged = [r for i, r in enumerate(roles) if i == 0 or roles[i - 1] != r]
-        couplets += sum(a == "seeker" and b == "supporter" for a, b in zip(merged, merged[1:]))
+    couplets = raw_couplet_count(path)
     assert len(audit) == couplets
     assert Counter(audit["decision"]) == {"kept": 280, "dropped": couplets - 280}
     # nothing kept trips a safety or clinical rule
