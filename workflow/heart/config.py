@@ -12,6 +12,8 @@ from pathlib import Path
 import jsonschema
 import yaml
 
+from heart.io import format_path
+
 SCHEMA_PATH = Path(__file__).resolve().parent.parent / "schemas" / "config.schema.yaml"
 
 
@@ -20,10 +22,7 @@ class ConfigError(ValueError):
 
 
 def _key(path) -> str:
-    out = ""
-    for part in path:
-        out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else str(part))
-    return out or "(top level)"
+    return format_path(path) or "(top level)"
 
 
 def _with_defaults(validator_cls):

@@ -27,7 +27,7 @@ import jsonschema
 import pandas as pd
 import yaml
 
-from heart.io import atomic_path, sha256_file
+from heart.io import atomic_path, format_path, sha256_file
 
 SCHEMA_PATH = Path(__file__).resolve().parent.parent / "schemas" / "esconv.schema.yaml"
 
@@ -61,10 +61,7 @@ def _validator() -> jsonschema.protocols.Validator:
 
 
 def _field_name(path) -> str:
-    out = ""
-    for part in path:
-        out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else str(part))
-    return out or "(conversation)"
+    return format_path(path) or "(conversation)"
 
 
 def _describe(error: jsonschema.ValidationError) -> tuple[str, str]:

@@ -46,6 +46,14 @@ def atomic_path(dest):
             os.unlink(tmp)
 
 
+def format_path(parts) -> str:
+    """A JSON location as people read it: ``["dialog", 4, "content"]`` -> ``dialog[4].content``."""
+    out = ""
+    for part in parts:
+        out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else str(part))
+    return out
+
+
 def sha256_file(path, chunk: int = 1 << 20) -> str:
     """Hex sha256 of a file's bytes."""
     h = hashlib.sha256()
