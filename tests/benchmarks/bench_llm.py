@@ -7,6 +7,7 @@
 2. 42,000 cached lookups (the paper's number of pairwise comparisons).
 """
 
+import subprocess
 import sys
 import tempfile
 import time
@@ -15,15 +16,15 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 sys.path[:0] = [str(HERE.parent), str(HERE.parents[1] / "workflow")]
 
-import llm_test_server as srv  # noqa: E402
 from heart import llm  # noqa: E402
 
 LATENCY = 0.2
 
 
-def specs(base, concurrency):
+def specs(base, concurrency, stream=True):
     return {"m": llm.ModelSpec.from_config("m", dict(model="openai/test", api_base=base, params={"temperature": 0},
-                                                     max_concurrency=concurrency, timeout=30, max_retries=0))}
+                                                     max_concurrency=concurrency, timeout=30, max_retries=0,
+                                                     stream=stream))}
 
 
 def requests(n, tag):
@@ -38,21 +39,28 @@ def timed(fn):
 
 
 def main():
-    server = srv.serve(srv.State(latency=LATENCY))
-    base = f"http://127.0.0.1:{server.server_address[1]}/v1"
+    # the server runs in its own process, so it does not share the client's interpreter lock
+    server = subprocess.Popen([sys.executable, str(HERE.parent / "llm_test_server.py"), "--latency", str(LATENCY)],
+                              stdout=subprocess.PIPE, text=True)
+    base = server.stdout.readline().strip()
+    # warm up (litellm's first call imports and builds a lot)
+    with tempfile.TemporaryDirectory() as tmp:
+        llm.run_requests(specs(base, 1), requests(2, "warm"), llm.ResponseCache(tmp))
     with tempfile.TemporaryDirectory() as tmp:
         cache = llm.ResponseCache(Path(tmp) / "c")
         n_seq = 20
         seq = timed(lambda: llm.run_requests(specs(base, 1), requests(n_seq, "seq"), cache))
         seq_rps = n_seq / seq
-        conc, n_par = 32, 640
-        par = timed(lambda: llm.run_requests(specs(base, conc), requests(n_par, "par"), cache))
-        par_rps = n_par / par
-        ideal = conc / LATENCY
         print(f"sequential loop: {n_seq} calls in {seq:.2f} s = {seq_rps:.2f} calls/s (ideal {1 / LATENCY:.1f})")
-        print(f"concurrency {conc}: {n_par} calls in {par:.2f} s = {par_rps:.1f} calls/s; "
-              f"ideal {ideal:.0f} calls/s -> {100 * par_rps / ideal:.1f} % of ideal; "
-              f"{par_rps / seq_rps:.1f}x the sequential loop")
+        conc, n_par = 32, 640
+        ideal = conc / LATENCY
+        for stream in (True, False):
+            par = timed(lambda: llm.run_requests(specs(base, conc, stream), requests(n_par, f"par{stream}"), cache))
+            par_rps = n_par / par
+            mode = "streaming (TTFT measured)" if stream else "non-streaming"
+            print(f"concurrency {conc}, {mode}: {n_par} calls in {par:.2f} s = {par_rps:.1f} calls/s; "
+                  f"ideal {ideal:.0f} calls/s -> {100 * par_rps / ideal:.1f} % of ideal; "
+                  f"{par_rps / seq_rps:.1f}x the sequential loop")
 
         # 42,000 cached lookups
         big = llm.ResponseCache(Path(tmp) / "big")
@@ -67,7 +75,7 @@ def main():
         print(f"42,000 cached lookups (key + read): {lookup:.2f} s")
         full = timed(lambda: llm.run_requests(specs(base, 32), reqs, big))
         print(f"42,000 requests answered from the cache by run_requests: {full:.2f} s")
-    server.shutdown()
+    server.terminate()
 
 
 if __name__ == "__main__":

@@ -63,6 +63,7 @@ class ModelSpec:
     rpm: int | None = None
     timeout: float = 120.0
     max_retries: int = 4
+    stream: bool = True  # stream to measure time to first token; False is cheaper (no TTFT)
 
     @classmethod
     def from_config(cls, name: str, cfg: dict) -> "ModelSpec":
@@ -242,6 +243,23 @@ def _is_retryable(exc) -> bool:
     return isinstance(status, int) and (status == 429 or status >= 500)
 
 
+_UNPRICED: set[str] = set()
+
+
+def _cost(litellm, model: str, usage: dict) -> float | None:
+    """USD cost from litellm's (local) price map; None for models it has no price for."""
+    if model in _UNPRICED or usage["prompt_tokens"] is None:
+        return None
+    try:
+        prompt, completion = litellm.cost_per_token(
+            model=model, prompt_tokens=usage["prompt_tokens"],
+            completion_tokens=usage["completion_tokens"] or 0)
+        return float(prompt + completion)
+    except Exception:  # noqa: BLE001 - litellm raises several kinds for unknown models
+        _UNPRICED.add(model)
+        return None
+
+
 async def _call(spec: ModelSpec, req: Request, api_base: str | None) -> dict:
     import litellm
 
@@ -260,36 +278,38 @@ async def _call(spec: ModelSpec, req: Request, api_base: str | None) -> dict:
     if api_base and not api_key:
         api_key = "no-key-needed"  # OpenAI-compatible local servers accept any key
     start = time.monotonic()
-    ttft = None
-    chunks = []
-    stream = await litellm.acompletion(
-        model=spec.model, messages=list(req.messages), api_base=api_base, api_key=api_key,
-        stream=True, stream_options={"include_usage": True}, timeout=spec.timeout,
-        num_retries=0, **kwargs,
-    )
-    finished = False
-    async for chunk in stream:
-        if chunk.choices:
-            if ttft is None and getattr(chunk.choices[0].delta, "content", None):
-                ttft = time.monotonic() - start
-            # litellm closes a cut-off stream with a finish_reason of its own; only a chunk
-            # that came from the provider carries provider_response_model in _hidden_params
-            # (tests/test_llm.py injects a truncated stream to hold this to account)
-            from_provider = "provider_response_model" in (getattr(chunk, "_hidden_params", None) or {})
-            finished = finished or (chunk.choices[0].finish_reason is not None and from_provider)
-        chunks.append(chunk)
+    ttft, usage, finished, parts = None, None, False, []
+    common = dict(model=spec.model, messages=list(req.messages), api_base=api_base, api_key=api_key,
+                  timeout=spec.timeout, num_retries=0, **kwargs)
+    if spec.stream:
+        stream = await litellm.acompletion(stream=True, stream_options={"include_usage": True}, **common)
+        async for chunk in stream:
+            if chunk.choices:
+                choice = chunk.choices[0]
+                piece = getattr(choice.delta, "content", None)
+                if piece:
+                    if ttft is None:
+                        ttft = time.monotonic() - start
+                    parts.append(piece)
+                # litellm closes a cut-off stream with a finish_reason of its own; only a chunk
+                # that came from the provider carries provider_response_model in _hidden_params
+                # (tests/test_llm.py injects a truncated stream to hold this to account)
+                if choice.finish_reason is not None and "provider_response_model" in (
+                        getattr(chunk, "_hidden_params", None) or {}):
+                    finished = True
+            usage = getattr(chunk, "usage", None) or usage
+        if not finished:
+            raise RetryableResponse("stream ended without a finish_reason (truncated response)")
+    else:
+        response = await litellm.acompletion(**common)
+        parts = [response.choices[0].message.content or ""] if response.choices else []
+        usage = getattr(response, "usage", None)
     latency = time.monotonic() - start
-    if not finished:
-        raise RetryableResponse("stream ended without a finish_reason (truncated response)")
-    response = litellm.stream_chunk_builder(chunks, messages=list(req.messages))
-    text = (response.choices[0].message.content or "") if response and response.choices else ""
+    text = "".join(parts)
     if not text.strip():
         raise RetryableResponse("empty content")
-    usage = response.usage.model_dump() if getattr(response, "usage", None) else {}
-    try:
-        cost = float(litellm.completion_cost(completion_response=response, model=spec.model))
-    except Exception:  # models without a price (local, custom) cost nothing known
-        cost = None
+    usage = {k: getattr(usage, k, None) for k in ("prompt_tokens", "completion_tokens", "total_tokens")}
+    cost = _cost(litellm, spec.model, usage)
     parsed, parse_error = None, None
     if req.schema is not None:
         try:
@@ -299,7 +319,7 @@ async def _call(spec: ModelSpec, req: Request, api_base: str | None) -> dict:
             parsed, parse_error = None, f"{type(exc).__name__}: {str(exc).splitlines()[0][:200]}"
     return {
         "model": spec.model, "text": text, "parsed": parsed, "parse_error": parse_error,
-        "usage": {k: usage.get(k) for k in ("prompt_tokens", "completion_tokens", "total_tokens")},
+        "usage": usage,
         "cost": cost, "ttft_s": ttft, "latency_s": latency, "created": time.time(),
         "template_version": req.template_version,
     }
