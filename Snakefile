@@ -6,17 +6,39 @@ from snakemake.utils import min_version
 min_version("9.0")
 
 
-configfile: "config/config.yaml"
+# The embedded default, unless a complete config is given with --configfile (e.g.
+# config/paper.yaml): that one replaces the default instead of being merged into it
+# (as --replace-workflow-config would), so the paper's model list is not mixed with
+# the local model's. --config overrides apply on top of either.
+if not workflow.overwrite_configfiles:
+
+    configfile: "config/config.yaml"
 
 
 include: "workflow/rules/common.smk"
+
+
+# {system} in a completion path is one of the configured model systems
+wildcard_constraints:
+    system="|".join(map(re.escape, MODEL_SYSTEMS)) or "(?!)",
+
+
 include: "workflow/rules/data.smk"
 include: "workflow/rules/items.smk"
+include: "workflow/rules/completions.smk"
+
+
+# API keys: declared so Snakemake checks them at start-up and passes them to cluster
+# jobs; read from the environment by the LLM engine, never put in params or config.
+envvars:
+    *required_keys(),
 
 
 rule all:
     input:
         "results/data/esconv_source.parquet",
         "results/items/screening_audit.parquet",
-        "results/items/regular.parquet",
+        "results/items/items.parquet",
+        "results/completions/systems.parquet",
+        "results/llm_cache.parquet",
     default_target: True

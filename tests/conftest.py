@@ -32,25 +32,38 @@ class WorkflowCopy:
     def __init__(self, root: Path):
         self.root = root
         root.mkdir(parents=True)
-        for name in ("Snakefile", "workflow", "config", "envs"):
+        for name in ("Snakefile", "workflow", "config", "envs", "profiles"):
             src = REPO / name
             if src.is_dir():
                 shutil.copytree(src, root / name, ignore=shutil.ignore_patterns("__pycache__"))
             else:
                 shutil.copy2(src, root / name)
 
-    def snakemake(self, *args: str, check: bool = True, timeout: float = 900) -> subprocess.CompletedProcess:
+    def snakemake(self, *args: str, check: bool = True, timeout: float = 900,
+                  env: dict | None = None) -> subprocess.CompletedProcess:
         proc = subprocess.run(
             [SNAKEMAKE, "--cores", "2", *args],
             cwd=self.root, capture_output=True, text=True, timeout=timeout,
+            env=self._env(env),
         )
         if check and proc.returncode != 0:
             raise AssertionError(f"snakemake {' '.join(args)} failed:\n{proc.stdout}\n{proc.stderr}")
         return proc
 
-    def jobs(self, *args: str) -> dict[str, int]:
+    @staticmethod
+    def _env(extra: dict | None) -> dict:
+        """This process's environment with ``extra`` applied (a None value removes the variable)."""
+        env = dict(os.environ)
+        for key, value in (extra or {}).items():
+            if value is None:
+                env.pop(key, None)
+            else:
+                env[key] = value
+        return env
+
+    def jobs(self, *args: str, env: dict | None = None) -> dict[str, int]:
         """Rule -> job count that a dry run with ``args`` would schedule."""
-        out = self.snakemake("-n", "--quiet", "rules", *args).stdout
+        out = self.snakemake("-n", "--quiet=rules", *args, env=env).stdout
         counts = {}
         for line in out.splitlines():
             parts = line.split()

@@ -27,6 +27,7 @@ class State:
         self.plans: dict[str, list[str]] = {}
         self.ok = collections.Counter()
         self.calls = collections.Counter()
+        self.auth = collections.Counter()  # Authorization headers seen
         self.lock = threading.Lock()
 
     def next_behaviour(self, key: str) -> str:
@@ -64,6 +65,8 @@ class Handler(http.server.BaseHTTPRequestHandler):
         body = json.loads(self.rfile.read(int(self.headers.get("Content-Length", 0))) or b"{}")
         user = next((m["content"] for m in reversed(body.get("messages", [])) if m["role"] == "user"), "")
         behaviour = self.state.next_behaviour(user)
+        with self.state.lock:
+            self.state.auth[self.headers.get("Authorization", "")] += 1
         if self.state.latency:
             time.sleep(self.state.latency)
         if behaviour == "429":

@@ -2,6 +2,7 @@
 
 import functools
 import hashlib
+import os
 import http.server
 import json
 import threading
@@ -16,8 +17,9 @@ pytestmark = pytest.mark.workflow
 TINY = FIXTURES / "esconv_tiny.json"
 
 
-def tiny_config(n=4):
-    return ["--config", f"esconv={{local_copy: {TINY}}}", f"regular_items={{n: {n}, seed: 1}}"]
+def tiny_config(n=4, adversarial=2):
+    return ["--config", f"esconv={{local_copy: {TINY}}}", f"regular_items={{n: {n}, seed: 1}}",
+            f"adversarial_items={{n: {adversarial}}}"]
 
 
 def test_lint_is_clean(workflow_copy):
@@ -25,18 +27,42 @@ def test_lint_is_clean(workflow_copy):
     assert "Congratulations, your workflow is in a good condition!" in proc.stdout + proc.stderr
 
 
-@pytest.mark.parametrize("configfile", ["config/config.yaml", "config/paper.yaml"])
-def test_dry_run_whole_dag(workflow_copy, configfile):
-    # without a local copy the DAG starts with the download
-    jobs = workflow_copy.jobs("--configfile", configfile)
-    assert jobs == {"download_esconv": 1, "ingest_esconv": 1, "screen_items": 1, "all": 1}
-    jobs = workflow_copy.jobs("--configfile", configfile, "--config", f"esconv={{local_copy: {TINY}}}")
-    assert "download_esconv" not in jobs and jobs["screen_items"] == 1
+PAPER_KEYS = {k: "dry-run-placeholder" for k in
+              ("OPENAI_API_KEY", "ANTHROPIC_API_KEY", "GEMINI_API_KEY", "TOGETHERAI_API_KEY", "DEEPINFRA_API_KEY")}
+ONCE = {"ingest_esconv": 1, "screen_items": 1, "make_adversarial_items": 1, "collect_items": 1,
+        "original_completions": 1, "human_completions": 1, "summarize_systems": 1, "export_llm_cache": 1, "all": 1}
+
+
+@pytest.mark.parametrize("configfile, model_systems", [("config/config.yaml", 2), ("config/paper.yaml", 15)])
+def test_dry_run_whole_dag(workflow_copy, configfile, model_systems):
+    # without a local copy the DAG starts with the download; paper.yaml replaces the
+    # default config (its 15 model systems are not mixed with the local model's 2)
+    jobs = workflow_copy.jobs("--configfile", configfile, env=PAPER_KEYS)
+    assert jobs == {"download_esconv": 1, **ONCE, "generate_completions": model_systems}
+    jobs = workflow_copy.jobs("--configfile", configfile, "--config", f"esconv={{local_copy: {TINY}}}", env=PAPER_KEYS)
+    assert "download_esconv" not in jobs and jobs["generate_completions"] == model_systems
+
+
+def test_paper_config_without_keys_names_them(workflow_copy):
+    proc = workflow_copy.snakemake("-n", "--configfile", "config/paper.yaml", check=False,
+                                   env={k: None for k in PAPER_KEYS})
+    assert proc.returncode != 0
+    out = proc.stdout + proc.stderr
+    assert "environment variables are requested by the workflow but undefined" in out
+    assert all(k in out for k in PAPER_KEYS)
+    # replaying a published cache needs no keys
+    proc = workflow_copy.snakemake("-n", "--configfile", "config/paper.yaml", "--config",
+                                   "llm={replay: results/llm_cache.parquet}", check=False,
+                                   env={k: None for k in PAPER_KEYS})
+    assert "environment variables are requested" not in proc.stdout + proc.stderr
+
+
+DATA_TARGETS = ["results/items/regular.parquet", "results/data/esconv_source.parquet"]
 
 
 def test_run_rerun_and_incremental_rebuild(workflow_copy):
     wf = workflow_copy
-    wf.snakemake(*tiny_config())
+    wf.snakemake(*DATA_TARGETS, *tiny_config())
     items = io.read_table(wf.root / "results/items/regular.parquet")
     audit = io.read_table(wf.root / "results/items/screening_audit.parquet")
     source = io.read_table(wf.root / "results/data/esconv_source.parquet")
@@ -47,17 +73,17 @@ def test_run_rerun_and_incremental_rebuild(workflow_copy):
     assert "24 regular items" not in (wf.root / "logs/items/screen_items.log").read_text()
 
     # a no-op rerun schedules nothing
-    assert wf.jobs(*tiny_config()) == {}
+    assert wf.jobs(*DATA_TARGETS, *tiny_config()) == {}
 
     # editing the screening lexicon reruns screening, not ingest
     lex = wf.root / "workflow/resources/screening/lexicon.yaml"
     lex.write_text(lex.read_text().replace("version: 1", "version: 2"))
-    assert wf.jobs(*tiny_config()) == {"screen_items": 1, "all": 1}
+    assert wf.jobs(*DATA_TARGETS, *tiny_config()) == {"screen_items": 1}
 
     # a different item count reruns screening only, and the rerun picks other ids
-    wf.snakemake(*tiny_config(n=5))
+    wf.snakemake(*DATA_TARGETS, *tiny_config(n=5))
     assert len(io.read_table(wf.root / "results/items/regular.parquet")) == 5
-    assert wf.jobs(*tiny_config(n=5)) == {}
+    assert wf.jobs(*DATA_TARGETS, *tiny_config(n=5)) == {}
 
 
 def test_bad_input_stops_with_named_error_and_no_output(workflow_copy, tmp_path):
@@ -65,7 +91,7 @@ def test_bad_input_stops_with_named_error_and_no_output(workflow_copy, tmp_path)
     del data[3]["dialog"][2]["content"]
     bad = tmp_path / "bad.json"
     bad.write_text(json.dumps(data))
-    proc = workflow_copy.snakemake("--config", f"esconv={{local_copy: {bad}}}", check=False)
+    proc = workflow_copy.snakemake(*DATA_TARGETS, "--config", f"esconv={{local_copy: {bad}}}", check=False)
     assert proc.returncode != 0
     assert f"{bad}: conversation 3, dialog[2].content: missing" in proc.stderr
     assert not list((workflow_copy.root / "results").rglob("*.parquet"))
@@ -110,7 +136,8 @@ def test_download_rule_checks_sha256(workflow_copy, http_server):
 
 def test_offline_download_says_how_to_provide_a_copy(workflow_copy):
     # port 9 on loopback: nothing listens, the connection is refused at once
-    proc = workflow_copy.snakemake("--config", "esconv={url: 'http://127.0.0.1:9/ESConv.json'}", check=False)
+    proc = workflow_copy.snakemake(*DATA_TARGETS, "--config", "esconv={url: 'http://127.0.0.1:9/ESConv.json'}",
+                                   check=False)
     assert proc.returncode != 0
     assert "could not download ESConv from http://127.0.0.1:9/ESConv.json" in proc.stderr
     assert "local_copy" in proc.stderr
@@ -120,9 +147,9 @@ def test_offline_download_says_how_to_provide_a_copy(workflow_copy):
 def test_default_config_on_real_esconv(workflow_copy):
     wf = workflow_copy
     cfg = ["--config", f"esconv={{local_copy: {SHARED_ESCONV_DIR / 'ESConv.json'}}}"]
-    wf.snakemake(*cfg)
+    wf.snakemake(*DATA_TARGETS, *cfg)
     items = io.read_table(wf.root / "results/items/regular.parquet")
     conversations = io.read_table(wf.root / "results/data/conversations.parquet")
     assert len(conversations) == 1300
     assert len(items) == 24 and items["item_id"].is_unique
-    assert wf.jobs(*cfg) == {}
+    assert wf.jobs(*DATA_TARGETS, *cfg) == {}

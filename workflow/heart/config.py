@@ -102,4 +102,19 @@ def validate_config(config: dict, schema_path=SCHEMA_PATH, source: str = "config
             + "\nSee config/README.md for what each key means."
         )
     _with_defaults(cls)(schema).validate(config)
+    _check_references(config, source, schema_path)
     return config
+
+
+def _check_references(config: dict, source: str, schema_path) -> None:
+    """Names that must point at other config entries (systems -> models, ...)."""
+    models = config.get("models", {})
+    lines = []
+    refs = [(f"systems.{name}.model", s["model"]) for name, s in config.get("systems", {}).items()]
+    if "adversarial_items" in config:
+        refs.append(("adversarial_items.model", config["adversarial_items"]["model"]))
+    for key, model in refs:
+        if model not in models:
+            lines.append(f"{key}: {model!r} is not a configured model (models: {', '.join(sorted(models)) or 'none'})")
+    if lines:
+        raise ConfigError(f"{source} does not match {Path(schema_path).name}:\n  " + "\n  ".join(lines))

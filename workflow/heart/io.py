@@ -126,6 +126,11 @@ def to_arrow(df: pd.DataFrame, name: str) -> pa.Table:
     return pa.Table.from_arrays(arrays, schema=schema)
 
 
+def empty_like(name: str) -> pd.DataFrame:
+    """An empty DataFrame with table ``name``'s columns (for "nothing here" outputs)."""
+    return pd.DataFrame(columns=table_schema(name).names)
+
+
 def write_table(df: pd.DataFrame, path, name: str, provenance: dict | None = None) -> None:
     """Write ``df`` as table ``name`` to ``path`` atomically, with provenance in the file metadata."""
     table = to_arrow(df, name)

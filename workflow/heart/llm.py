@@ -28,6 +28,7 @@ import contextlib
 import hashlib
 import importlib.util
 import json
+import logging
 import os
 import random
 import socket
@@ -79,6 +80,7 @@ class Request:
     messages: tuple  # tuple of {"role", "content"} dicts (hashable order)
     template_version: str
     schema: dict | None = None
+    params: dict | None = None  # overrides of the model's decoding params for this request
 
 
 def cache_key(spec: ModelSpec, req: Request) -> str:
@@ -86,7 +88,7 @@ def cache_key(spec: ModelSpec, req: Request) -> str:
     payload = {
         "format": CACHE_FORMAT,
         "model": spec.model,
-        "params": dict(sorted(spec.params.items())),
+        "params": dict(sorted({**spec.params, **(req.params or {})}.items())),
         "messages": list(req.messages),
         "schema": req.schema,
         "template_version": req.template_version,
@@ -123,11 +125,11 @@ class ResponseCache:
             Path(tmp).write_text(json.dumps(entry, ensure_ascii=False))
 
     def export(self, dest) -> int:
-        """Write every entry to one Parquet file (key, model, entry JSON) for replay elsewhere."""
-        rows = []
+        """Write every entry (local and replayed) to one Parquet file (key, model, entry JSON)."""
+        entries = dict(self.replay)  # a replaying checkout re-publishes what it replayed
         for path in sorted(self.dir.glob("??/*.json")):
-            entry = json.loads(path.read_text())
-            rows.append({"key": path.stem, "model": entry.get("model"), "entry": json.dumps(entry)})
+            entries[path.stem] = json.loads(path.read_text())
+        rows = [{"key": k, "model": e.get("model"), "entry": json.dumps(e)} for k, e in sorted(entries.items())]
         with atomic_path(dest) as tmp:
             pd.DataFrame(rows, columns=["key", "model", "entry"]).to_parquet(tmp, index=False)
         return len(rows)
@@ -264,8 +266,9 @@ async def _call(spec: ModelSpec, req: Request, api_base: str | None) -> dict:
     import litellm
 
     litellm.suppress_debug_info = True  # no provider-list banners on stdout per failed call
+    logging.getLogger("LiteLLM").setLevel(logging.WARNING)  # no per-call INFO lines in logs
 
-    kwargs = dict(spec.params)
+    kwargs = {**spec.params, **(req.params or {})}
     if req.schema is not None:
         # OpenAI-compatible servers (llama.cpp, vLLM) take a schema inside json_object;
         # hosted APIs take the json_schema form
@@ -405,10 +408,15 @@ def run_requests(specs: dict[str, ModelSpec], requests: list[Request], cache: Re
                 api_bases[name] = server.api_base
             else:
                 api_bases[name] = spec.api_base
-        with tqdm(total=len(requests), desc=desc, unit="call", file=sys.stderr,
+        # the bar goes to the terminal even when a rule's stderr is sent to its log
+        with tqdm(total=len(requests), desc=desc, unit="call", file=sys.__stderr__,
                   mininterval=1.0) as progress:
             results, failures = asyncio.run(
                 _run(specs, requests, cache, api_bases, progress, backoff))
+    cached = sum(r["from_cache"] for r in results.values())
+    logging.getLogger("heart.llm").info(
+        "%s: %d requests, %d from cache, %d called, %d failed",
+        desc, len(requests), cached, len(results) - cached, len(failures))
     if failures:
         raise LLMStageError(failures)
     return results

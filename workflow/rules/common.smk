@@ -1,4 +1,5 @@
 # Helpers only: config validation, input functions. No rules here.
+import re
 import sys
 from pathlib import Path
 
@@ -21,3 +22,41 @@ def esconv_input():
             "esconv.local_copy to null to download it."
         )
     return local
+
+
+PROMPTS = Path(workflow.basedir) / "workflow" / "resources" / "prompts"
+MODEL_SYSTEMS = sorted(config["systems"])
+SYSTEMS = MODEL_SYSTEMS + ["original", "human"]
+
+for _name, _system in config["systems"].items():
+    if not (PROMPTS / "completion" / f"{_system['prompt']}.md").is_file():
+        raise WorkflowError(
+            f"config systems.{_name}.prompt: no template {_system['prompt']!r} "
+            f"(expected {PROMPTS / 'completion' / (_system['prompt'] + '.md')})"
+        )
+
+
+def used_models():
+    """Models that some stage calls: every system's, and the adversarial rewriter's."""
+    names = {s["model"] for s in config["systems"].values()}
+    if config["adversarial_items"]["n"] > 0:
+        names.add(config["adversarial_items"]["model"])
+    return sorted(names)
+
+
+def required_keys():
+    """Environment variables holding API keys for the models in use (none in replay mode)."""
+    if config["llm"]["replay"]:
+        return []
+    keys = {config["models"][m]["api_key_env"] for m in used_models()}
+    return sorted(k for k in keys if k)
+
+
+def model_params(name):
+    """Config entry of model ``name`` as passed to scripts (names of key variables, never keys)."""
+    return {"name": name, **config["models"][name]}
+
+
+def replay_input():
+    return [config["llm"]["replay"]] if config["llm"]["replay"] else []
+

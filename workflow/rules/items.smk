@@ -21,3 +21,44 @@ rule screen_items:
         "../../envs/data.yaml"
     script:
         "../scripts/screen_items.py"
+
+
+rule make_adversarial_items:
+    input:
+        conversations="results/data/conversations.parquet",
+        turns="results/data/turns.parquet",
+        regular="results/items/regular.parquet",
+        lexicon=workflow.source_path("../resources/screening/lexicon.yaml"),
+        prompt=workflow.source_path("../resources/prompts/adversarial/rewrite_seeker.md"),
+        replay=replay_input(),
+    output:
+        adversarial="results/items/adversarial.parquet",
+        attempts="results/items/adversarial_attempts.parquet",
+    params:
+        settings=config["adversarial_items"],
+        model=model_params(config["adversarial_items"]["model"]),
+        llm=config["llm"],
+    resources:
+        local_llm=int(bool(config["models"][config["adversarial_items"]["model"]]["local_gguf"])),
+    log:
+        "logs/items/make_adversarial_items.log",
+    benchmark:
+        "benchmarks/items/make_adversarial_items.tsv"
+    conda:
+        "../../envs/llm.yaml"
+    script:
+        "../scripts/make_adversarial_items.py"
+
+
+rule collect_items:
+    input:
+        regular="results/items/regular.parquet",
+        adversarial="results/items/adversarial.parquet",
+    output:
+        "results/items/items.parquet",
+    log:
+        "logs/items/collect_items.log",
+    conda:
+        "../../envs/data.yaml"
+    script:
+        "../scripts/collect_items.py"

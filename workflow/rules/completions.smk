@@ -1,0 +1,94 @@
+# Stage 3 — next-turn completions per system -> results/completions/<system>.parquet
+
+
+rule generate_completions:
+    input:
+        item_table="results/items/items.parquet",
+        prompt=lambda wc: workflow.source_path(
+            f"../resources/prompts/completion/{config['systems'][wc.system]['prompt']}.md"
+        ),
+        replay=replay_input(),
+    output:
+        "results/completions/{system}.parquet",
+    params:
+        system=lambda wc: wc.system,
+        prompt_name=lambda wc: config["systems"][wc.system]["prompt"],
+        model=lambda wc: model_params(config["systems"][wc.system]["model"]),
+        llm=config["llm"],
+    resources:
+        local_llm=lambda wc: int(bool(config["models"][config["systems"][wc.system]["model"]]["local_gguf"])),
+    log:
+        "logs/completions/{system}.log",
+    benchmark:
+        "benchmarks/completions/{system}.tsv"
+    conda:
+        "../../envs/llm.yaml"
+    script:
+        "../scripts/generate_completions.py"
+
+
+rule original_completions:
+    input:
+        item_table="results/items/items.parquet",
+    output:
+        "results/completions/original.parquet",
+    log:
+        "logs/completions/original.log",
+    conda:
+        "../../envs/data.yaml"
+    script:
+        "../scripts/original_completions.py"
+
+
+rule human_completions:
+    input:
+        item_table="results/items/items.parquet",
+        humans=lambda wc: (
+            [config["human_completions"]["path"]]
+            if Path(config["human_completions"]["path"]).is_file()
+            else []
+        ),
+    output:
+        completions="results/completions/human.parquet",
+        violations="results/completions/human_violations.parquet",
+    params:
+        path=config["human_completions"]["path"],
+    log:
+        "logs/completions/human.log",
+    conda:
+        "../../envs/data.yaml"
+    script:
+        "../scripts/human_completions.py"
+
+
+rule summarize_systems:
+    input:
+        expand("results/completions/{system}.parquet", system=SYSTEMS),
+    output:
+        "results/completions/systems.parquet",
+    params:
+        systems=SYSTEMS,
+        human_path=config["human_completions"]["path"],
+    log:
+        "logs/completions/summarize_systems.log",
+    conda:
+        "../../envs/data.yaml"
+    script:
+        "../scripts/summarize_systems.py"
+
+
+rule export_llm_cache:
+    input:
+        # re-export whenever a stage that calls models has run
+        "results/completions/systems.parquet",
+        "results/items/adversarial.parquet",
+    output:
+        "results/llm_cache.parquet",
+    params:
+        cache_dir=config["llm"]["cache_dir"],
+    log:
+        "logs/completions/export_llm_cache.log",
+    conda:
+        "../../envs/llm.yaml"
+    script:
+        "../scripts/export_llm_cache.py"

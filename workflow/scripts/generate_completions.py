@@ -1,0 +1,24 @@
+"""rule generate_completions: one completion per item from a model system."""
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(snakemake.scriptdir).parent))
+from heart import completions, io, llm  # noqa: E402
+from heart.runtime import logged  # noqa: E402
+
+with logged(snakemake.log[0]) as log:
+    model = dict(snakemake.params.model)
+    name = model.pop("name")
+    specs = {name: llm.ModelSpec.from_config(name, model)}
+    cache = llm.ResponseCache(snakemake.params.llm["cache_dir"], replay=snakemake.params.llm["replay"])
+    prompt, version = completions.template(snakemake.input.prompt)
+    items = io.read_table(snakemake.input.item_table)
+    system = snakemake.params.system
+    requests = completions.completion_requests(items, system, name, prompt, version)
+    results = llm.run_requests(specs, requests, cache, desc=f"completions {system}",
+                               backoff=snakemake.params.llm["backoff_s"])
+    table = completions.model_table(items, system, results, specs[name].model,
+                                    snakemake.params.prompt_name, version)
+    io.write_table(table, snakemake.output[0], "completions", {"prompt_version": version})
+    log.info("%s: %d completions (%d from cache), %d post-processed", system, len(table),
+             int(table["from_cache"].sum()), int(table["postprocessing"].map(len).gt(0).sum()))
