@@ -183,6 +183,15 @@ def item_rows(chosen_row, history) -> dict:
     }
 
 
+def first_attempt_requests(conversations, turns, regular_items, settings: dict, prompt: str, version: str,
+                           model: str, base_params: dict, lexicon=None) -> list[Request]:
+    """The rewrite requests of the first attempt (what a cost preview counts)."""
+    cands = windows(conversations, turns, settings["max_turns"],
+                    exclude_conversations=regular_items["conversation_id"], lexicon=lexicon)
+    chosen = choose(cands, settings["n"], settings["seed"], settings["profiles"])
+    return rewrite_requests(chosen, model, prompt, version, 0, base_params)
+
+
 def build(conversations, turns, regular_items, run, settings: dict, prompt: str, version: str,
           model: str, base_params: dict, lexicon=None, log=None) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Choose windows, rewrite, validate, retry failures; return (items, attempts log).

@@ -70,6 +70,12 @@ class ModelSpec:
     def from_config(cls, name: str, cfg: dict) -> "ModelSpec":
         return cls(name=name, **cfg)
 
+    @classmethod
+    def from_params(cls, params: dict) -> "ModelSpec":
+        """From a rule's params: the config entry with its ``name`` key added."""
+        cfg = dict(params)
+        return cls.from_config(cfg.pop("name"), cfg)
+
 
 @dataclass(frozen=True)
 class Request:
@@ -256,7 +262,10 @@ def _cost(litellm, model: str, usage: dict) -> float | None:
         prompt, completion = litellm.cost_per_token(
             model=model, prompt_tokens=usage["prompt_tokens"],
             completion_tokens=usage["completion_tokens"] or 0)
-        return float(prompt + completion)
+        total = float(prompt + completion)
+        if total == 0 and usage["prompt_tokens"]:
+            raise ValueError("no price")  # litellm answers 0 for some models it has no price for
+        return total
     except Exception:  # noqa: BLE001 - litellm raises several kinds for unknown models
         _UNPRICED.add(model)
         return None
@@ -420,3 +429,35 @@ def run_requests(specs: dict[str, ModelSpec], requests: list[Request], cache: Re
     if failures:
         raise LLMStageError(failures)
     return results
+
+
+def preview(specs: dict[str, ModelSpec], requests_by_stage: dict[str, list[Request]],
+            cache: ResponseCache) -> pd.DataFrame:
+    """Calls each stage would make, how many are cached, and a rough cost, before paying for any.
+
+    Prompt tokens are counted with the gpt-4o tokenizer for every model (a rough
+    estimate: litellm would fetch other models' tokenizers from a hub, which must
+    not happen before a run or offline); completion tokens are taken at the
+    model's ``max_tokens`` (an upper bound); prices come from litellm's local price
+    map (null where it has none).
+    """
+    import litellm
+
+    litellm.suppress_debug_info = True
+    rows = []
+    for stage, requests in requests_by_stage.items():
+        by_model: dict[str, list[Request]] = {}
+        for r in requests:
+            by_model.setdefault(r.model, []).append(r)
+        for name, reqs in sorted(by_model.items()):
+            spec = specs[name]
+            todo = [r for r in reqs if cache.get(cache_key(spec, r)) is None]
+            prompt_tokens = sum(litellm.token_counter(model="gpt-4o", messages=list(r.messages)) for r in todo)
+            completion_tokens = len(todo) * int({**spec.params, **(todo[0].params or {})}.get("max_tokens", 256)) if todo else 0
+            cost = _cost(litellm, spec.model, {"prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens})
+            rows.append({"stage": stage, "model": name, "litellm_model": spec.model, "calls": len(reqs),
+                         "cached": len(reqs) - len(todo), "to_call": len(todo),
+                         "est_prompt_tokens": prompt_tokens, "max_completion_tokens": completion_tokens,
+                         "est_max_cost_usd": cost if todo else 0.0})
+    return pd.DataFrame(rows, columns=["stage", "model", "litellm_model", "calls", "cached", "to_call",
+                                       "est_prompt_tokens", "max_completion_tokens", "est_max_cost_usd"])

@@ -92,3 +92,30 @@ rule export_llm_cache:
         "../../envs/llm.yaml"
     script:
         "../scripts/export_llm_cache.py"
+
+
+rule preview_llm_calls:
+    # on demand, before any paid call: snakemake results/preview/llm_calls.parquet
+    input:
+        conversations="results/data/conversations.parquet",
+        turns="results/data/turns.parquet",
+        regular="results/items/regular.parquet",
+        lexicon=workflow.source_path("../resources/screening/lexicon.yaml"),
+        adversarial_prompt=workflow.source_path("../resources/prompts/adversarial/rewrite_seeker.md"),
+        prompts=[
+            workflow.source_path(f"../resources/prompts/completion/{s['prompt']}.md")
+            for s in config["systems"].values()
+        ],
+    output:
+        "results/preview/llm_calls.parquet",
+    params:
+        systems=config["systems"],
+        models={name: model_params(name) for name in used_models()},
+        adversarial=config["adversarial_items"],
+        llm=config["llm"],
+    log:
+        "logs/preview/preview_llm_calls.log",
+    conda:
+        "../../envs/llm.yaml"
+    script:
+        "../scripts/preview_llm_calls.py"

@@ -7,9 +7,8 @@ from heart import adversarial, completions, io, llm, screening  # noqa: E402
 from heart.runtime import logged  # noqa: E402
 
 with logged(snakemake.log[0]) as log:
-    model = dict(snakemake.params.model)
-    name = model.pop("name")
-    specs = {name: llm.ModelSpec.from_config(name, model)}
+    spec = llm.ModelSpec.from_params(snakemake.params.model)
+    name, specs = spec.name, {spec.name: spec}
     cache = llm.ResponseCache(snakemake.params.llm["cache_dir"], replay=snakemake.params.llm["replay"])
     prompt, version = completions.template(snakemake.input.prompt)
 

@@ -1,0 +1,145 @@
+"""The LLM stages through Snakemake: the local model, an API model on 127.0.0.1, keys, kill -9, replay."""
+
+import os
+import signal
+import subprocess
+import time
+
+import pandas as pd
+import pytest
+import yaml
+
+import llm_test_server as srv
+from conftest import FIXTURES, SNAKEMAKE
+from heart import io
+
+pytestmark = pytest.mark.workflow
+TINY = FIXTURES / "esconv_tiny.json"
+
+
+def test_default_pipeline_on_the_local_model(workflow_copy):
+    wf = workflow_copy
+    cfg = ["--config", f"esconv={{local_copy: {TINY}}}", "regular_items={n: 3, seed: 1}", "adversarial_items={n: 2}"]
+    wf.snakemake(*cfg)
+    r = lambda p: io.read_table(wf.root / p)  # noqa: E731
+    items, attempts = r("results/items/items.parquet"), r("results/items/adversarial_attempts.parquet")
+    adv = items[items["subset"] == "adversarial"]
+    assert (items["subset"] == "regular").sum() == 3
+    assert attempts["conversation_id"].nunique() == 2 and len(adv) == attempts["valid"].sum()
+    for h, profile in zip(adv["history"], adv["profile"]):
+        assert h[0]["role"] == "supporter" and h[-1]["role"] == "seeker" and profile in (
+            "Always-10", "Linear-Ramp", "Mid-Spike", "Mid-Ramp")
+    for system in ("smollm2-listener", "smollm2-brief"):
+        c = r(f"results/completions/{system}.parquet")
+        assert sorted(c["item_id"]) == sorted(items["item_id"])
+        assert c["text"].str.strip().str.len().gt(0).all() and not c["from_cache"].any()
+        assert (c["ttft_s"] <= c["latency_s"]).all() and c["completion_tokens"].gt(0).all()
+        assert set(c["model"]) == {"openai/smollm2-135m-instruct"}
+    original = r("results/completions/original.parquet").set_index("item_id")
+    assert (original.loc[items["item_id"], "text"].to_numpy() == items["original_reply"].to_numpy()).all()
+    systems = r("results/completions/systems.parquet").set_index("system")
+    assert systems.loc["human", "status"] == "absent" and "no human completions file" in systems.loc["human", "note"]
+    assert (systems.loc[["smollm2-listener", "smollm2-brief", "original"], "status"] == "present").all()
+    exported = pd.read_parquet(wf.root / "results/llm_cache.parquet")
+    assert len(exported) == len(list((wf.root / "resources/llm_cache").rglob("*.json"))) > 0
+
+    # nothing to do on a rerun; a forced rerun of the completions makes no model call
+    assert wf.jobs(*cfg) == {}
+    wf.snakemake(*cfg, "-R", "generate_completions")
+    assert r("results/completions/smollm2-brief.parquet")["from_cache"].all()
+
+    # editing one prompt reruns that system's completions and the summaries, nothing else
+    prompt = wf.root / "workflow/resources/prompts/completion/brief_advice.md"
+    prompt.write_text(prompt.read_text() + "Be polite.\n")
+    assert wf.jobs(*cfg) == {"generate_completions": 1, "summarize_systems": 1, "export_llm_cache": 1, "all": 1}
+
+
+def test_human_completions_imported_with_violations(workflow_copy):
+    wf = workflow_copy
+    cfg = ["--config", f"esconv={{local_copy: {TINY}}}", "regular_items={n: 3, seed: 1}", "adversarial_items={n: 0}"]
+    wf.snakemake("results/items/items.parquet", *cfg)
+    ids = io.read_table(wf.root / "results/items/items.parquet")["item_id"].tolist()
+    human = wf.root / "resources/human/completions.csv"
+    human.parent.mkdir(parents=True)
+    rows = [f"{i},c{k},Reply {k} to {i}. That sounds hard." for i in ids for k in (1, 2, 3)]
+    human.write_text("item_id,contributor_id,text\n" + "\n".join(rows + [f"{ids[0]},c1,again"]) + "\n")
+    wf.snakemake("results/completions/systems.parquet", *cfg)
+    h = io.read_table(wf.root / "results/completions/human.parquet")
+    v = io.read_table(wf.root / "results/completions/human_violations.parquet")
+    assert len(h) == 3 * len(ids) and h.groupby("item_id")["contributor_id"].nunique().eq(3).all()
+    assert v["problem"].tolist() == ["contributor already completed this context"]
+    assert io.read_table(wf.root / "results/completions/systems.parquet").set_index("system").loc["human", "status"] == "present"
+
+
+# --- an API model: a real OpenAI-compatible server on 127.0.0.1 ------------------------
+
+@pytest.fixture
+def api_server():
+    state = srv.State(latency=0.0)
+    server = srv.serve(state)
+    yield state, f"http://127.0.0.1:{server.server_address[1]}/v1"
+    server.shutdown()
+
+
+def api_config(wf, base, n=3, concurrency=4, name="api.yaml", replay=None):
+    cfg = yaml.safe_load((wf.root / "config/config.yaml").read_text())
+    cfg["esconv"]["local_copy"] = str(TINY)
+    cfg["regular_items"] = {"n": n, "seed": 1}
+    cfg["models"] = {"remote": {"model": "openai/remote-test", "api_base": base, "api_key_env": "HEART_TEST_API_KEY",
+                                "family": "test", "params": {"temperature": 0, "max_tokens": 50},
+                                "max_concurrency": concurrency, "timeout": 10, "max_retries": 1}}
+    cfg["systems"] = {"remote-a": {"model": "remote", "prompt": "supportive_listener"}}
+    cfg["adversarial_items"] = {"n": 0, "seed": 1, "model": "remote"}
+    cfg["llm"] = {"replay": replay, "backoff_s": 0.05}
+    (wf.root / name).write_text(yaml.safe_dump(cfg))
+    return ["--configfile", name]
+
+
+def test_api_key_is_used_but_never_written(workflow_copy, api_server):
+    state, base = api_server
+    wf = workflow_copy
+    key = f"sk-heart-test-{os.getpid()}-{time.time_ns()}"
+    wf.snakemake(*api_config(wf, base), env={"HEART_TEST_API_KEY": key})
+    assert state.auth[f"Bearer {key}"] > 0  # the server got the key from the environment
+    c = io.read_table(wf.root / "results/completions/remote-a.parquet")
+    assert len(c) == 3 and c["text"].str.startswith("I hear you.").all()
+    leaks = subprocess.run(["grep", "-rl", "--binary-files=text", key, "results", "logs", ".snakemake",
+                            "resources", "benchmarks", "api.yaml"], cwd=wf.root, capture_output=True, text=True)
+    assert leaks.stdout == "" and leaks.returncode == 1, leaks.stdout  # 1: no match anywhere
+
+    # a reviewer's checkout: no key, no server, only the published export
+    other = type(wf)(wf.root.parent / "reviewer")
+    (other.root / "published.parquet").write_bytes((wf.root / "results/llm_cache.parquet").read_bytes())
+    other.snakemake(*api_config(other, "http://127.0.0.1:9/v1", replay="published.parquet"),
+                    env={"HEART_TEST_API_KEY": None})
+    replayed = io.read_table(other.root / "results/completions/remote-a.parquet")
+    assert replayed["from_cache"].all() and replayed["text"].tolist() == c["text"].tolist()
+
+
+def test_kill_9_then_rerun_pays_for_nothing_twice(workflow_copy):
+    state = srv.State(latency=0.5)
+    server = srv.serve(state)
+    base = f"http://127.0.0.1:{server.server_address[1]}/v1"
+    wf = workflow_copy
+    args = api_config(wf, base, n=6, concurrency=1)
+    env = wf._env({"HEART_TEST_API_KEY": "sk-kill-test"})
+    proc = subprocess.Popen([SNAKEMAKE, "--cores", "1", *args], cwd=wf.root, env=env,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    try:
+        deadline = time.monotonic() + 120
+        while sum(state.ok.values()) < 2 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        os.killpg(proc.pid, signal.SIGKILL)
+    finally:
+        proc.wait()
+    time.sleep(1.0)  # let the server finish a request that was in flight at the kill
+    cached = len(list((wf.root / "resources/llm_cache").rglob("*.json")))
+    answered = sum(state.ok.values())
+    assert 2 <= cached < 6 and answered - cached <= 1  # at most the call in flight was lost
+    wf.snakemake(*args, "--unlock", env={"HEART_TEST_API_KEY": "sk-kill-test"})
+    wf.snakemake(*args, "--rerun-incomplete", env={"HEART_TEST_API_KEY": "sk-kill-test"})
+    server.shutdown()
+    # the rerun called exactly what was not cached: nothing that succeeded was paid for twice
+    assert sum(state.ok.values()) - answered == 6 - cached
+    c = io.read_table(wf.root / "results/completions/remote-a.parquet")
+    assert len(c) == 6 and c["from_cache"].sum() == cached

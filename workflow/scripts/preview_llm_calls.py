@@ -1,0 +1,34 @@
+"""rule preview_llm_calls: how many calls each LLM stage would make and roughly what they cost."""
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(snakemake.scriptdir).parent))
+from heart import adversarial, completions, io, llm, screening  # noqa: E402
+from heart.runtime import logged  # noqa: E402
+
+with logged(snakemake.log[0]) as log:
+    specs = {name: llm.ModelSpec.from_params(p) for name, p in snakemake.params.models.items()}
+    cache = llm.ResponseCache(snakemake.params.llm["cache_dir"], replay=snakemake.params.llm["replay"])
+    conversations, turns = io.read_table(snakemake.input.conversations), io.read_table(snakemake.input.turns)
+    regular = io.read_table(snakemake.input.regular)
+    settings = snakemake.params.adversarial
+    stages = {}
+    if settings["n"] > 0:
+        prompt, version = completions.template(snakemake.input.adversarial_prompt)
+        stages["adversarial rewrites (first attempt)"] = adversarial.first_attempt_requests(
+            conversations, turns, regular, settings, prompt, version, settings["model"],
+            specs[settings["model"]].params, lexicon=screening.Lexicon.from_file(snakemake.input.lexicon))
+    # completions are previewed on the regular items (adversarial ones exist only after rewriting)
+    for system, cfg in snakemake.params.systems.items():
+        path = next(p for p in snakemake.input.prompts if Path(p).stem == cfg["prompt"])
+        prompt, version = completions.template(path)
+        stages[f"completions {system} (regular items)"] = completions.completion_requests(
+            regular, system, cfg["model"], prompt, version)
+    table = llm.preview(specs, stages, cache)
+    io.write_table(table, snakemake.output[0], "llm_preview")
+    text = table.to_string(index=False)
+    total = table["est_max_cost_usd"].sum(min_count=1)
+    summary = (f"{int(table['to_call'].sum())} calls to make ({int(table['cached'].sum())} cached); "
+               f"estimated cost at most ${total:.2f} (null prices count as 0)")
+    log.info("LLM call preview:\n%s\n%s", text, summary)
+    print(f"\nLLM call preview\n{text}\n{summary}\n", file=sys.__stderr__)
