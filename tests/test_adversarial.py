@@ -80,7 +80,7 @@ def test_build_retries_then_drops(tiny_esconv):
 
     def run(requests):
         calls.append(len(requests))
-        attempt = 0 if requests[0].params is None else requests[0].params["seed"]
+        attempt = requests[0].params.get("seed", 0)
         out = {}
         for r in requests:
             text = "<rewrite>" if attempt == 0 else f"Stop it. {r.id} is none of your business!"

@@ -20,9 +20,8 @@ from heart.llm import Request
 
 PROFILES = ["Always-10", "Linear-Ramp", "Mid-Spike", "Mid-Ramp"]
 HIGH = 8  # a seeker turn with target >= HIGH is "high-adversarial"
-# text a model copies from the prompt instead of rewriting (placeholders, the worked example)
-PLACEHOLDER = re.compile(r"<[^>]*>|rewritten seeker message|why would you even care|"
-                         r"talking to (?:some stranger|someone) (?:won't|wouldn't) (?:fix|solve)",
+# text a model copies from the prompt instead of rewriting (template placeholders, instructions)
+PLACEHOLDER = re.compile(r"<[^>]*>|\{[a-z]+\}|rewritten (?:seeker )?message|hostility \d+ out of 10",
                          re.IGNORECASE)
 REWRITE_SCHEMA = {
     "type": "object",
@@ -115,9 +114,12 @@ def rewrite_requests(chosen: pd.DataFrame, model: str, prompt: str, version: str
     """One request per seeker turn of every chosen window, for one attempt.
 
     Attempt 0 uses the model's configured (deterministic) params; a retry samples
-    with temperature 0.8 and seed = attempt, so it can produce something new.
+    with temperature 0.8 and seed = attempt, so it can produce something new. Either
+    way at least 200 tokens are allowed, so the JSON answer is not cut off.
     """
-    params = None if attempt == 0 else {**base_params, "temperature": 0.8, "seed": attempt}
+    # room for the JSON wrapper: a rewrite cut off at max_tokens does not parse
+    room = {"max_tokens": max(int(base_params.get("max_tokens", 0)), 200)}
+    params = room if attempt == 0 else {**base_params, **room, "temperature": 0.8, "seed": attempt}
     reqs = []
     for row in chosen.itertuples():
         seeker = [j for j, t in enumerate(row.history) if t["role"] == "seeker"]

@@ -461,3 +461,15 @@ def preview(specs: dict[str, ModelSpec], requests_by_stage: dict[str, list[Reque
                          "est_max_cost_usd": cost if todo else 0.0})
     return pd.DataFrame(rows, columns=["stage", "model", "litellm_model", "calls", "cached", "to_call",
                                        "est_prompt_tokens", "max_completion_tokens", "est_max_cost_usd"])
+
+
+class Engine:
+    """The engine as a script uses it: model specs (from rule params), the cache, and ``run``."""
+
+    def __init__(self, model_params, llm_cfg: dict):
+        self.specs = {s.name: s for s in map(ModelSpec.from_params, model_params)}
+        self.cache = ResponseCache(llm_cfg["cache_dir"], replay=llm_cfg.get("replay"))
+        self.backoff = llm_cfg.get("backoff_s", 1.0)
+
+    def run(self, requests: list[Request], desc: str) -> dict[str, dict]:
+        return run_requests(self.specs, requests, self.cache, desc=desc, backoff=self.backoff)

@@ -7,17 +7,14 @@ from heart import completions, io, llm  # noqa: E402
 from heart.runtime import logged  # noqa: E402
 
 with logged(snakemake.log[0]) as log:
-    spec = llm.ModelSpec.from_params(snakemake.params.model)
-    name, specs = spec.name, {spec.name: spec}
-    cache = llm.ResponseCache(snakemake.params.llm["cache_dir"], replay=snakemake.params.llm["replay"])
+    engine = llm.Engine([snakemake.params.model], snakemake.params.llm)
+    spec = next(iter(engine.specs.values()))
     prompt, version = completions.template(snakemake.input.prompt)
     items = io.read_table(snakemake.input.item_table)
     system = snakemake.params.system
-    requests = completions.completion_requests(items, system, name, prompt, version)
-    results = llm.run_requests(specs, requests, cache, desc=f"completions {system}",
-                               backoff=snakemake.params.llm["backoff_s"])
-    table = completions.model_table(items, system, results, specs[name].model,
-                                    snakemake.params.prompt_name, version)
+    requests = completions.completion_requests(items, system, spec.name, prompt, version)
+    results = engine.run(requests, desc=f"completions {system}")
+    table = completions.model_table(items, system, results, spec.model, snakemake.params.prompt_name, version)
     io.write_table(table, snakemake.output[0], "completions", {"prompt_version": version})
     log.info("%s: %d completions (%d from cache), %d post-processed", system, len(table),
              int(table["from_cache"].sum()), int(table["postprocessing"].map(len).gt(0).sum()))

@@ -7,25 +7,20 @@ from heart import adversarial, completions, io, llm, screening  # noqa: E402
 from heart.runtime import logged  # noqa: E402
 
 with logged(snakemake.log[0]) as log:
-    spec = llm.ModelSpec.from_params(snakemake.params.model)
-    name, specs = spec.name, {spec.name: spec}
-    cache = llm.ResponseCache(snakemake.params.llm["cache_dir"], replay=snakemake.params.llm["replay"])
+    engine = llm.Engine([snakemake.params.model], snakemake.params.llm)
+    spec = next(iter(engine.specs.values()))
     prompt, version = completions.template(snakemake.input.prompt)
-
-    def run(requests):
-        return llm.run_requests(specs, requests, cache, desc="adversarial rewrites",
-                                backoff=snakemake.params.llm["backoff_s"])
-
     items, attempts = adversarial.build(
         io.read_table(snakemake.input.conversations), io.read_table(snakemake.input.turns),
-        io.read_table(snakemake.input.regular), run, snakemake.params.settings, prompt, version,
-        name, specs[name].params, lexicon=screening.Lexicon.from_file(snakemake.input.lexicon), log=log,
+        io.read_table(snakemake.input.regular), lambda reqs: engine.run(reqs, desc="adversarial rewrites"),
+        snakemake.params.settings, prompt, version, spec.name, spec.params,
+        lexicon=screening.Lexicon.from_file(snakemake.input.lexicon), log=log,
     )
     if len(items) < snakemake.params.settings["n"]:
         log.warning("%d of %d adversarial items passed validation; see %s",
                     len(items), snakemake.params.settings["n"], snakemake.output.attempts)
     io.write_table(items if len(items) else io.empty_like("items"), snakemake.output.adversarial, "items",
-                   {"prompt_version": version, "model": specs[name].model})
+                   {"prompt_version": version, "model": spec.model})
     io.write_table(attempts if len(attempts) else io.empty_like("adversarial_attempts"),
                    snakemake.output.attempts, "adversarial_attempts")
     log.info("%d adversarial items; profiles %s", len(items),

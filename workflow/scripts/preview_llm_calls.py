@@ -7,8 +7,8 @@ from heart import adversarial, completions, io, llm, screening  # noqa: E402
 from heart.runtime import logged  # noqa: E402
 
 with logged(snakemake.log[0]) as log:
-    specs = {name: llm.ModelSpec.from_params(p) for name, p in snakemake.params.models.items()}
-    cache = llm.ResponseCache(snakemake.params.llm["cache_dir"], replay=snakemake.params.llm["replay"])
+    engine = llm.Engine(snakemake.params.models.values(), snakemake.params.llm)
+    specs = engine.specs
     conversations, turns = io.read_table(snakemake.input.conversations), io.read_table(snakemake.input.turns)
     regular = io.read_table(snakemake.input.regular)
     settings = snakemake.params.adversarial
@@ -24,7 +24,7 @@ with logged(snakemake.log[0]) as log:
         prompt, version = completions.template(path)
         stages[f"completions {system} (regular items)"] = completions.completion_requests(
             regular, system, cfg["model"], prompt, version)
-    table = llm.preview(specs, stages, cache)
+    table = llm.preview(specs, stages, engine.cache)
     io.write_table(table, snakemake.output[0], "llm_preview")
     text = table.to_string(index=False)
     total = table["est_max_cost_usd"].sum(min_count=1)
