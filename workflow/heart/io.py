@@ -32,7 +32,8 @@ class TableSchemaError(ValueError):
 def atomic_path(dest):
     """Yield a temporary path beside ``dest``; move it onto ``dest`` only if the block succeeds."""
     dest = Path(dest)
-    dest.parent.mkdir(parents=True, exist_ok=True)
+    if not dest.parent.is_dir():
+        dest.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{dest.name}.", suffix=".tmp", dir=dest.parent)
     os.close(fd)
     umask = os.umask(0)

@@ -61,7 +61,8 @@ class ModelSpec:
     api_key_env: str | None = None  # name of the environment variable holding the key
     local_gguf: str | None = None  # "package/file.gguf": serve this file on 127.0.0.1
     max_concurrency: int = 4
-    rpm: int | None = None
+    rpm: int | None = None  # requests per minute at most
+    tpm: int | None = None  # tokens per minute at most (estimated before, booked per call)
     timeout: float = 120.0
     max_retries: int = 4
     stream: bool = True  # stream to measure time to first token; False is cheaper (no TTFT)
@@ -208,22 +209,39 @@ class LocalServer:
 
 
 class RateLimiter:
-    """At most ``rpm`` request starts in any 60-second window (None: unlimited)."""
+    """Requests-per-minute and tokens-per-minute limits over a sliding window.
 
-    def __init__(self, rpm: int | None):
-        self.rpm, self.starts, self.lock = rpm, [], asyncio.Lock()
+    A call waits until starting it keeps both the number of starts and the tokens
+    booked in the last ``window`` seconds within the limits (None: unlimited).
+    Tokens are booked up front from an estimate (prompt characters / 4 plus
+    ``max_tokens``), since the real count is known only after the call.
+    """
 
-    async def wait(self) -> None:
-        if not self.rpm:
+    def __init__(self, rpm: int | None, tpm: int | None = None, window: float = 60.0):
+        self.rpm, self.tpm, self.window = rpm, tpm, window
+        self.log: list[tuple[float, int]] = []  # (start time, booked tokens)
+        self.lock = asyncio.Lock()
+
+    async def wait(self, tokens: int = 0) -> None:
+        if not self.rpm and not self.tpm:
             return
+        if self.tpm and tokens > self.tpm:
+            tokens = self.tpm  # a single call larger than the budget still goes, alone
         async with self.lock:
             while True:
                 now = time.monotonic()
-                self.starts = [t for t in self.starts if now - t < 60]
-                if len(self.starts) < self.rpm:
-                    self.starts.append(now)
+                self.log = [(t, n) for t, n in self.log if now - t < self.window]
+                fits_rpm = not self.rpm or len(self.log) < self.rpm
+                fits_tpm = not self.tpm or sum(n for _, n in self.log) + tokens <= self.tpm
+                if fits_rpm and fits_tpm:
+                    self.log.append((now, tokens))
                     return
-                await asyncio.sleep(60 - (now - self.starts[0]) + 0.01)
+                await asyncio.sleep(self.window - (now - self.log[0][0]) + 0.01)
+
+
+def _token_estimate(spec: "ModelSpec", req: "Request") -> int:
+    chars = sum(len(m.get("content") or "") for m in req.messages)
+    return chars // 4 + int({**spec.params, **(req.params or {})}.get("max_tokens", 256))
 
 
 def _retry_after(exc) -> float | None:
@@ -340,7 +358,7 @@ async def _call(spec: ModelSpec, req: Request, api_base: str | None) -> dict:
 async def _run(specs: dict[str, ModelSpec], requests: list[Request], cache: ResponseCache,
                api_bases: dict[str, str | None], progress, backoff: float) -> tuple[dict, dict]:
     sems = {n: asyncio.Semaphore(s.max_concurrency) for n, s in specs.items()}
-    limiters = {n: RateLimiter(s.rpm) for n, s in specs.items()}
+    limiters = {n: RateLimiter(s.rpm, s.tpm) for n, s in specs.items()}
     results, failures, retrying = {}, {}, set()
     counts = {"done": 0, "cached": 0, "retrying": 0, "failed": 0}
 
@@ -361,7 +379,7 @@ async def _run(specs: dict[str, ModelSpec], requests: list[Request], cache: Resp
         for attempt in range(spec.max_retries + 1):
             try:
                 async with sems[req.model]:
-                    await limiters[req.model].wait()
+                    await limiters[req.model].wait(_token_estimate(spec, req))
                     entry = await asyncio.wait_for(_call(spec, req, api_bases.get(req.model)),
                                                    timeout=spec.timeout + 5)
                 cache.put(key, entry)
@@ -410,8 +428,7 @@ def run_requests(specs: dict[str, ModelSpec], requests: list[Request], cache: Re
         api_bases = {}
         for name in sorted(needed):
             spec = specs[name]
-            misses = [r for r in requests if r.model == name and cache.get(cache_key(spec, r)) is None]
-            if spec.local_gguf and misses:
+            if spec.local_gguf and any(cache.get(cache_key(spec, r)) is None for r in requests if r.model == name):
                 alias = spec.model.partition("/")[2]  # "openai/<alias>" on the local server
                 server = stack.enter_context(LocalServer(spec.local_gguf, alias=alias, log=log))
                 api_bases[name] = server.api_base
