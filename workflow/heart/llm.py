@@ -355,6 +355,12 @@ async def _call(spec: ModelSpec, req: Request, api_base: str | None) -> dict:
     }
 
 
+def _redact(text: str, spec: ModelSpec) -> str:
+    """Error texts go to logs: blank out the model's API key should a provider echo it."""
+    key = os.environ.get(spec.api_key_env) if spec.api_key_env else None
+    return text.replace(key, "***") if key else text
+
+
 async def _run(specs: dict[str, ModelSpec], requests: list[Request], cache: ResponseCache,
                api_bases: dict[str, str | None], progress, backoff: float) -> tuple[dict, dict]:
     sems = {n: asyncio.Semaphore(s.max_concurrency) for n, s in specs.items()}
@@ -388,7 +394,7 @@ async def _run(specs: dict[str, ModelSpec], requests: list[Request], cache: Resp
                 retrying.discard(req.id)
                 return tick()
             except Exception as exc:  # noqa: BLE001 - classified below
-                last = f"{type(exc).__name__}: {str(exc).splitlines()[0][:300] if str(exc) else ''}"
+                last = _redact(f"{type(exc).__name__}: {str(exc).splitlines()[0][:300] if str(exc) else ''}", spec)
                 if not _is_retryable(exc) or attempt == spec.max_retries:
                     break
                 retrying.add(req.id)
