@@ -56,3 +56,10 @@ def test_command_line_strings_get_their_declared_type():
     out = validate_config(cfg)
     assert out["regular_items"] == {"n": 5, "seed": 1}
     assert out["esconv"]["sha256"] is None and out["esconv"]["local_copy"] == "data/1.json"
+
+
+def test_system_must_name_a_configured_model():
+    cfg = load("config.yaml")
+    cfg["systems"]["ghost"] = {"model": "gpt-9", "prompt": "supportive_listener"}
+    with pytest.raises(ConfigError, match=r"systems.ghost.model: 'gpt-9' is not a configured model \(models: smollm2\)"):
+        validate_config(cfg)

@@ -185,12 +185,17 @@ def item_rows(chosen_row, history) -> dict:
     }
 
 
+def chosen_windows(conversations, turns, regular_items, settings: dict, lexicon=None) -> pd.DataFrame:
+    """Windows outside the regular items' conversations, chosen per the ``adversarial_items`` settings."""
+    cands = windows(conversations, turns, settings["max_turns"],
+                    exclude_conversations=regular_items["conversation_id"], lexicon=lexicon)
+    return choose(cands, settings["n"], settings["seed"], settings["profiles"])
+
+
 def first_attempt_requests(conversations, turns, regular_items, settings: dict, prompt: str, version: str,
                            model: str, base_params: dict, lexicon=None) -> list[Request]:
     """The rewrite requests of the first attempt (what a cost preview counts)."""
-    cands = windows(conversations, turns, settings["max_turns"],
-                    exclude_conversations=regular_items["conversation_id"], lexicon=lexicon)
-    chosen = choose(cands, settings["n"], settings["seed"], settings["profiles"])
+    chosen = chosen_windows(conversations, turns, regular_items, settings, lexicon)
     return rewrite_requests(chosen, model, prompt, version, 0, base_params)
 
 
@@ -201,10 +206,7 @@ def build(conversations, turns, regular_items, run, settings: dict, prompt: str,
     ``run(requests) -> results`` is the engine (heart.llm.run_requests bound to the specs
     and cache); ``settings`` is the ``adversarial_items`` config section.
     """
-    cands = windows(conversations, turns, settings["max_turns"],
-                    exclude_conversations=regular_items["conversation_id"], lexicon=lexicon)
-    chosen = choose(cands, settings["n"], settings["seed"], settings["profiles"])
-    pending = list(chosen.itertuples())
+    pending = list(chosen_windows(conversations, turns, regular_items, settings, lexicon).itertuples())
     items, attempts = [], []
     for attempt in range(settings["max_attempts"]):
         if not pending:

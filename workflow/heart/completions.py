@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from heart.io import table_schema
 from heart.llm import Request
 
 ROLE_TO_CHAT = {"seeker": "user", "supporter": "assistant"}
@@ -58,9 +59,7 @@ def postprocess(text: str) -> tuple[str, list[str]]:
     return out, steps
 
 
-COLUMNS = ["item_id", "system", "source", "contributor_id", "model", "prompt_template",
-           "prompt_version", "text", "raw_text", "postprocessing", "ttft_s", "latency_s",
-           "prompt_tokens", "completion_tokens", "cost_usd", "cache_key", "from_cache"]
+COLUMNS = table_schema("completions").names  # declared once, in completions.schema.yaml
 
 
 def model_table(items: pd.DataFrame, system: str, results: dict, model: str,
@@ -141,9 +140,6 @@ def import_humans(path, items: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame
     table = _static_rows(ok["item_id"], "human", "human", ok["text"].str.strip(), ok["contributor_id"])
     return table, violations
 
-
-def empty_table() -> pd.DataFrame:
-    return pd.DataFrame(columns=COLUMNS)
 
 
 def summarize(tables: dict[str, pd.DataFrame], human_path) -> pd.DataFrame:

@@ -97,17 +97,23 @@ def validate_config(config: dict, schema_path=SCHEMA_PATH, source: str = "config
                 lines += [f"{_key(list(e.absolute_path) + [m])}: required key is missing" for m in missing]
             else:
                 lines.append(f"{_key(e.absolute_path)}: {e.message}")
-        raise ConfigError(
-            f"{source} does not match {Path(schema_path).name}:\n  " + "\n  ".join(lines)
-            + "\nSee config/README.md for what each key means."
-        )
+        _fail(source, schema_path, lines)
     _with_defaults(cls)(schema).validate(config)
-    _check_references(config, source, schema_path)
+    lines = _dangling_references(config)
+    if lines:
+        _fail(source, schema_path, lines)
     return config
 
 
-def _check_references(config: dict, source: str, schema_path) -> None:
-    """Names that must point at other config entries (systems -> models, ...)."""
+def _fail(source: str, schema_path, lines: list[str]):
+    raise ConfigError(
+        f"{source} does not match {Path(schema_path).name}:\n  " + "\n  ".join(lines)
+        + "\nSee config/README.md for what each key means."
+    )
+
+
+def _dangling_references(config: dict) -> list[str]:
+    """Names that must point at other config entries (systems -> models, ...) but do not."""
     models = config.get("models", {})
     lines = []
     refs = [(f"systems.{name}.model", s["model"]) for name, s in config.get("systems", {}).items()]
@@ -116,5 +122,4 @@ def _check_references(config: dict, source: str, schema_path) -> None:
     for key, model in refs:
         if model not in models:
             lines.append(f"{key}: {model!r} is not a configured model (models: {', '.join(sorted(models)) or 'none'})")
-    if lines:
-        raise ConfigError(f"{source} does not match {Path(schema_path).name}:\n  " + "\n  ".join(lines))
+    return lines

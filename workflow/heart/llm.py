@@ -362,7 +362,8 @@ def _redact(text: str, spec: ModelSpec) -> str:
 
 
 async def _run(specs: dict[str, ModelSpec], requests: list[Request], cache: ResponseCache,
-               api_bases: dict[str, str | None], progress, backoff: float) -> tuple[dict, dict]:
+               keys: dict[str, str], hits: dict[str, dict], api_bases: dict[str, str | None],
+               progress, backoff: float) -> tuple[dict, dict]:
     sems = {n: asyncio.Semaphore(s.max_concurrency) for n, s in specs.items()}
     limiters = {n: RateLimiter(s.rpm, s.tpm) for n, s in specs.items()}
     results, failures, retrying = {}, {}, set()
@@ -374,9 +375,7 @@ async def _run(specs: dict[str, ModelSpec], requests: list[Request], cache: Resp
         progress.update(n)
 
     async def one(req: Request):
-        spec = specs[req.model]
-        key = cache_key(spec, req)
-        hit = cache.get(key)
+        spec, key, hit = specs[req.model], keys[req.id], hits.get(req.id)
         if hit is not None:
             results[req.id] = {**hit, "cache_key": key, "from_cache": True}
             counts["cached"] += 1
@@ -430,11 +429,13 @@ def run_requests(specs: dict[str, ModelSpec], requests: list[Request], cache: Re
     unknown = needed - set(specs)
     if unknown:
         raise ValueError(f"requests name unconfigured models: {sorted(unknown)}")
+    keys = {r.id: cache_key(specs[r.model], r) for r in requests}
+    hits = {rid: entry for rid, key in keys.items() if (entry := cache.get(key)) is not None}
     with contextlib.ExitStack() as stack:
         api_bases = {}
         for name in sorted(needed):
             spec = specs[name]
-            if spec.local_gguf and any(cache.get(cache_key(spec, r)) is None for r in requests if r.model == name):
+            if spec.local_gguf and any(r.model == name and r.id not in hits for r in requests):
                 alias = spec.model.partition("/")[2]  # "openai/<alias>" on the local server
                 server = stack.enter_context(LocalServer(spec.local_gguf, alias=alias, log=log))
                 api_bases[name] = server.api_base
@@ -444,7 +445,7 @@ def run_requests(specs: dict[str, ModelSpec], requests: list[Request], cache: Re
         with tqdm(total=len(requests), desc=desc, unit="call", file=sys.__stderr__,
                   mininterval=1.0) as progress:
             results, failures = asyncio.run(
-                _run(specs, requests, cache, api_bases, progress, backoff))
+                _run(specs, requests, cache, keys, hits, api_bases, progress, backoff))
     cached = sum(r["from_cache"] for r in results.values())
     logging.getLogger("heart.llm").info(
         "%s: %d requests, %d from cache, %d called, %d failed",
