@@ -11,6 +11,12 @@ ESCONV ?=
 SNAKEMAKE_ARGS ?=
 PYTEST_ARGS ?=
 STAMP := $(VENV)/.heart-installed
+# llama-cpp-python is built from source once, for a portable x86-64 baseline
+# (AVX2/FMA, not -march=native: a wheel built natively on one CPU dies with SIGILL
+# on another), and kept in this wheelhouse so later installs and CI reuse it.
+LLAMA_CPP := llama-cpp-python==$(shell sed -n 's/^llama-cpp-python\[server\]==//p' envs/requirements.txt)
+WHEELHOUSE ?= $(HOME)/.cache/heart/wheels/portable-v1
+LLAMA_CMAKE_ARGS ?= -DGGML_NATIVE=OFF
 
 .PHONY: setup run test clean-results
 
@@ -20,6 +26,11 @@ $(STAMP): envs/requirements.txt envs/constraints.txt
 	@"$(PYTHON)" -c 'import sys; v = sys.version_info[:2]; sys.exit(0 if v == (3, 11) else "heart needs Python 3.11, found %d.%d: make PYTHON=/path/to/python3.11 ..." % v)'
 	"$(PYTHON)" -m venv $(VENV)
 	$(VENV)/bin/python -m pip install --quiet --disable-pip-version-check pip==26.3
+	@ls $(WHEELHOUSE)/llama_cpp_python-*.whl >/dev/null 2>&1 || { \
+	  echo "building $(LLAMA_CPP) from source (about 5-15 min on 2 cores, once; kept in $(WHEELHOUSE))"; \
+	  CMAKE_ARGS="$(LLAMA_CMAKE_ARGS)" $(VENV)/bin/python -m pip wheel --quiet --no-deps --no-cache-dir \
+	    --no-binary llama-cpp-python -w $(WHEELHOUSE) "$(LLAMA_CPP)"; }
+	$(VENV)/bin/python -m pip install --quiet --no-deps --no-index --find-links $(WHEELHOUSE) "$(LLAMA_CPP)"
 	$(VENV)/bin/python -m pip install --quiet -r envs/requirements.txt -c envs/constraints.txt
 	touch $@
 

@@ -163,3 +163,40 @@ def test_error_texts_never_carry_the_key(monkeypatch):
     s = llm.ModelSpec(name="m", model="openai/x", api_key_env="HEART_REDACT_TEST_KEY")
     assert llm._redact("AuthenticationError: Incorrect API key provided: sk-secret-123", s) == \
         "AuthenticationError: Incorrect API key provided: ***"
+
+
+def test_a_crashed_local_server_is_named_with_what_to_do(tmp_path):
+    """A llama.cpp server that dies mid-stage (SIGILL: a wheel built for another CPU) is reported, not a bare
+    'Connection error'."""
+    import signal
+    import subprocess
+    import sys
+    import tempfile
+
+    server = llm.LocalServer.__new__(llm.LocalServer)
+    server.model_path, server.log = tmp_path / "m.gguf", None
+    server._err = tempfile.TemporaryFile(mode="w+")
+    server.proc = subprocess.Popen([sys.executable, "-c", "import os, signal, sys; print('illegal op', file=sys.stderr);"
+                                    " sys.stderr.flush(); os.kill(os.getpid(), signal.SIGILL)"], stderr=server._err)
+    server.proc.wait()
+    text = server.death()
+    assert "SIGILL" in text and "make setup" in text and "illegal op" in text
+    err = llm.LLMStageError({"r1": "Connection error"}, note=text)
+    assert "r1: Connection error" in str(err) and "SIGILL" in str(err)
+    server.proc = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"])
+    try:
+        assert server.death() is None
+    finally:
+        server.proc.kill()
+
+
+def test_structured_answers_accept_raw_newlines_but_nothing_else():
+    """llama.cpp's grammar lets a raw newline into a JSON string; that is read, other damage is not."""
+    schema = {"type": "object", "required": ["winner"], "properties": {"winner": {"enum": ["A", "B"]}}}
+    assert llm.parse_structured('{"why": "line one\nline two", "winner": "A"}', schema) == (
+        {"why": "line one\nline two", "winner": "A"}, None)
+    parsed, err = llm.parse_structured('{"winner": "C"}', schema)
+    assert parsed is None and err.startswith("ValidationError")
+    parsed, err = llm.parse_structured('{"winner": "A"', schema)
+    assert parsed is None and err.startswith("JSONDecodeError")
+    assert llm.parse_structured("plain text", None) == (None, None)

@@ -32,8 +32,10 @@ import logging
 import os
 import random
 import socket
+import signal
 import subprocess
 import sys
+import tempfile
 import time
 import urllib.request
 from dataclasses import dataclass, field
@@ -145,12 +147,12 @@ class ResponseCache:
 class LLMStageError(RuntimeError):
     """Some requests still failed after the last retry; every one is listed."""
 
-    def __init__(self, failures: dict[str, str]):
+    def __init__(self, failures: dict[str, str], note: str = ""):
         self.failures = failures
         lines = "\n".join(f"  {rid}: {err}" for rid, err in sorted(failures.items()))
         super().__init__(
             f"{len(failures)} LLM request(s) failed after retries (successes are cached; "
-            f"rerun to retry only these):\n{lines}"
+            f"rerun to retry only these):\n{lines}" + (f"\n{note}" if note else "")
         )
 
 
@@ -188,11 +190,13 @@ class LocalServer:
         cmd = [sys.executable, "-m", "llama_cpp.server", "--model", str(self.model_path),
                "--model_alias", self.alias, "--host", "127.0.0.1", "--port", str(self.port),
                "--n_ctx", str(self.n_ctx), "--n_threads", str(max(1, os.cpu_count() or 1))]
-        self.proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=self.log or subprocess.DEVNULL)
+        # the server's own messages go to the rule's log, else to a temporary file, so a crash can be told
+        self._err = self.log or tempfile.TemporaryFile(mode="w+")
+        self.proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=self._err)
         deadline = time.monotonic() + 120
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:
-                raise RuntimeError(f"local model server exited with code {self.proc.returncode}: {' '.join(cmd)}")
+                raise RuntimeError(f"local model server failed to start: {self.death()}\n  command: {' '.join(cmd)}")
             with contextlib.suppress(OSError):
                 urllib.request.urlopen(f"{self.api_base}/models", timeout=2).read()
                 return self
@@ -200,12 +204,28 @@ class LocalServer:
         self.__exit__()
         raise RuntimeError("local model server did not start within 120 s")
 
+    def death(self) -> str | None:
+        """None while the server runs; else how it ended, its last messages and what to do."""
+        code = self.proc.poll()
+        if code is None:
+            return None
+        how = f"killed by {signal.Signals(-code).name}" if code < 0 else f"exit code {code}"
+        tail = ""
+        if self._err is not self.log:
+            self._err.seek(0)
+            tail = "".join(self._err.read().splitlines(keepends=True)[-10:])
+        hint = (" llama-cpp-python was probably built for another CPU: rebuild it here with "
+                "`rm -rf .venv ~/.cache/heart/wheels && make setup`." if code == -signal.SIGILL else "")
+        return f"llama_cpp.server for {self.model_path.name} {how}.{hint}" + (f"\n{tail}" if tail else "")
+
     def __exit__(self, *exc):
         self.proc.terminate()
         try:
             self.proc.wait(timeout=10)
         except subprocess.TimeoutExpired:
             self.proc.kill()
+        if self._err is not self.log:
+            self._err.close()
 
 
 class RateLimiter:
@@ -340,19 +360,29 @@ async def _call(spec: ModelSpec, req: Request, api_base: str | None) -> dict:
         raise RetryableResponse("empty content")
     usage = {k: getattr(usage, k, None) for k in ("prompt_tokens", "completion_tokens", "total_tokens")}
     cost = _cost(litellm, spec.model, usage)
-    parsed, parse_error = None, None
-    if req.schema is not None:
-        try:
-            parsed = json.loads(text)
-            jsonschema.validate(parsed, req.schema)
-        except (json.JSONDecodeError, jsonschema.ValidationError) as exc:
-            parsed, parse_error = None, f"{type(exc).__name__}: {str(exc).splitlines()[0][:200]}"
+    parsed, parse_error = parse_structured(text, req.schema)
     return {
         "model": spec.model, "text": text, "parsed": parsed, "parse_error": parse_error,
         "usage": usage,
         "cost": cost, "ttft_s": ttft, "latency_s": latency, "created": time.time(),
         "template_version": req.template_version,
     }
+
+
+def parse_structured(text: str, schema: dict | None) -> tuple[object, str | None]:
+    """(parsed, None) when ``text`` is JSON valid against ``schema``; (None, why) when not; (None, None) without one.
+
+    Control characters inside strings are accepted (``strict=False``): llama.cpp's JSON grammar lets a raw
+    newline through, and it carries no meaning a judge could hide. Nothing else is repaired.
+    """
+    if schema is None:
+        return None, None
+    try:
+        parsed = json.loads(text, strict=False)
+        jsonschema.validate(parsed, schema)
+    except (json.JSONDecodeError, jsonschema.ValidationError) as exc:
+        return None, f"{type(exc).__name__}: {str(exc).splitlines()[0][:200]}"
+    return parsed, None
 
 
 def _redact(text: str, spec: ModelSpec) -> str:
@@ -431,13 +461,18 @@ def run_requests(specs: dict[str, ModelSpec], requests: list[Request], cache: Re
         raise ValueError(f"requests name unconfigured models: {sorted(unknown)}")
     keys = {r.id: cache_key(specs[r.model], r) for r in requests}
     hits = {rid: entry for rid, key in keys.items() if (entry := cache.get(key)) is not None}
+    for r in requests:  # a cached answer is read with today's parser: a parser fix needs no new call
+        if r.id in hits and r.schema is not None:
+            hits[r.id] = {**hits[r.id], **dict(zip(("parsed", "parse_error"),
+                                                    parse_structured(hits[r.id]["text"], r.schema)))}
     with contextlib.ExitStack() as stack:
-        api_bases = {}
+        api_bases, servers = {}, []
         for name in sorted(needed):
             spec = specs[name]
             if spec.local_gguf and any(r.model == name and r.id not in hits for r in requests):
                 alias = spec.model.partition("/")[2]  # "openai/<alias>" on the local server
                 server = stack.enter_context(LocalServer(spec.local_gguf, alias=alias, log=log))
+                servers.append(server)
                 api_bases[name] = server.api_base
             else:
                 api_bases[name] = spec.api_base
@@ -446,12 +481,13 @@ def run_requests(specs: dict[str, ModelSpec], requests: list[Request], cache: Re
                   mininterval=1.0) as progress:
             results, failures = asyncio.run(
                 _run(specs, requests, cache, keys, hits, api_bases, progress, backoff))
+        dead = [d for server in servers if (d := server.death())]
     cached = sum(r["from_cache"] for r in results.values())
     logging.getLogger("heart.llm").info(
         "%s: %d requests, %d from cache, %d called, %d failed",
         desc, len(requests), cached, len(results) - cached, len(failures))
     if failures:
-        raise LLMStageError(failures)
+        raise LLMStageError(failures, note="\n".join(dead))
     return results
 
 
@@ -459,8 +495,8 @@ def preview(specs: dict[str, ModelSpec], requests_by_stage: dict[str, list[Reque
             cache: ResponseCache) -> pd.DataFrame:
     """Calls each stage would make, how many are cached, and a rough cost, before paying for any.
 
-    Prompt tokens are counted with the gpt-4o tokenizer for every model (a rough
-    estimate: litellm would fetch other models' tokenizers from a hub, which must
+    Prompt tokens are counted with the gpt-4o tokenizer for every model, on an
+    even sample of at most ~2,000 requests per stage, scaled up (a rough estimate: litellm would fetch other models' tokenizers from a hub, which must
     not happen before a run or offline); completion tokens are taken at the
     model's ``max_tokens`` (an upper bound); prices come from litellm's local price
     map (null where it has none).
@@ -476,7 +512,10 @@ def preview(specs: dict[str, ModelSpec], requests_by_stage: dict[str, list[Reque
         for name, reqs in sorted(by_model.items()):
             spec = specs[name]
             todo = [r for r in reqs if cache.get(cache_key(spec, r)) is None]
-            prompt_tokens = sum(litellm.token_counter(model="gpt-4o", messages=list(r.messages)) for r in todo)
+            # tokenizing is slow at paper scale (~10^5 judge calls): count an even sample, scale up
+            sample = todo[:: max(1, len(todo) // 2000)]
+            counted = sum(litellm.token_counter(model="gpt-4o", messages=list(r.messages)) for r in sample)
+            prompt_tokens = round(counted * len(todo) / len(sample)) if sample else 0
             completion_tokens = len(todo) * int({**spec.params, **(todo[0].params or {})}.get("max_tokens", 256)) if todo else 0
             cost = _cost(litellm, spec.model, {"prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens})
             rows.append({"stage": stage, "model": name, "litellm_model": spec.model, "calls": len(reqs),
