@@ -21,11 +21,15 @@ include: "workflow/rules/common.smk"
 # {system} in a completion path is one of the configured model systems
 wildcard_constraints:
     system="|".join(map(re.escape, MODEL_SYSTEMS)) or "(?!)",
+    judge="|".join(map(re.escape, JUDGES)) or "(?!)",
+    tagger="|".join(map(re.escape, TAGGERS)) or "(?!)",
 
 
 include: "workflow/rules/data.smk"
 include: "workflow/rules/items.smk"
 include: "workflow/rules/completions.smk"
+include: "workflow/rules/judging.smk"
+include: "workflow/rules/tagging.smk"
 
 
 # API keys: declared so Snakemake checks them at start-up and passes them to cluster
@@ -40,5 +44,7 @@ rule all:
         "results/items/screening_audit.parquet",
         "results/items/items.parquet",
         "results/completions/systems.parquet",
+        "results/judging/judgments.parquet",
+        expand("results/tagging/{tagger}_f1.parquet", tagger=TAGGERS),
         "results/llm_cache.parquet",
     default_target: True

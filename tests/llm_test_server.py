@@ -28,6 +28,8 @@ class State:
         self.ok = collections.Counter()
         self.calls = collections.Counter()
         self.auth = collections.Counter()  # Authorization headers seen
+        self.bodies: list[dict] = []  # every request body, for tests that inspect what was sent
+        self.responder = None  # optional callable(body) -> content of an "ok" answer
         self.lock = threading.Lock()
 
     def next_behaviour(self, key: str) -> str:
@@ -67,6 +69,7 @@ class Handler(http.server.BaseHTTPRequestHandler):
         behaviour = self.state.next_behaviour(user)
         with self.state.lock:
             self.state.auth[self.headers.get("Authorization", "")] += 1
+            self.state.bodies.append(body)
         if self.state.latency:
             time.sleep(self.state.latency)
         if behaviour == "429":
@@ -89,7 +92,8 @@ class Handler(http.server.BaseHTTPRequestHandler):
             self.end_headers()
             self.wfile.write(data)
             return
-        content = {"empty": "", "refusal": None}.get(behaviour, reply_text(user))
+        default = self.state.responder(body) if self.state.responder else reply_text(user)
+        content = {"empty": "", "refusal": None}.get(behaviour, default)
         if behaviour == "ok":
             with self.state.lock:
                 self.state.ok[user] += 1

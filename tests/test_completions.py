@@ -74,3 +74,10 @@ def test_summarize_says_humans_are_absent():
     s = completions.summarize(t, human_path="resources/human/completions.csv").set_index("system")
     assert s.loc["human", "status"] == "absent" and "no human completions file" in s.loc["human", "note"]
     assert s.loc["original", "n_completions"] == 2
+
+
+def test_an_unquoted_comma_in_the_human_file_is_named(tmp_path):
+    path = tmp_path / "completions.csv"
+    path.write_text("item_id,contributor_id,text\ni1,p1,That sounds hard, really hard.\n")
+    with pytest.raises(ValueError, match=r"completions.csv: line 2 has 4 fields, the header 3; .*double-quoted"):
+        completions.import_humans(path, items())

@@ -200,3 +200,13 @@ def test_structured_answers_accept_raw_newlines_but_nothing_else():
     parsed, err = llm.parse_structured('{"winner": "A"', schema)
     assert parsed is None and err.startswith("JSONDecodeError")
     assert llm.parse_structured("plain text", None) == (None, None)
+
+
+def test_identical_requests_in_one_batch_are_paid_for_once(server, tmp_path):
+    state, base = server
+    cache = llm.ResponseCache(tmp_path / "cache")
+    twins = [req("same words", id="first"), req("same words", id="second"), req("other words")]
+    out = llm.run_requests(spec(base), twins, cache)
+    assert state.ok["same words"] == 1 and state.ok["other words"] == 1
+    assert out["first"]["text"] == out["second"]["text"] and out["first"]["cache_key"] == out["second"]["cache_key"]
+    assert out["first"]["from_cache"] is False and out["second"]["from_cache"] is True

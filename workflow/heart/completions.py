@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from heart import io
 from heart.io import table_schema
 from heart.llm import Request
 
@@ -114,7 +115,7 @@ def import_humans(path, items: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame
         The file lacks a required column (the message names the file and the column).
     """
     path = Path(path)
-    df = pd.read_csv(path, dtype=str, keep_default_na=False)
+    df = io.read_csv(path, dtype=str, keep_default_na=False)
     missing = sorted(HUMAN_COLUMNS - set(df.columns))
     if missing:
         raise ValueError(f"{path}: missing column(s) {missing}; expected item_id, contributor_id, text")

@@ -117,6 +117,9 @@ def _dangling_references(config: dict) -> list[str]:
     models = config.get("models", {})
     lines = []
     refs = [(f"systems.{name}.model", s["model"]) for name, s in config.get("systems", {}).items()]
+    for stage, group in (("judging", "judges"), ("tagging", "taggers")):
+        for name, entry in (config.get(stage) or {}).get(group, {}).items():
+            refs.append((f"{stage}.{group}.{name}.model", entry["model"]))
     if "adversarial_items" in config:
         refs.append(("adversarial_items.model", config["adversarial_items"]["model"]))
     for key, model in refs:

@@ -9,6 +9,7 @@ interrupted job never leaves a partial Parquet file behind.
 from __future__ import annotations
 
 import contextlib
+import csv
 import hashlib
 import json
 import os
@@ -153,3 +154,23 @@ def provenance_of(path) -> dict:
     meta = pq.read_schema(path).metadata or {}
     raw = meta.get(b"heart.provenance")
     return json.loads(raw) if raw else {}
+
+
+def read_csv(path, **kwargs) -> pd.DataFrame:
+    """``pandas.read_csv`` whose parse errors name the file and the line and say what to check.
+
+    Every record must have as many fields as the header: pandas would otherwise take an extra
+    leading field as an index (an unquoted comma silently shifts the columns).
+    """
+    hint = "fields holding commas, quotes or line breaks must be double-quoted, and the file must be UTF-8"
+    try:
+        with open(path, newline="", encoding="utf-8") as fh:
+            reader = csv.reader(fh)
+            header = next(reader, [])
+            for record in reader:
+                if record and len(record) != len(header):
+                    raise ValueError(f"{path}: line {reader.line_num} has {len(record)} fields, the header "
+                                     f"{len(header)}; {hint}")
+        return pd.read_csv(path, **kwargs)
+    except (pd.errors.ParserError, UnicodeDecodeError, csv.Error) as exc:
+        raise ValueError(f"{path}: not a readable CSV file ({str(exc).strip()}); {hint}") from exc

@@ -479,8 +479,19 @@ def run_requests(specs: dict[str, ModelSpec], requests: list[Request], cache: Re
         # the bar goes to the terminal even when a rule's stderr is sent to its log
         with tqdm(total=len(requests), desc=desc, unit="call", file=sys.__stderr__,
                   mininterval=1.0) as progress:
+            # identical requests (same cache key) in one batch are sent once and share the answer
+            leaders = list({keys[r.id]: r for r in reversed(requests)}.values())[::-1]
             results, failures = asyncio.run(
-                _run(specs, requests, cache, keys, hits, api_bases, progress, backoff))
+                _run(specs, leaders, cache, keys, hits, api_bases, progress, backoff))
+            by_key = {keys[r.id]: r.id for r in leaders}
+            for r in requests:
+                lead = by_key[keys[r.id]]
+                if lead != r.id:
+                    if lead in results:
+                        results[r.id] = {**results[lead], "from_cache": True}
+                    else:
+                        failures[r.id] = failures[lead]
+                    progress.update(1)
         dead = [d for server in servers if (d := server.death())]
     cached = sum(r["from_cache"] for r in results.values())
     logging.getLogger("heart.llm").info(

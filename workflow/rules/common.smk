@@ -36,9 +36,23 @@ for _name, _system in config["systems"].items():
         )
 
 
+JUDGES = sorted(config["judging"]["judges"])
+TAGGERS = sorted(config["tagging"]["taggers"])
+
+for _stage, _group, _folder in (("judging", "judges", "judge"), ("tagging", "taggers", "tagging")):
+    for _name, _entry in config[_stage][_group].items():
+        if not (PROMPTS / _folder / f"{_entry['prompt']}.md").is_file():
+            raise WorkflowError(
+                f"config {_stage}.{_group}.{_name}.prompt: no template {_entry['prompt']!r} "
+                f"(expected {PROMPTS / _folder / (_entry['prompt'] + '.md')})"
+            )
+
+
 def used_models():
-    """Models that some stage calls: every system's, and the adversarial rewriter's."""
+    """Models that some stage calls: systems', the adversarial rewriter's, judges', taggers'."""
     names = {s["model"] for s in config["systems"].values()}
+    names |= {j["model"] for j in config["judging"]["judges"].values()}
+    names |= {t["model"] for t in config["tagging"]["taggers"].values()}
     if config["adversarial_items"]["n"] > 0:
         names.add(config["adversarial_items"]["model"])
     return sorted(names)
@@ -55,6 +69,17 @@ def required_keys():
 def model_params(name):
     """Config entry of model ``name`` as passed to scripts (names of key variables, never keys)."""
     return {"name": name, **config["models"][name]}
+
+
+def uses_local_model(name):
+    """1 if model ``name`` is served locally (resource local_llm: one such job at a time)."""
+    return int(bool(config["models"][name]["local_gguf"]))
+
+
+def system_families():
+    """Model family of every system (judges never judge their own family's output)."""
+    families = {s: config["models"][c["model"]]["family"] for s, c in config["systems"].items()}
+    return {**families, "original": "dataset", "human": "human"}
 
 
 def replay_input():

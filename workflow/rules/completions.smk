@@ -16,7 +16,7 @@ rule generate_completions:
         model=lambda wc: model_params(config["systems"][wc.system]["model"]),
         llm=config["llm"],
     resources:
-        local_llm=lambda wc: int(bool(config["models"][config["systems"][wc.system]["model"]]["local_gguf"])),
+        local_llm=lambda wc: uses_local_model(config["systems"][wc.system]["model"]),
     log:
         "logs/completions/{system}.log",
     benchmark:
@@ -82,6 +82,8 @@ rule export_llm_cache:
         # re-export whenever a stage that calls models has run
         "results/completions/systems.parquet",
         "results/items/adversarial.parquet",
+        expand("results/judging/llm/{judge}.parquet", judge=JUDGES),
+        expand("results/tagging/{tagger}.parquet", tagger=TAGGERS),
     output:
         "results/llm_cache.parquet",
     params:
@@ -106,10 +108,23 @@ rule preview_llm_calls:
             workflow.source_path(f"../resources/prompts/completion/{s['prompt']}.md")
             for s in config["systems"].values()
         ],
+        rubric=workflow.source_path(f"../resources/rubric/{config['judging']['rubric']}.yaml"),
+        judge_prompts=[
+            workflow.source_path(f"../resources/prompts/judge/{j['prompt']}.md")
+            for j in config["judging"]["judges"].values()
+        ],
+        taxonomy=workflow.source_path(f"../resources/taxonomy/{config['tagging']['taxonomy']}.yaml"),
+        tagging_prompts=[
+            workflow.source_path(f"../resources/prompts/tagging/{t['prompt']}.md")
+            for t in config["tagging"]["taggers"].values()
+        ],
     output:
         "results/preview/llm_calls.parquet",
     params:
         systems=config["systems"],
+        judging=config["judging"],
+        tagging=config["tagging"],
+        families=system_families(),
         models={name: model_params(name) for name in used_models()},
         adversarial=config["adversarial_items"],
         llm=config["llm"],

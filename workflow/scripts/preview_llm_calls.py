@@ -3,7 +3,9 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(snakemake.scriptdir).parent))
-from heart import adversarial, completions, io, llm, screening  # noqa: E402
+import pandas as pd  # noqa: E402
+
+from heart import adversarial, completions, io, judging, llm, pairs, screening, tagging  # noqa: E402
 from heart.runtime import logged  # noqa: E402
 
 with logged(snakemake.log[0]) as log:
@@ -24,6 +26,31 @@ with logged(snakemake.log[0]) as log:
         prompt, version = completions.template(path)
         stages[f"completions {system} (regular items)"] = completions.completion_requests(
             regular, system, cfg["model"], prompt, version)
+    # judging and tagging run on completions that do not exist yet: every system's reply is
+    # stood in for by the dataset's reply (same count of calls, similar prompt length)
+    stand_ins = pd.DataFrame([{"item_id": r.item_id, "system": s, "source": "dataset" if s == "original" else "model",
+                               "contributor_id": None, "text": r.original_reply}
+                              for r in regular.itertuples() for s in [*snakemake.params.systems, "original"]])
+    if len(regular):
+        design = pairs.design(stand_ins, regular, seed=snakemake.params.judging["seed"],
+                              per_item=snakemake.params.judging["pairs_per_item"])
+        rubric = judging.load_rubric(snakemake.input.rubric)
+        for name, cfg in snakemake.params.judging["judges"].items():
+            path = next(p for p in snakemake.input.judge_prompts if Path(p).stem == cfg["prompt"])
+            template, version = completions.template(path)
+            keep = judging.eligible(design, specs[cfg["model"]].family, snakemake.params.families,
+                                    snakemake.params.judging["exclude_own_family"])
+            stages[f"judging {name} (regular items, estimated)"] = judging.requests(
+                design[keep], regular, pairs.completion_text(stand_ins), cfg["model"],
+                judging.system_prompt(template, rubric), version, judging.response_schema(rubric),
+                snakemake.params.judging["both_orders"], params=cfg["params"])
+        taxonomy = tagging.load_taxonomy(snakemake.input.taxonomy)
+        for name, cfg in snakemake.params.tagging["taggers"].items():
+            path = next(p for p in snakemake.input.tagging_prompts if Path(p).stem == cfg["prompt"])
+            template, version = completions.template(path)
+            stages[f"tagging {name} (regular items, estimated)"] = tagging.requests(
+                stand_ins, cfg["model"], tagging.system_prompt(template, taxonomy), version,
+                tagging.response_schema(taxonomy), params=cfg["params"])
     table = llm.preview(specs, stages, engine.cache)
     io.write_table(table, snakemake.output[0], "llm_preview")
     text = table.to_string(index=False)

@@ -1,0 +1,87 @@
+"""Strategy tagging: the taxonomy, the response schema, the long table, F1 against spot checks."""
+
+import jsonschema
+import pandas as pd
+import pytest
+
+from conftest import REPO
+from heart import tagging
+
+TAXONOMY = tagging.load_taxonomy(REPO / "workflow/resources/taxonomy/strategies.yaml")
+PAPER_15 = ["Affirmation", "Avoid Judgment and Criticism", "Clarification", "Collaborative Planning",
+            "Emotional Validation", "Normalize Experiences", "Offer Hope", "Promote Self-Care Practices",
+            "Provide Different Perspectives", "Reflective Statements", "Reframe Negative Thoughts",
+            "Share Information", "Stress Management", "Suggest Options", "Chit Chat"]
+
+
+def test_taxonomy_is_the_papers_fifteen():
+    assert [s["name"] for s in TAXONOMY["strategies"]] == PAPER_15
+
+
+def answer(present=()):
+    return {k: ({"label": "present", "p": 0.9, "evidence": "it sounds"} if k in present
+                else {"label": "absent", "p": 0.05, "evidence": ""}) for k in tagging.keys(TAXONOMY)}
+
+
+def test_schema_is_strict():
+    schema = tagging.response_schema(TAXONOMY)
+    jsonschema.validate(answer(["reflective_statements"]), schema)
+    missing = answer()
+    missing.pop("chit_chat")
+    for bad in (missing, {**answer(), "affirmation": {"label": "maybe", "p": 0.5, "evidence": ""}},
+                {**answer(), "affirmation": {"label": "present", "p": 1.5, "evidence": ""}},
+                {**answer(), "extra": {"label": "present", "p": 0.5, "evidence": ""}}):
+        with pytest.raises(jsonschema.ValidationError):
+            jsonschema.validate(bad, schema)
+
+
+def completions():
+    return pd.DataFrame({"item_id": ["i1", "i1", "i2"], "system": ["m", "human", "m"],
+                         "contributor_id": [None, "c1", None],
+                         "text": ["It sounds heavy.", "Try a walk.", "Hi! How's your day?"]})
+
+
+def test_requests_and_long_table():
+    comp = completions()
+    reqs = tagging.requests(comp, "tagger-model", "instr", "v1", tagging.response_schema(TAXONOMY))
+    assert [r.id for r in reqs] == ["i1:m", "i1:human#c1", "i2:m"]
+    assert reqs[1].messages[1]["content"] == '{"response": "Try a walk."}'
+    results = {"i1:m": {"parsed": answer(["reflective_statements"]), "cache_key": "k1", "from_cache": False},
+               "i1:human#c1": {"parsed": answer(["self_care", "suggest_options"]), "cache_key": "k2",
+                               "from_cache": True},
+               "i2:m": {"parsed": None, "parse_error": "JSONDecodeError", "cache_key": "k3", "from_cache": False}}
+    table = tagging.tag_table(comp, "t", results, TAXONOMY)
+    assert len(table) == 3 * 15
+    present = table[table["label"] == "present"]
+    assert sorted(present["strategy"]) == ["reflective_statements", "self_care", "suggest_options"]
+    bad = table[table["item_id"] == "i2"]
+    assert (~bad["parse_ok"]).all() and bad["label"].isna().all() and (bad["parse_error"] == "JSONDecodeError").all()
+
+
+def test_f1_against_hand_counted_spot_checks():
+    comp = completions()
+    results = {"i1:m": {"parsed": answer(["reflective_statements", "affirmation"]), "cache_key": "k", "from_cache": 0},
+               "i1:human#c1": {"parsed": answer(["self_care"]), "cache_key": "k", "from_cache": 0},
+               "i2:m": {"parsed": answer(["chit_chat"]), "cache_key": "k", "from_cache": 0}}
+    tags = tagging.tag_table(comp, "t", results, TAXONOMY)
+    spot = pd.DataFrame({
+        "item_id": ["i1", "i1", "i1", "i2", "i2"], "system": ["m", "m", "human", "m", "m"],
+        "contributor_id": [None, None, "c1", None, None],
+        "strategy": ["reflective_statements", "affirmation", "self_care", "chit_chat", "reflective_statements"],
+        "present": [True, False, True, True, True]})
+    f1 = tagging.f1_scores(tags, spot, TAXONOMY).set_index("strategy")
+    assert f1.loc["reflective_statements", ["tp", "fp", "fn"]].tolist() == [1, 0, 1]
+    assert f1.loc["reflective_statements", "f1"] == pytest.approx(2 / 3)
+    assert f1.loc["affirmation", "f1"] == 0.0 and f1.loc["self_care", "f1"] == 1.0
+    scored = f1.drop("macro")["f1"].dropna()
+    assert f1.loc["macro", "f1"] == pytest.approx(scored.mean())
+
+
+def test_spot_check_errors_name_row_and_field(tmp_path):
+    path = tmp_path / "labels.csv"
+    path.write_text("item_id,system,strategy,present\ni1,m,empathy,1\n")
+    with pytest.raises(ValueError, match=r"labels.csv, row 2: field 'strategy' is 'empathy'"):
+        tagging.read_spot_checks(path, TAXONOMY)
+    path.write_text("item_id,system,strategy,present\ni1,m,chit_chat,maybe\n")
+    with pytest.raises(ValueError, match=r"row 2: field 'present' is 'maybe'"):
+        tagging.read_spot_checks(path, TAXONOMY)

@@ -1,0 +1,151 @@
+"""Human pairwise judgments: import, quality control (HEART paper §4.2, Figure 2, §9.6).
+
+The file format is documented in ``resources/human/README.md``: one row per
+judgment with the rater, the item and which completions were shown as A and B,
+the 5-point choice of Figure 2 (1 = "A is significantly better than B" ...
+3 = "A and B are about the same" ... 5 = "B is significantly better than A"),
+a free-text rationale, the seconds spent, and for quality-check rows the
+expected side.
+
+Quality control: a rater is excluded when the share of failed quality checks
+reaches ``max_qc_fail_share`` (paper: 50 %) or when the median seconds per
+judgment lies outside [``min_median_seconds``, ``max_median_seconds``]. Every
+rater and every exclusion with its reason is listed in the raters table.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from heart import pairs as pairs_mod
+
+REQUIRED = ["rater_id", "item_id", "shown_a", "shown_b", "choice", "seconds_spent"]
+OPTIONAL = ["pair_id", "rationale", "qc_expected"]
+CHOICES = {1: "A is significantly better than B", 2: "A is slightly better than B",
+           3: "A and B are about the same", 4: "B is slightly better than A",
+           5: "B is significantly better than A"}
+JUDGMENT_COLUMNS = ["pair_id", "judge", "rater_id", "order", "preference", "winner", "strength", "rationale",
+                    "seconds_spent"]
+RATER_COLUMNS = ["rater_id", "n_judgments", "n_qc", "qc_failed", "qc_fail_share", "median_seconds",
+                 "excluded", "reason"]
+
+
+class HumanJudgmentError(ValueError):
+    """Bad input in the human judgments file; the message names the file, row and field."""
+
+
+def _split_ref(ref: str) -> tuple[str, str | None]:
+    system, _, contributor = ref.partition("#")
+    return system, (contributor or None)
+
+
+def read(path) -> pd.DataFrame:
+    """Read and check the CSV; errors name the file, the row (1-based, header = row 1) and the field."""
+    path = Path(path)
+    try:
+        table = pd.read_csv(path, dtype={"rater_id": str, "item_id": str, "shown_a": str, "shown_b": str,
+                                         "pair_id": str, "rationale": str, "qc_expected": str},
+                            keep_default_na=False, na_values=[""])
+    except (pd.errors.ParserError, UnicodeDecodeError) as exc:
+        raise HumanJudgmentError(f"{path}: not a readable CSV file ({exc})") from exc
+    missing = [c for c in REQUIRED if c not in table.columns]
+    if missing:
+        raise HumanJudgmentError(f"{path}: missing column(s) {', '.join(missing)}; "
+                                 f"expected {', '.join(REQUIRED)} (+ optional {', '.join(OPTIONAL)})")
+    for col in OPTIONAL:
+        if col not in table.columns:
+            table[col] = None
+    for i, row in table.iterrows():
+        where = f"{path}, row {i + 2}"
+        for col in ("rater_id", "item_id", "shown_a", "shown_b"):
+            if pd.isna(row[col]) or not str(row[col]).strip():
+                raise HumanJudgmentError(f"{where}: field {col!r} is empty")
+        try:
+            choice = float(row["choice"])
+            ok = choice.is_integer() and int(choice) in CHOICES
+        except (TypeError, ValueError):
+            ok = False
+        if not ok:
+            raise HumanJudgmentError(f"{where}: field 'choice' is {row['choice']!r}; expected 1-5 "
+                                     f"(1 = {CHOICES[1]!r} ... 5 = {CHOICES[5]!r})")
+        try:
+            seconds = float(row["seconds_spent"])
+        except (TypeError, ValueError):
+            seconds = float("nan")
+        if not np.isfinite(seconds) or seconds < 0:
+            raise HumanJudgmentError(f"{where}: field 'seconds_spent' is {row['seconds_spent']!r}; "
+                                     "expected a number of seconds >= 0")
+        if not pd.isna(row["qc_expected"]) and row["qc_expected"] not in ("A", "B"):
+            raise HumanJudgmentError(f"{where}: field 'qc_expected' is {row['qc_expected']!r}; "
+                                     "expected A, B or empty (not a quality check)")
+        if row["shown_a"] == row["shown_b"]:
+            raise HumanJudgmentError(f"{where}: fields 'shown_a' and 'shown_b' name the same completion")
+    table["choice"] = table["choice"].astype(int)
+    table["seconds_spent"] = table["seconds_spent"].astype(float)
+    table["row"] = np.arange(2, len(table) + 2)
+    return table
+
+
+def quality_control(table: pd.DataFrame, max_qc_fail_share: float, min_median_seconds: float,
+                    max_median_seconds: float) -> pd.DataFrame:
+    """One row per rater: quality-check and timing figures, whether excluded and why."""
+    rows = []
+    for rater, g in table.groupby("rater_id", sort=True):
+        qc = g[g["qc_expected"].notna()]
+        failed = int(((qc["qc_expected"] == "A") & (qc["choice"] >= 3)).sum()
+                     + ((qc["qc_expected"] == "B") & (qc["choice"] <= 3)).sum())
+        share = failed / len(qc) if len(qc) else None
+        median = float(g["seconds_spent"].median())
+        reasons = []
+        if share is not None and share >= max_qc_fail_share:
+            reasons.append(f"failed {failed} of {len(qc)} quality checks (>= {max_qc_fail_share:.0%})")
+        if median < min_median_seconds:
+            reasons.append(f"median {median:.1f} s per judgment < {min_median_seconds} s")
+        if median > max_median_seconds:
+            reasons.append(f"median {median:.1f} s per judgment > {max_median_seconds} s")
+        rows.append({"rater_id": rater, "n_judgments": int(len(g) - len(qc)), "n_qc": int(len(qc)),
+                     "qc_failed": failed, "qc_fail_share": share, "median_seconds": median,
+                     "excluded": bool(reasons), "reason": "; ".join(reasons)})
+    return pd.DataFrame(rows, columns=RATER_COLUMNS)
+
+
+def orient(table: pd.DataFrame, pairs: pd.DataFrame, raters: pd.DataFrame, strength_map: dict, path
+           ) -> pd.DataFrame:
+    """Judgments of included raters, oriented to the pairs (positive preference = the pair's system_a).
+
+    ``preference`` is the signed Figure-2 choice in -2..2 (0 = about the same);
+    ``winner``/``strength`` map it onto the judges' scale with ``strength_map``
+    ({"slight": s1, "significant": s2}); "about the same" has no winner (a tie,
+    kept for tie shares, not used by Bradley–Terry).
+    """
+    excluded = set(raters.loc[raters["excluded"], "rater_id"])
+    by_id = pairs.set_index("pair_id")
+    rows = []
+    for r in table[table["qc_expected"].isna() & ~table["rater_id"].isin(excluded)].itertuples():
+        ref_a, ref_b = r.shown_a, r.shown_b
+        pid = pairs_mod.pair_id(r.item_id, ref_a, ref_b)
+        if not pd.isna(r.pair_id) and r.pair_id != pid:
+            raise HumanJudgmentError(f"{path}, row {r.row}: field 'pair_id' is {r.pair_id!r} but item "
+                                     f"{r.item_id} with {ref_a} vs {ref_b} is pair {pid}")
+        if pid not in by_id.index:
+            raise HumanJudgmentError(
+                f"{path}, row {r.row}: fields 'item_id', 'shown_a', 'shown_b' ({r.item_id}: {ref_a} vs {ref_b}) "
+                "name no pair of results/judging/pairs.parquet; a completion is '<system>' or "
+                "'human#<contributor_id>'")
+        p = by_id.loc[pid]
+        same_order = _split_ref(ref_a) == (p["system_a"], None if pd.isna(p["contributor_a"]) else p["contributor_a"])
+        shown = 3 - r.choice  # +2 .. -2, positive = shown A better
+        pref = shown if same_order else -shown
+        strength = {0: None, 1: strength_map["slight"], 2: strength_map["significant"]}[abs(pref)]
+        rows.append({"pair_id": pid, "judge": f"human:{r.rater_id}", "rater_id": r.rater_id,
+                     "order": "AB" if same_order else "BA", "preference": int(pref),
+                     "winner": None if pref == 0 else ("a" if pref > 0 else "b"), "strength": strength,
+                     "rationale": None if pd.isna(r.rationale) else r.rationale,
+                     "seconds_spent": r.seconds_spent})
+    out = pd.DataFrame(rows, columns=JUDGMENT_COLUMNS)
+    out["preference"] = out["preference"].astype("Int64")
+    out["strength"] = out["strength"].astype("Int64")
+    return out

@@ -1,0 +1,271 @@
+"""Blinded pairwise judging with the HEART rubric (HEART paper §4.1, §9.1, §9.5-9.6).
+
+LLM judges see the dialogue and two replies under the neutral labels
+"response_A" / "response_B" inside one JSON object (so quotes, tags or
+instructions inside a reply stay data: they cannot close a delimiter or add a
+message), never a system, model or contributor name. They answer a JSON object
+checked against :func:`response_schema`: a winner (no ties), its strength 1-5,
+a mark per HEART axis ("A+" ... "B+++++" or "none") and a rationale.
+
+Orientation. A pair stores ``system_a`` / ``system_b`` (its randomized order);
+order "AB" shows system_a as response A, order "BA" swaps them. Every verdict
+is stored *oriented to the pair*: ``signed`` > 0 means system_a won, with
+``|signed|`` the strength; axis marks likewise (0 = no clear advantage).
+
+Combining the two orders (:func:`combine_signed`), documented rule:
+
+1. Only one order parsed: that verdict.
+2. Both: s = s_AB + s_BA. If s != 0 the winner is sign(s) and the strength is
+   ceil(|s| / 2) (both orders agree on a: the mean strength, rounded up; they
+   disagree: the margin, halved, rounded up).
+3. s == 0 (equal and opposite: a pure position effect): broken by the sum of the
+   signed axis marks of both orders; if that is 0 too, the pair has no combined
+   verdict (``winner`` null, status "inconsistent") and is left out of ratings.
+   Ties are never invented.
+
+The same rule combines each axis over the parsed orders ("none" counts as 0), except
+that an axis with s == 0 is simply "no clear advantage" (0). A *flip* is a pair whose two orders name different
+winners (overall, or per axis among orders that marked it).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import yaml
+
+from heart.llm import Request
+
+ORDERS = ("AB", "BA")
+VERDICT_COLUMNS = ["pair_id", "judge", "order", "shown_a", "parse_ok", "parse_error", "winner_shown", "signed",
+                   "rationale", "raw_text", "cache_key", "from_cache", "latency_s", "cost_usd"]
+_SPEAKER = {"seeker": "Seeker", "supporter": "Supporter"}
+
+
+# --- the rubric and the prompt ----------------------------------------------------------------
+
+def load_rubric(path) -> dict:
+    """The rubric file (``workflow/resources/rubric/heart.yaml``), checked for the fields used."""
+    rubric = yaml.safe_load(Path(path).read_text())
+    for i, axis in enumerate(rubric.get("axes") or []):
+        for field in ("key", "name", "description", "high", "low"):
+            if not isinstance(axis.get(field), str) or not axis[field].strip():
+                raise ValueError(f"{path}: axes[{i}].{field} must be a non-empty string")
+    if not rubric.get("axes"):
+        raise ValueError(f"{path}: axes must list the rubric's axes")
+    return rubric
+
+
+def axis_keys(rubric: dict) -> list[str]:
+    return [a["key"] for a in rubric["axes"]]
+
+
+def system_prompt(template: str, rubric: dict) -> str:
+    """The judge's instructions: the template with the rubric and the checklist filled in."""
+    rubric_text = "\n".join(
+        f"- {a['key']} — {a['name']}: {a['description']}\n  High: {a['high']}\n  Low: {a['low']}"
+        for a in rubric["axes"])
+    checklist = "\n".join(f"- {c}" for c in rubric.get("checklist", []))
+    return template.replace("{rubric}", rubric_text).replace("{checklist}", checklist)
+
+
+def axis_marks() -> list[str]:
+    return ["none"] + [f"{side}{'+' * k}" for side in "AB" for k in range(1, 6)]
+
+
+def response_schema(rubric: dict, rationale_max_chars: int | None = None) -> dict:
+    """JSON schema of a judge's answer (rationale first, so it is written before the verdict).
+
+    ``rationale_max_chars`` bounds the rationale, so a grammar-constrained local model always reaches the
+    verdict within its token budget.
+    """
+    mark = {"type": "string", "enum": axis_marks()}
+    rationale = {"type": "string"} if rationale_max_chars is None else {"type": "string", "maxLength": rationale_max_chars}
+    return {
+        "type": "object",
+        "properties": {
+            "rationale": rationale,
+            "winner": {"type": "string", "enum": ["A", "B"]},
+            "strength": {"type": "integer", "enum": [1, 2, 3, 4, 5]},
+            "axes": {"type": "object", "properties": {k: mark for k in axis_keys(rubric)},
+                     "required": axis_keys(rubric), "additionalProperties": False},
+        },
+        "required": ["rationale", "winner", "strength", "axes"],
+        "additionalProperties": False,
+    }
+
+
+def messages(instructions: str, history, response_a: str, response_b: str) -> tuple:
+    """The blinded judge messages: instructions, then one JSON object holding all the material."""
+    material = {
+        "dialogue": [{"speaker": _SPEAKER.get(t["role"], t["role"]), "text": t["text"]} for t in history],
+        "response_A": response_a,
+        "response_B": response_b,
+    }
+    return ({"role": "system", "content": instructions},
+            {"role": "user", "content": json.dumps(material, ensure_ascii=False, indent=1)})
+
+
+# --- which pairs a judge sees, and its requests ------------------------------------------------
+
+def eligible(pairs: pd.DataFrame, judge_family: str, families: dict[str, str], exclude_own: bool
+             ) -> pd.Series:
+    """Mask of pairs a judge may judge: with ``exclude_own``, none holding its family's output."""
+    if not exclude_own:
+        return pd.Series(True, index=pairs.index)
+    fam_a = pairs["system_a"].map(families)
+    fam_b = pairs["system_b"].map(families)
+    return (fam_a != judge_family) & (fam_b != judge_family)
+
+
+def _key(system, contributor):
+    return system, (None if contributor is None or pd.isna(contributor) else contributor)
+
+
+def requests(pairs: pd.DataFrame, items: pd.DataFrame, texts: dict, judge_model: str, instructions: str,
+             version: str, schema: dict, both_orders: bool = True, params: dict | None = None) -> list[Request]:
+    """One request per (pair, order); the request id is ``<pair_id>:<order>``."""
+    history = items.set_index("item_id")["history"]
+    out = []
+    for p in pairs.itertuples():
+        a = texts[(p.item_id, *_key(p.system_a, p.contributor_a))]
+        b = texts[(p.item_id, *_key(p.system_b, p.contributor_b))]
+        for order in ORDERS if both_orders else ORDERS[:1]:
+            first, second = (a, b) if order == "AB" else (b, a)
+            out.append(Request(id=f"{p.pair_id}:{order}", model=judge_model,
+                               messages=messages(instructions, history[p.item_id], first, second),
+                               schema=schema, template_version=f"judge:{version}", params=params or None))
+    return out
+
+
+# --- verdicts -------------------------------------------------------------------------------
+
+def parse_mark(mark: str) -> int:
+    """'A+++' -> +3, 'B+' -> -1, 'none' -> 0 (in the shown order: positive = response A)."""
+    if mark == "none":
+        return 0
+    return (1 if mark[0] == "A" else -1) * mark.count("+")
+
+
+def orient(parsed: dict, order: str, axes: list[str]) -> dict:
+    """A parsed answer as signed values oriented to the pair (positive = system_a)."""
+    flip = 1 if order == "AB" else -1
+    shown = parsed["strength"] * (1 if parsed["winner"] == "A" else -1)
+    out = {"signed": flip * shown}
+    for k in axes:
+        out[f"axis_{k}"] = flip * parse_mark(parsed["axes"][k])
+    return out
+
+
+def verdict_table(pairs: pd.DataFrame, judge: str, results: dict[str, dict], axes: list[str],
+                  both_orders: bool = True) -> pd.DataFrame:
+    """One row per (pair, order): the answer oriented to the pair (``judgments_llm.schema.yaml``)."""
+    rows = []
+    for p in pairs.itertuples():
+        for order in ORDERS if both_orders else ORDERS[:1]:
+            r = results[f"{p.pair_id}:{order}"]
+            ok = r.get("parsed") is not None
+            row = {"pair_id": p.pair_id, "judge": judge, "order": order,
+                   "shown_a": p.system_a if order == "AB" else p.system_b,
+                   "parse_ok": ok, "parse_error": r.get("parse_error"),
+                   "winner_shown": r["parsed"]["winner"] if ok else None,
+                   "signed": None, "rationale": r["parsed"]["rationale"] if ok else None,
+                   "raw_text": r["text"], "cache_key": r["cache_key"], "from_cache": bool(r["from_cache"]),
+                   "latency_s": r.get("latency_s"), "cost_usd": r.get("cost")}
+            row.update({f"axis_{k}": None for k in axes})
+            if ok:
+                row.update(orient(r["parsed"], order, axes))
+            rows.append(row)
+    table = pd.DataFrame(rows, columns=[*VERDICT_COLUMNS, *(f"axis_{k}" for k in axes)])
+    for col in ["signed", *(f"axis_{k}" for k in axes)]:
+        table[col] = table[col].astype("Int64")
+    return table
+
+
+def combine_signed(values, tiebreak: int = 0) -> int | None:
+    """The documented rule (module docstring) for one pair: signed verdicts -> one signed verdict."""
+    vals = [int(v) for v in values if v is not None and not pd.isna(v)]
+    if not vals:
+        return None
+    if len(vals) == 1:
+        return vals[0]
+    s = sum(vals)
+    if s == 0:
+        s = tiebreak
+        if s == 0:
+            return None
+        return int(np.sign(s))  # broken by the axes: the smallest strength
+    return int(np.sign(s)) * math.ceil(abs(s) / len(vals))
+
+
+def combine(verdicts: pd.DataFrame, pairs: pd.DataFrame, axes: list[str]) -> pd.DataFrame:
+    """One row per (pair, judge): the combined verdict, per-axis marks and whether the orders flipped."""
+    rows = []
+    for (pid, judge), g in verdicts.groupby(["pair_id", "judge"], sort=True):
+        ok = g[g["parse_ok"]]
+        axis_sum = int(sum(ok[f"axis_{k}"].fillna(0).sum() for k in axes))
+        signed = combine_signed(ok["signed"].tolist(), tiebreak=axis_sum)
+        row = {"pair_id": pid, "judge": judge, "n_orders": len(ok),
+               "flipped": bool(len(ok) == 2 and np.sign(ok["signed"]).nunique() == 2) if len(ok) == 2 else None,
+               "status": "ok" if signed is not None else ("unparsed" if ok.empty else "inconsistent"),
+               "winner": None if signed is None else ("a" if signed > 0 else "b"),
+               "strength": None if signed is None else abs(signed),
+               "rationale": " | ".join(f"{o}: {t}" for o, t in zip(ok["order"], ok["rationale"])) or None}
+        for k in axes:
+            marks = ok[f"axis_{k}"].dropna().astype(int).tolist()  # 0 = that order saw no clear edge
+            row[f"axis_{k}"] = combine_signed(marks) or 0
+            row[f"flipped_{k}"] = bool(len(marks) == 2 and marks[0] * marks[1] < 0)
+        rows.append(row)
+    out = pd.DataFrame(rows)
+    if out.empty:
+        out = pd.DataFrame(columns=["pair_id", "judge", "n_orders", "flipped", "status", "winner", "strength",
+                                    "rationale",
+                                    *(f"axis_{k}" for k in axes), *(f"flipped_{k}" for k in axes)])
+    out["strength"] = out["strength"].astype("Int64")
+    return pairs.merge(out, on="pair_id", how="inner")
+
+
+def flip_rates(combined: pd.DataFrame, axes: list[str]) -> pd.DataFrame:
+    """Per judge: share of pairs judged in both orders whose winner flipped, overall and per axis."""
+    rows = []
+    for judge, g in combined.groupby("judge", sort=True):
+        both = g[g["n_orders"] == 2]
+        rows.append({"judge": judge, "axis": "overall", "n_pairs": len(both),
+                     "flip_rate": float(both["flipped"].astype(bool).mean()) if len(both) else None})
+        for k in axes:
+            rows.append({"judge": judge, "axis": k, "n_pairs": len(both),
+                         "flip_rate": float(both[f"flipped_{k}"].mean()) if len(both) else None})
+    return pd.DataFrame(rows, columns=["judge", "axis", "n_pairs", "flip_rate"])
+
+
+JUDGMENT_COLUMNS = ["pair_id", "item_id", "conversation_id", "subset", "system_a", "contributor_a", "system_b",
+                    "contributor_b", "kind", "judge", "judge_kind", "status", "winner", "strength", "preference",
+                    "n_orders", "flipped", "axis_H", "axis_E", "axis_A", "axis_R", "axis_T", "rationale"]
+
+
+def judgments(pairs: pd.DataFrame, combined: pd.DataFrame, human: pd.DataFrame) -> pd.DataFrame:
+    """The statistics' input: combined LLM verdicts and human judgments, one schema."""
+    llm = combined.assign(judge_kind="llm", preference=pd.NA)
+    hum = pairs.merge(human, on="pair_id", how="inner").assign(
+        judge_kind="human", status=lambda d: np.where(d["winner"].isna(), "tie", "ok"),
+        n_orders=pd.NA, flipped=pd.NA)
+    parts = [t.reindex(columns=JUDGMENT_COLUMNS) for t in (llm, hum) if not t.empty]
+    out = pd.concat(parts, ignore_index=True) if parts else pd.DataFrame(columns=JUDGMENT_COLUMNS)
+    for col in ("strength", "preference", "n_orders", "axis_H", "axis_E", "axis_A", "axis_R", "axis_T"):
+        out[col] = out[col].astype("Int64")
+    out["flipped"] = out["flipped"].astype("boolean")
+    return out.sort_values(["pair_id", "judge_kind", "judge"], ignore_index=True)
+
+
+def source_row(judge: str, verdicts: pd.DataFrame, combined: pd.DataFrame, n_excluded: int) -> dict:
+    """An LLM judge's line in results/judging/sources.parquet."""
+    n = int(combined["status"].eq("ok").sum())
+    note = (f"{n} pairs judged; {n_excluded} left out by family exclusion" if n
+            else "no pair judged" + (f" ({n_excluded} left out by family exclusion)" if n_excluded else ""))
+    return {"judge": judge, "judge_kind": "llm", "status": "present" if n else "absent", "n_pairs": n,
+            "n_excluded_family": int(n_excluded), "n_unparsed": int((~verdicts["parse_ok"]).sum()),
+            "n_inconsistent": int(combined["status"].eq("inconsistent").sum()), "note": note}

@@ -1,0 +1,147 @@
+"""Support-strategy tagging with a prompted LLM classifier (HEART paper §9.10).
+
+Every completion (model systems, "original", "human") is labelled against the
+15-strategy taxonomy (``workflow/resources/taxonomy/strategies.yaml``): for each
+strategy "present" / "absent" / "uncertain", a probability and a short evidence
+snippet, as one JSON object checked against :func:`response_schema`. The output
+is long: one row per (completion, strategy). Given human spot-check labels,
+:func:`f1_scores` gives per-strategy and macro F1 of the tagger against them.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import yaml
+
+from heart import io
+from heart.llm import Request
+
+LABELS = ["present", "absent", "uncertain"]
+COLUMNS = ["item_id", "system", "contributor_id", "tagger", "strategy", "label", "probability", "evidence",
+           "parse_ok", "parse_error", "cache_key", "from_cache"]
+
+
+def load_taxonomy(path) -> dict:
+    tax = yaml.safe_load(Path(path).read_text())
+    seen = set()
+    for i, s in enumerate(tax.get("strategies") or []):
+        for field in ("key", "name", "definition", "example"):
+            if not isinstance(s.get(field), str) or not s[field].strip():
+                raise ValueError(f"{path}: strategies[{i}].{field} must be a non-empty string")
+        if s["key"] in seen:
+            raise ValueError(f"{path}: strategies[{i}].key {s['key']!r} is used twice")
+        seen.add(s["key"])
+    if not seen:
+        raise ValueError(f"{path}: strategies must list the taxonomy")
+    return tax
+
+
+def keys(taxonomy: dict) -> list[str]:
+    return [s["key"] for s in taxonomy["strategies"]]
+
+
+def system_prompt(template: str, taxonomy: dict) -> str:
+    lines = "\n".join(f"- {s['key']}: {s['name']} — {s['definition']} Example: \"{s['example']}\""
+                      for s in taxonomy["strategies"])
+    return template.replace("{taxonomy}", lines)
+
+
+def response_schema(taxonomy: dict, evidence_max_chars: int | None = None) -> dict:
+    """JSON schema of a tagger's answer; ``evidence_max_chars`` bounds each snippet (a grammar-constrained
+    local model then always finishes within its token budget)."""
+    evidence = {"type": "string"} if evidence_max_chars is None else {"type": "string", "maxLength": evidence_max_chars}
+    one = {"type": "object",
+           "properties": {"label": {"type": "string", "enum": LABELS},
+                          "p": {"type": "number", "minimum": 0, "maximum": 1},
+                          "evidence": evidence},
+           "required": ["label", "p", "evidence"], "additionalProperties": False}
+    return {"type": "object", "properties": {k: one for k in keys(taxonomy)},
+            "required": keys(taxonomy), "additionalProperties": False}
+
+
+def _ref(row) -> str:
+    c = row.contributor_id
+    return f"{row.item_id}:{row.system}" + ("" if c is None or pd.isna(c) else f"#{c}")
+
+
+def requests(completions: pd.DataFrame, model: str, instructions: str, version: str, schema: dict,
+             params: dict | None = None) -> list[Request]:
+    """One request per completion; the id is ``<item_id>:<system>[#<contributor>]``."""
+    return [Request(id=_ref(r), model=model,
+                    messages=({"role": "system", "content": instructions},
+                              {"role": "user", "content": json.dumps({"response": r.text}, ensure_ascii=False)}),
+                    schema=schema, template_version=f"tagging:{version}", params=params or None)
+            for r in completions.itertuples()]
+
+
+def tag_table(completions: pd.DataFrame, tagger: str, results: dict, taxonomy: dict) -> pd.DataFrame:
+    rows = []
+    for r in completions.itertuples():
+        res = results[_ref(r)]
+        parsed = res.get("parsed")
+        for k in keys(taxonomy):
+            got = parsed[k] if parsed is not None else None
+            rows.append({"item_id": r.item_id, "system": r.system,
+                         "contributor_id": None if pd.isna(r.contributor_id) else r.contributor_id,
+                         "tagger": tagger, "strategy": k,
+                         "label": got["label"] if got else None,
+                         "probability": float(got["p"]) if got else None,
+                         "evidence": got["evidence"] if got else None,
+                         "parse_ok": parsed is not None, "parse_error": res.get("parse_error"),
+                         "cache_key": res["cache_key"], "from_cache": bool(res["from_cache"])})
+    return pd.DataFrame(rows, columns=COLUMNS)
+
+
+SPOT_CHECK_REQUIRED = ["item_id", "system", "strategy", "present"]
+
+
+def read_spot_checks(path, taxonomy: dict) -> pd.DataFrame:
+    """Human spot-check labels (``resources/human/README.md``); errors name file, row and field."""
+    path = Path(path)
+    table = io.read_csv(path, dtype={"item_id": str, "system": str, "contributor_id": str, "strategy": str},
+                        keep_default_na=False, na_values=[""])
+    missing = [c for c in SPOT_CHECK_REQUIRED if c not in table.columns]
+    if missing:
+        raise ValueError(f"{path}: missing column(s) {', '.join(missing)}; expected "
+                         f"{', '.join(SPOT_CHECK_REQUIRED)} (+ optional contributor_id)")
+    if "contributor_id" not in table.columns:
+        table["contributor_id"] = None
+    known = set(keys(taxonomy))
+    truth = {"1": True, "true": True, "yes": True, "0": False, "false": False, "no": False}
+    present = []
+    for i, row in table.iterrows():
+        if row["strategy"] not in known:
+            raise ValueError(f"{path}, row {i + 2}: field 'strategy' is {row['strategy']!r}; "
+                             f"expected one of the taxonomy keys ({', '.join(sorted(known))})")
+        value = truth.get(str(row["present"]).strip().lower())
+        if value is None:
+            raise ValueError(f"{path}, row {i + 2}: field 'present' is {row['present']!r}; expected 1/0 or true/false")
+        present.append(value)
+    table["present"] = present
+    return table
+
+
+def f1_scores(tags: pd.DataFrame, spot: pd.DataFrame, taxonomy: dict) -> pd.DataFrame:
+    """Per-strategy F1 (tagger "present" vs the human label) on the spot-checked completions, and macro F1.
+
+    "uncertain" counts as not present (the tagger abstained); unparsed answers are left out.
+    """
+    tags = tags[tags["parse_ok"]].copy()
+    for t in (tags, spot):
+        t["contributor_id"] = t["contributor_id"].fillna("")
+    merged = spot.merge(tags, on=["item_id", "system", "contributor_id", "strategy"], how="inner")
+    rows = []
+    for k in keys(taxonomy):
+        g = merged[merged["strategy"] == k]
+        pred, true = g["label"].eq("present"), g["present"].astype(bool)
+        tp, fp, fn = int((pred & true).sum()), int((pred & ~true).sum()), int((~pred & true).sum())
+        f1 = 2 * tp / (2 * tp + fp + fn) if (2 * tp + fp + fn) else np.nan
+        rows.append({"strategy": k, "status": "present", "n": len(g), "tp": tp, "fp": fp, "fn": fn, "f1": f1})
+    out = pd.DataFrame(rows)
+    macro = {"strategy": "macro", "status": "present", "n": int(out["n"].sum()), "tp": int(out["tp"].sum()),
+             "fp": int(out["fp"].sum()), "fn": int(out["fn"].sum()), "f1": float(out["f1"].mean())}
+    return pd.concat([out, pd.DataFrame([macro])], ignore_index=True)

@@ -1,0 +1,97 @@
+# Stage 4 — blinded pairwise judgments by the LLM-judge ensemble and by humans
+# -> results/judging/
+
+
+rule design_pairs:
+    input:
+        item_table="results/items/items.parquet",
+        completions=expand("results/completions/{system}.parquet", system=SYSTEMS),
+    output:
+        "results/judging/pairs.parquet",
+    params:
+        seed=config["judging"]["seed"],
+        per_item=config["judging"]["pairs_per_item"],
+    log:
+        "logs/judging/design_pairs.log",
+    conda:
+        "../../envs/data.yaml"
+    script:
+        "../scripts/design_pairs.py"
+
+
+rule judge_pairs:
+    input:
+        pair_table="results/judging/pairs.parquet",
+        item_table="results/items/items.parquet",
+        completions=expand("results/completions/{system}.parquet", system=SYSTEMS),
+        rubric=workflow.source_path(f"../resources/rubric/{config['judging']['rubric']}.yaml"),
+        prompt=lambda wc: workflow.source_path(
+            f"../resources/prompts/judge/{config['judging']['judges'][wc.judge]['prompt']}.md"
+        ),
+        replay=replay_input(),
+    output:
+        "results/judging/llm/{judge}.parquet",
+    params:
+        judge=lambda wc: wc.judge,
+        model=lambda wc: model_params(config["judging"]["judges"][wc.judge]["model"]),
+        call_params=lambda wc: config["judging"]["judges"][wc.judge]["params"],
+        families=system_families(),
+        exclude_own_family=config["judging"]["exclude_own_family"],
+        both_orders=config["judging"]["both_orders"],
+        rationale_max_chars=config["judging"]["rationale_max_chars"],
+        llm=config["llm"],
+    resources:
+        local_llm=lambda wc: uses_local_model(config["judging"]["judges"][wc.judge]["model"]),
+    log:
+        "logs/judging/{judge}.log",
+    benchmark:
+        "benchmarks/judging/{judge}.tsv"
+    conda:
+        "../../envs/llm.yaml"
+    script:
+        "../scripts/judge_pairs.py"
+
+
+rule human_judgments:
+    input:
+        pair_table="results/judging/pairs.parquet",
+        humans=lambda wc: (
+            [config["human_judgments"]["path"]]
+            if Path(config["human_judgments"]["path"]).is_file()
+            else []
+        ),
+    output:
+        judgments="results/judging/human.parquet",
+        raters="results/judging/human_raters.parquet",
+    params:
+        settings=config["human_judgments"],
+    log:
+        "logs/judging/human.log",
+    conda:
+        "../../envs/data.yaml"
+    script:
+        "../scripts/human_judgments.py"
+
+
+rule combine_judgments:
+    input:
+        pair_table="results/judging/pairs.parquet",
+        llm=expand("results/judging/llm/{judge}.parquet", judge=JUDGES),
+        human="results/judging/human.parquet",
+        raters="results/judging/human_raters.parquet",
+    output:
+        judgments="results/judging/judgments.parquet",
+        flips="results/judging/flip_rates.parquet",
+        sources="results/judging/sources.parquet",
+    params:
+        judges=JUDGES,
+        families=system_families(),
+        judge_families={j: config["models"][c["model"]]["family"] for j, c in config["judging"]["judges"].items()},
+        exclude_own_family=config["judging"]["exclude_own_family"],
+        human_path=config["human_judgments"]["path"],
+    log:
+        "logs/judging/combine_judgments.log",
+    conda:
+        "../../envs/data.yaml"
+    script:
+        "../scripts/combine_judgments.py"

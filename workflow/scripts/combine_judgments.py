@@ -1,0 +1,38 @@
+"""rule combine_judgments: both orders combined per LLM judge, human judgments added; flip rates; sources."""
+import sys
+from pathlib import Path
+
+import pandas as pd
+
+sys.path.insert(0, str(Path(snakemake.scriptdir).parent))
+from heart import io, judging  # noqa: E402
+from heart.runtime import logged  # noqa: E402
+
+AXES = ["H", "E", "A", "R", "T"]
+
+with logged(snakemake.log[0]) as log:
+    pairs = io.read_table(snakemake.input.pair_table)
+    combined, sources = [], []
+    for judge, path in zip(snakemake.params.judges, snakemake.input.llm):
+        verdicts = io.read_table(path)
+        c = judging.combine(verdicts, pairs, AXES)
+        combined.append(c)
+        sources.append(judging.source_row(judge, verdicts, c, io.provenance_of(path).get("n_excluded_family", 0)))
+    combined = pd.concat(combined, ignore_index=True) if combined else judging.combine(
+        io.empty_like("judge_verdicts"), pairs, AXES)
+    human = io.read_table(snakemake.input.human)
+    raters = io.read_table(snakemake.input.raters)
+    if raters.empty:
+        note = f"absent: no human judgments ({snakemake.params.human_path} does not exist)"
+    else:
+        note = (f"{int((~raters['excluded']).sum())} of {len(raters)} raters kept after quality control "
+                "(results/judging/human_raters.parquet)")
+    sources.append({"judge": "human", "judge_kind": "human", "status": "present" if len(human) else "absent",
+                    "n_pairs": int(human["pair_id"].nunique()), "n_excluded_family": 0, "n_unparsed": 0,
+                    "n_inconsistent": 0, "note": note})
+    table = judging.judgments(pairs, combined, human)
+    io.write_table(table, snakemake.output.judgments, "judgments")
+    io.write_table(judging.flip_rates(combined, AXES), snakemake.output.flips, "flip_rates")
+    io.write_table(pd.DataFrame(sources), snakemake.output.sources, "judge_sources")
+    for s in sources:
+        log.info("%-24s %-7s %s", s["judge"], s["status"], s["note"])

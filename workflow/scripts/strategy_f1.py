@@ -1,0 +1,21 @@
+"""rule strategy_f1: a tagger's per-strategy and macro F1 against human spot checks, or that there are none."""
+import sys
+from pathlib import Path
+
+import pandas as pd
+
+sys.path.insert(0, str(Path(snakemake.scriptdir).parent))
+from heart import io, tagging  # noqa: E402
+from heart.runtime import logged  # noqa: E402
+
+with logged(snakemake.log[0]) as log:
+    taxonomy = tagging.load_taxonomy(snakemake.input.taxonomy)
+    if snakemake.input.spot_checks:
+        table = tagging.f1_scores(io.read_table(snakemake.input.tags),
+                                  tagging.read_spot_checks(snakemake.input.spot_checks[0], taxonomy), taxonomy)
+        log.info("macro F1 %.3f on %d labels", table["f1"].iloc[-1], int(table["n"].iloc[-1]))
+    else:
+        log.warning("no human spot-check labels: %s does not exist; F1 is absent", snakemake.params.path)
+        table = pd.DataFrame([{"strategy": k, "status": "absent", "n": 0, "tp": 0, "fp": 0, "fn": 0, "f1": None}
+                              for k in [*tagging.keys(taxonomy), "macro"]])
+    io.write_table(table, snakemake.output[0], "strategy_f1")
