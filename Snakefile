@@ -30,6 +30,7 @@ include: "workflow/rules/items.smk"
 include: "workflow/rules/completions.smk"
 include: "workflow/rules/judging.smk"
 include: "workflow/rules/tagging.smk"
+include: "workflow/rules/stats.smk"
 
 
 # API keys: declared so Snakemake checks them at start-up and passes them to cluster
@@ -46,5 +47,10 @@ rule all:
         "results/completions/systems.parquet",
         "results/judging/judgments.parquet",
         expand("results/tagging/{tagger}_f1.parquet", tagger=TAGGERS),
+        "results/stats/ratings.parquet",
+        "results/stats/agreement_human_llm.parquet",
+        "results/stats/strategy_usage.parquet",
+        "results/stats/factor_summary.parquet",
+        "results/stats/tests.parquet",
         "results/llm_cache.parquet",
     default_target: True

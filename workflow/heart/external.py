@@ -1,0 +1,176 @@
+"""HEART ratings against external model metadata (HEART paper §4.5–4.7, Table 1, Figure 5).
+
+The metadata is a versioned resource, ``workflow/resources/external/models.csv``
+(columns and provenance in its README): per model the paper's own HEART Elo and
+win rate, the Artificial Analysis Intelligence Index v3.0 (copied from Table 1)
+and the median time-to-first-token where the paper's text states one (§4.5).
+Rows are joined to the workflow's ratings on ``system`` (the workflow's system
+keys, e.g. "o3" for the paper's "GPT-o3").
+
+:func:`correlate` reports, on the models present in both tables with the
+needed values:
+
+* ``pearson_elo_aa``: Pearson r of Elo with the AA index (§4.7, paper r = 0.70
+  over fifteen models; the Table 1 values give 0.704). CI from Fisher's z
+  (atanh r +- 1.96 / sqrt(n - 3)); p from ``scipy.stats.pearsonr`` (t-test).
+* ``pearson_winrate_aa``: the same with the win rate, when a win-rate column
+  is given (§4.7 compares "HEART Elo and win rate").
+* ``spearman_elo_log_ttft``: Spearman rho of Elo with log TTFT (§4.6, Figure 5).
+  A rank correlation is unchanged by the log; the log is kept in the name to
+  match the paper's axis. CI from Fisher's z with the Fieller–Hartley–Pearson
+  (1957) standard error sqrt(1.06 / (n - 3)); p from ``scipy.stats.spearmanr``
+  (t approximation).
+* ``spearman_elo_log_ttft_family_means`` (exploratory): the same on family
+  means of Elo and log TTFT (the paper's rho = 0.53 is "averaged over model
+  families", without saying how).
+
+Every row carries ``family`` = "external_correlates" (the test family for a
+later Benjamini–Hochberg step) and a raw ``p_value``. Too few models gives
+status "insufficient" (fewer than 4 pairs for Pearson/Fisher, 3 for Spearman)
+and NaN statistics, never zeros.
+"""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+from scipy import stats
+
+from heart import io
+
+TEST_FAMILY = "external_correlates"
+MODELS_CSV = Path(__file__).resolve().parents[1] / "resources" / "external" / "models.csv"
+MODEL_COLUMNS = ["model", "system", "family", "in_table_1", "elo_paper", "win_pct_paper", "aa_index_v3",
+                 "ttft_median_s", "source"]
+_NUMERIC = ["elo_paper", "win_pct_paper", "aa_index_v3", "ttft_median_s"]
+RESULT_COLUMNS = ["family", "test", "x", "y", "method", "status", "exploratory", "n", "estimate", "ci_low",
+                  "ci_high", "p_value", "systems", "note"]
+
+
+def load_models(path=MODELS_CSV) -> pd.DataFrame:
+    """The metadata resource, checked; errors name the file, row and field."""
+    path = Path(path)
+    table = io.read_csv(path, dtype=str, keep_default_na=False, na_values=[""])
+    missing = [c for c in MODEL_COLUMNS if c not in table.columns]
+    if missing:
+        raise ValueError(f"{path}: missing column(s) {', '.join(missing)}; "
+                         f"expected {', '.join(MODEL_COLUMNS)}")
+    for col in ("model", "system", "family", "source"):
+        for i, v in table[col].items():
+            if pd.isna(v) or not str(v).strip():
+                raise ValueError(f"{path}, row {i + 2}: field {col!r} is empty")
+    dup = table["system"][table["system"].duplicated()].tolist()
+    if dup:
+        raise ValueError(f"{path}: system(s) listed twice: {', '.join(dup)}")
+    for col in _NUMERIC:
+        values = pd.to_numeric(table[col], errors="coerce")
+        bad = table[col].notna() & values.isna()
+        if bad.any():
+            i = int(np.flatnonzero(bad.to_numpy())[0])
+            raise ValueError(f"{path}, row {i + 2}: field {col!r} is {table[col].iloc[i]!r}; "
+                             "expected a number or empty")
+        table[col] = values.astype(float)
+    if (table["ttft_median_s"] <= 0).any():
+        i = int(np.flatnonzero((table["ttft_median_s"] <= 0).to_numpy())[0])
+        raise ValueError(f"{path}, row {i + 2}: field 'ttft_median_s' must be positive seconds")
+    flags = table["in_table_1"].str.lower().map({"true": True, "false": False})
+    if flags.isna().any():
+        i = int(np.flatnonzero(flags.isna().to_numpy())[0])
+        raise ValueError(f"{path}, row {i + 2}: field 'in_table_1' is {table['in_table_1'].iloc[i]!r}; "
+                         "expected true/false")
+    table["in_table_1"] = flags.astype(bool)
+    return table[MODEL_COLUMNS]
+
+
+def _fisher(r: float, n: int, confidence: float, se_scale: float = 1.0) -> tuple[float, float]:
+    if n <= 3 or not np.isfinite(r):
+        return float("nan"), float("nan")
+    if abs(r) >= 1:
+        return float(r), float(r)
+    half = stats.norm.ppf(1 - (1 - confidence) / 2) * se_scale / math.sqrt(n - 3)
+    return math.tanh(math.atanh(r) - half), math.tanh(math.atanh(r) + half)
+
+
+def _row(test: str, x: str, y: str, method: str, xs: pd.Series, ys: pd.Series, confidence: float,
+         exploratory: bool = False, note: str = "") -> dict:
+    ok = xs.notna() & ys.notna()
+    xs, ys = xs[ok].astype(float), ys[ok].astype(float)
+    n = len(xs)
+    row = {"family": TEST_FAMILY, "test": test, "x": x, "y": y, "method": method, "exploratory": exploratory,
+           "n": n, "estimate": np.nan, "ci_low": np.nan, "ci_high": np.nan, "p_value": np.nan,
+           "systems": ";".join(map(str, xs.index))}
+    need = 4 if method == "pearson" else 3
+    if n < need:
+        return {**row, "status": "insufficient",
+                "note": f"{n} model(s) with both values; at least {need} needed"}
+    if xs.nunique() < 2 or ys.nunique() < 2:
+        return {**row, "status": "degenerate", "note": "a variable is constant"}
+    if method == "pearson":
+        res = stats.pearsonr(xs, ys)
+        est, p = float(res.statistic), float(res.pvalue)
+        lo, hi = _fisher(est, n, confidence)
+        how = "Pearson r; Fisher-z CI; t-test p"
+    else:
+        res = stats.spearmanr(xs, ys)
+        est, p = float(res.statistic), float(res.pvalue)
+        lo, hi = _fisher(est, n, confidence, se_scale=math.sqrt(1.06))
+        how = "Spearman rho; Fisher-z CI (SE sqrt(1.06/(n-3))); t-approximation p"
+    return {**row, "status": "ok", "estimate": est, "ci_low": lo, "ci_high": hi, "p_value": p,
+            "note": "; ".join(s for s in (how, note) if s)}
+
+
+def correlate(elo_table: pd.DataFrame, metadata: pd.DataFrame, elo_col: str = "elo", key: str = "system",
+              win_col: str | None = None, confidence: float = 0.95) -> pd.DataFrame:
+    """Correlations of HEART ratings with the AA Intelligence Index and with log median TTFT.
+
+    Parameters
+    ----------
+    elo_table : DataFrame
+        One row per system: ``key`` and ``elo_col`` (and ``win_col`` if given). Systems without
+        metadata (e.g. "human", "original") are ignored.
+    metadata : DataFrame
+        :func:`load_models` output.
+    elo_col, key : str
+        Column names in ``elo_table``.
+    win_col : str, optional
+        A win-rate column of ``elo_table``; adds ``pearson_winrate_aa``.
+    confidence : float
+        Level of the Fisher-z intervals.
+
+    Returns
+    -------
+    DataFrame
+        ``RESULT_COLUMNS``: one row per test (module docstring); ``systems`` lists the models used.
+    """
+    if elo_table[key].duplicated().any():
+        raise ValueError(f"elo table lists a {key} twice: "
+                         f"{', '.join(elo_table[key][elo_table[key].duplicated()].astype(str))}")
+    cols = [key, elo_col] + ([win_col] if win_col else [])
+    meta = metadata.set_index("system")
+    joined = (elo_table[cols].rename(columns={key: "system"}).set_index("system")
+              .join(meta[["family", "aa_index_v3", "ttft_median_s"]], how="inner"))
+    joined[elo_col] = pd.to_numeric(joined[elo_col], errors="coerce")
+    log_ttft = np.log(joined["ttft_median_s"])
+    rows = [_row("pearson_elo_aa", elo_col, "aa_index_v3", "pearson", joined[elo_col], joined["aa_index_v3"],
+                 confidence)]
+    if win_col:
+        rows.append(_row("pearson_winrate_aa", win_col, "aa_index_v3", "pearson",
+                         pd.to_numeric(joined[win_col], errors="coerce"), joined["aa_index_v3"], confidence))
+    rows.append(_row("spearman_elo_log_ttft", elo_col, "log_ttft_median_s", "spearman", joined[elo_col],
+                     log_ttft, confidence))
+    fam = (pd.DataFrame({"elo": joined[elo_col], "log_ttft": log_ttft, "family": joined["family"]})
+           .dropna().groupby("family")[["elo", "log_ttft"]].mean())
+    rows.append(_row("spearman_elo_log_ttft_family_means", elo_col, "log_ttft_median_s", "spearman",
+                     fam["elo"], fam["log_ttft"], confidence, exploratory=True,
+                     note="one point per family: mean Elo and mean log TTFT of its models with a TTFT"))
+    return pd.DataFrame(rows, columns=RESULT_COLUMNS)
+
+
+def paper_elo_table(metadata: pd.DataFrame, table_1_only: bool = True) -> pd.DataFrame:
+    """The paper's own ratings from the resource as an elo table (``system``, ``elo``, ``win_rate``)."""
+    m = metadata[metadata["in_table_1"]] if table_1_only else metadata
+    return pd.DataFrame({"system": m["system"].to_numpy(), "elo": m["elo_paper"].to_numpy(),
+                         "win_rate": m["win_pct_paper"].to_numpy() / 100.0})

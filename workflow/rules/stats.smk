@@ -1,0 +1,137 @@
+# Stage 6 — statistics from the judgments and strategy tags (HEART paper §4, §9.8-9.12)
+# -> results/stats/. Changing a `stats` setting reruns these rules (and figures), never an LLM call.
+
+STATS = config["stats"]
+
+
+rule ratings:
+    input:
+        judgments="results/judging/judgments.parquet",
+    output:
+        ratings="results/stats/ratings.parquet",
+        separability="results/stats/separability.parquet",
+        leaderboard="results/stats/leaderboard.parquet",
+    params:
+        stats=STATS,
+    log:
+        "logs/stats/ratings.log",
+    benchmark:
+        "benchmarks/stats/ratings.tsv"
+    conda:
+        "../../envs/stats.yaml"
+    script:
+        "../scripts/ratings.py"
+
+
+rule agreement:
+    input:
+        judgments="results/judging/judgments.parquet",
+        completions=expand("results/completions/{system}.parquet", system=SYSTEMS),
+    output:
+        human_llm="results/stats/agreement_human_llm.parquet",
+        cross_judge="results/stats/agreement_cross_judge.parquet",
+        inter_human="results/stats/agreement_inter_human.parquet",
+        stability="results/stats/judge_stability.parquet",
+        trivial="results/stats/trivial_judges.parquet",
+    params:
+        stats=STATS,
+    log:
+        "logs/stats/agreement.log",
+    conda:
+        "../../envs/stats.yaml"
+    script:
+        "../scripts/agreement.py"
+
+
+rule bias_audits:
+    input:
+        judgments="results/judging/judgments.parquet",
+        verdicts=expand("results/judging/llm/{judge}.parquet", judge=JUDGES),
+        completions=expand("results/completions/{system}.parquet", system=SYSTEMS),
+    output:
+        position="results/stats/bias_position.parquet",
+        length="results/stats/bias_length.parquet",
+        self_preference="results/stats/bias_self_preference.parquet",
+    params:
+        stats=STATS,
+        families=system_families(),
+        judge_families={j: config["models"][c["model"]]["family"] for j, c in config["judging"]["judges"].items()},
+    log:
+        "logs/stats/bias_audits.log",
+    conda:
+        "../../envs/stats.yaml"
+    script:
+        "../scripts/bias_audits.py"
+
+
+rule strategy_stats:
+    input:
+        tags=expand("results/tagging/{tagger}.parquet", tagger=TAGGERS),
+        taxonomy=workflow.source_path(f"../resources/taxonomy/{config['tagging']['taxonomy']}.yaml"),
+        systems="results/completions/systems.parquet",
+        item_table="results/items/items.parquet",
+    output:
+        usage="results/stats/strategy_usage.parquet",
+        diversity="results/stats/strategy_diversity.parquet",
+        differences="results/stats/strategy_differences.parquet",
+    params:
+        stats=STATS,
+        families=system_families(),
+    log:
+        "logs/stats/strategy_stats.log",
+    conda:
+        "../../envs/stats.yaml"
+    script:
+        "../scripts/strategy_stats.py"
+
+
+rule factor_analysis:
+    input:
+        judgments="results/judging/judgments.parquet",
+    output:
+        scores="results/stats/response_scores.parquet",
+        loadings="results/stats/factor_loadings.parquet",
+        summary="results/stats/factor_summary.parquet",
+        correlations="results/stats/factor_correlations.parquet",
+    params:
+        stats=STATS,
+    log:
+        "logs/stats/factor_analysis.log",
+    conda:
+        "../../envs/stats.yaml"
+    script:
+        "../scripts/factor_analysis.py"
+
+
+rule external_correlations:
+    input:
+        ratings="results/stats/ratings.parquet",
+        models=workflow.source_path("../resources/external/models.csv"),
+    output:
+        "results/stats/external_correlations.parquet",
+    log:
+        "logs/stats/external_correlations.log",
+    conda:
+        "../../envs/stats.yaml"
+    script:
+        "../scripts/external_correlations.py"
+
+
+rule multiple_testing:
+    input:
+        bias_position="results/stats/bias_position.parquet",
+        bias_length="results/stats/bias_length.parquet",
+        bias_self_preference="results/stats/bias_self_preference.parquet",
+        strategy_differences="results/stats/strategy_differences.parquet",
+        factor_correlations="results/stats/factor_correlations.parquet",
+        external_correlations="results/stats/external_correlations.parquet",
+    output:
+        "results/stats/tests.parquet",
+    params:
+        stats=STATS,
+    log:
+        "logs/stats/multiple_testing.log",
+    conda:
+        "../../envs/stats.yaml"
+    script:
+        "../scripts/multiple_testing.py"

@@ -1,0 +1,27 @@
+"""rule agreement: human–LLM, cross-judge and inter-human agreement, judge subsampling, trivial judges."""
+import sys
+from pathlib import Path
+
+import pandas as pd
+
+sys.path.insert(0, str(Path(snakemake.scriptdir).parent))
+from heart import agreement, io  # noqa: E402
+from heart.runtime import logged  # noqa: E402
+
+with logged(snakemake.log[0]) as log:
+    s = snakemake.params.stats
+    boot = {"n_boot": s["n_boot"], "seed": s["seed"]}
+    judgments = io.read_table(snakemake.input.judgments)
+    texts = pd.concat([io.read_table(p) for p in snakemake.input.completions], ignore_index=True)
+    tables = {
+        "human_llm": agreement.human_llm_agreement(judgments, consensus=s["consensus"], **boot),
+        "cross_judge": agreement.cross_judge_agreement(judgments, **boot),
+        "inter_human": agreement.inter_human(judgments, **boot),
+        "stability": agreement.subsampling_stability(judgments, n_rep=s["subsample_reps"], seed=s["seed"]),
+        "trivial": agreement.trivial_judges(judgments, texts, **boot),
+    }
+    names = {"human_llm": "agreement_human_llm", "cross_judge": "agreement_cross_judge",
+             "inter_human": "agreement_inter_human", "stability": "judge_stability", "trivial": "trivial_judges"}
+    for key, table in tables.items():
+        io.write_table(table, snakemake.output[key], names[key])
+        log.info("%s: %d rows, status %s", names[key], len(table), dict(table["status"].value_counts()))

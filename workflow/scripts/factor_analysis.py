@@ -1,0 +1,31 @@
+"""rule factor_analysis: per-response axis z-scores, EFA loadings, Cronbach's alpha, correlation with wins."""
+import sys
+from pathlib import Path
+
+import pandas as pd
+
+sys.path.insert(0, str(Path(snakemake.scriptdir).parent))
+from heart import factors, io  # noqa: E402
+from heart.runtime import logged  # noqa: E402
+
+with logged(snakemake.log[0]) as log:
+    s = snakemake.params.stats
+    judgments = io.read_table(snakemake.input.judgments)
+    scores = factors.response_scores(judgments)
+    result = factors.efa(scores, n_factors=s["n_factors"])
+    alpha = factors.cronbach_alpha(scores)
+    summary = result.summary().assign(cronbach_alpha=alpha["alpha"], alpha_ci_low=alpha.get("ci_low"),
+                                      alpha_ci_high=alpha.get("ci_high"), alpha_status=alpha["status"])
+    loadings = result.loadings.copy()
+    if not loadings.empty:
+        loadings = (loadings.rename_axis("variable").reset_index()
+                    .melt(id_vars="variable", var_name="factor", value_name="loading"))
+        loadings["communality"] = loadings["variable"].map(result.communalities)
+    loadings = loadings.reindex(columns=["variable", "factor", "loading", "communality"])
+    correlations = factors.correlation_with_wins(scores, result if result.status == "ok" else None)
+    score_table = scores.reset_index(drop=True)
+    io.write_table(score_table, snakemake.output.scores, "response_scores")
+    io.write_table(loadings, snakemake.output.loadings, "factor_loadings")
+    io.write_table(summary, snakemake.output.summary, "factor_summary")
+    io.write_table(correlations, snakemake.output.correlations, "factor_correlations")
+    log.info("EFA %s (%s); alpha %s; %d responses", result.status, result.note, alpha["status"], len(scores))

@@ -1,0 +1,28 @@
+"""rule strategy_stats: strategy usage, diversity and human–model differences per tagger."""
+import sys
+from pathlib import Path
+
+import pandas as pd
+
+sys.path.insert(0, str(Path(snakemake.scriptdir).parent))
+from heart import io, strategy_stats, tagging  # noqa: E402
+from heart.runtime import logged  # noqa: E402
+
+with logged(snakemake.log[0]) as log:
+    s = snakemake.params.stats
+    tags = pd.concat([io.read_table(p) for p in snakemake.input.tags], ignore_index=True)
+    strategies = tagging.keys(tagging.load_taxonomy(snakemake.input.taxonomy))
+    systems = io.read_table(snakemake.input.systems)
+    sources = dict(zip(systems["system"], systems["source"]))
+    families = snakemake.params.families
+    items = io.read_table(snakemake.input.item_table)
+    clusters = dict(zip(items["item_id"], items["conversation_id"]))
+    usage = strategy_stats.usage(tags, families=families, sources=sources, strategies=strategies)
+    diversity = strategy_stats.diversity(tags, families=families, sources=sources, strategies=strategies)
+    differences = strategy_stats.human_vs_model(tags, sources=sources, clusters=clusters, n_boot=s["n_boot"],
+                                                seed=s["seed"])
+    io.write_table(usage, snakemake.output.usage, "strategy_usage")
+    io.write_table(diversity, snakemake.output.diversity, "strategy_diversity")
+    io.write_table(differences, snakemake.output.differences, "strategy_differences")
+    log.info("usage: %d rows; diversity: %d rows; human vs model: %s", len(usage), len(diversity),
+             dict(differences["status"].value_counts()))
