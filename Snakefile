@@ -52,5 +52,6 @@ rule all:
         "results/stats/strategy_usage.parquet",
         "results/stats/factor_summary.parquet",
         "results/stats/tests.parquet",
+        "results/stats/rationale_concordance.parquet",
         "results/llm_cache.parquet",
     default_target: True

@@ -147,11 +147,19 @@ def test_judging_and_tagging_with_a_fake_judge(workflow_copy, judge_server):
     prompt = wf.root / "workflow/resources/prompts/judge/heart_pairwise.md"
     prompt.write_text(prompt.read_text() + "\nBe fair.\n")
     stats = {"ratings": 1, "agreement": 1, "bias_audits": 1, "factor_analysis": 1, "external_correlations": 1,
-             "multiple_testing": 1}
+             "rationale_codes": 1, "multiple_testing": 1}
     assert wf.jobs(*args, env=env) == {"judge_pairs": 1, "combine_judgments": 1, "export_llm_cache": 1, "all": 1,
                                        **stats}
     wf.snakemake(*args, env=env)
     assert sum(state.ok.values()) - calls == verdicts["cache_key"].nunique()  # every judge call again, nothing else
+
+    # a statistics setting reruns the statistics only, and makes no LLM call
+    calls = sum(state.ok.values())
+    more = [*args, "--config", "stats={n_boot: 100}"]
+    assert wf.jobs(*more, env=env) == {**stats, "strategy_stats": 1, "all": 1}
+    wf.snakemake(*more, env=env)
+    assert sum(state.ok.values()) == calls
+    assert r("results/stats/tests.parquet")["family"].notna().all()
 
 
 def test_family_exclusion_leaves_a_judge_nothing_of_its_own(workflow_copy, judge_server):

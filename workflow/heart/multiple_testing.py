@@ -25,6 +25,7 @@ SPECS = {
     "strategy_differences": (["tagger", "strategy"], "diff_pct", ("ci_low_pct", "ci_high_pct")),
     "factor_correlations": (["measure"], "r", ("ci_low", "ci_high")),
     "external_correlations": (["data", "test"], "estimate", ("ci_low", "ci_high")),
+    "rationale_codes": (["code"], "partial_r", ("ci_low", "ci_high")),
 }
 
 

@@ -125,6 +125,7 @@ rule multiple_testing:
         strategy_differences="results/stats/strategy_differences.parquet",
         factor_correlations="results/stats/factor_correlations.parquet",
         external_correlations="results/stats/external_correlations.parquet",
+        rationale_codes="results/stats/rationale_codes.parquet",
     output:
         "results/stats/tests.parquet",
     params:
@@ -135,3 +136,21 @@ rule multiple_testing:
         "../../envs/stats.yaml"
     script:
         "../scripts/multiple_testing.py"
+
+
+rule rationale_codes:
+    input:
+        judgments="results/judging/judgments.parquet",
+        completions=expand("results/completions/{system}.parquet", system=SYSTEMS),
+        codebook=workflow.source_path("../resources/codebook/rationales.yaml"),
+    output:
+        summary="results/stats/rationale_concordance.parquet",
+        codes="results/stats/rationale_codes.parquet",
+    params:
+        stats=STATS,
+    log:
+        "logs/stats/rationale_codes.log",
+    conda:
+        "../../envs/stats.yaml"
+    script:
+        "../scripts/rationale_codes.py"

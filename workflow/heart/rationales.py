@@ -1,0 +1,175 @@
+"""Rationale coding: do humans and LLM judges give the same reasons when they agree? (HEART paper §4.3)
+
+Both kinds of rationale are coded with one versioned codebook
+(``workflow/resources/codebook/rationales.yaml``): each code ("names the
+feeling", "asks for one concrete detail", "offers a doable next step", "sounds
+natural", ...) maps to a HEART axis and a micro-skill and has case-insensitive
+regular expressions; a rationale *mentions* a code when one matches.
+
+Agreed pairs. A pair is "agreed" when the human majority and the LLM-ensemble
+majority (:func:`heart.agreement.majority`) name the same winner. Its human
+rationale is the text of the raters who voted for that winner, its LLM rationale
+that of the LLM judges who did (both orders).
+
+Statistics (:func:`comention`):
+
+* concordance -- the share of (agreed pair, code) cells where humans and LLMs
+  both mention or both omit the code (the paper's "co-mentioned or co-omitted
+  the same coded themes in 68 % of these agreed cases"), with a
+  conversation-level bootstrap CI;
+* per code: how often each side mentions it, the concordance, and the *partial*
+  correlation of the two mention indicators after residualising both on the
+  presentation covariates -- the winner's length advantage (words), whether the
+  winner was shown first, and the verbosity of each rationale (words) -- so the
+  association reflects evaluative content rather than presentation. Its
+  two-sided p-value (family ``rationale_codes``) goes to the BH step.
+
+Without human rationales every row says so (``status`` "absent").
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import yaml
+from scipy import stats
+
+from heart.agreement import majority
+
+SUMMARY_COLUMNS = ["status", "n_agreed_pairs", "n_codes", "concordance", "ci_low", "ci_high", "n_conversations",
+                   "note"]
+CODE_COLUMNS = ["family", "code", "label", "axis", "micro_skill", "status", "n_pairs", "human_rate", "llm_rate",
+                "concordance", "partial_r", "ci_low", "ci_high", "p_value", "note"]
+
+
+def load_codebook(path) -> list[dict]:
+    """The codebook's codes, checked; errors name the file, the code and the field."""
+    path = Path(path)
+    doc = yaml.safe_load(path.read_text()) or {}
+    codes = doc.get("codes")
+    if not isinstance(codes, list) or not codes:
+        raise ValueError(f"{path}: 'codes' must be a non-empty list")
+    seen = set()
+    for i, code in enumerate(codes):
+        for field in ("key", "label", "axis", "micro_skill"):
+            if not isinstance(code.get(field), str) or not code[field].strip():
+                raise ValueError(f"{path}: codes[{i}].{field} must be a non-empty string")
+        if code["key"] in seen:
+            raise ValueError(f"{path}: codes[{i}].key {code['key']!r} is used twice")
+        seen.add(code["key"])
+        if code["axis"] not in "HEART" or len(code["axis"]) != 1:
+            raise ValueError(f"{path}: codes[{i}].axis must be one of H, E, A, R, T, not {code['axis']!r}")
+        pats = code.get("patterns")
+        if not isinstance(pats, list) or not pats:
+            raise ValueError(f"{path}: codes[{i}].patterns must be a non-empty list")
+        try:
+            code["_regex"] = [re.compile(p, re.IGNORECASE) for p in pats]
+        except re.error as exc:
+            raise ValueError(f"{path}: codes[{i}] ({code['key']}): bad pattern: {exc}") from exc
+    return codes
+
+
+def code_text(text, codes: list[dict]) -> set[str]:
+    """The codes a rationale mentions."""
+    if text is None or (isinstance(text, float) and np.isnan(text)):
+        return set()
+    return {c["key"] for c in codes if any(r.search(str(text)) for r in c["_regex"])}
+
+
+def _words(text) -> int:
+    return len(str(text).split()) if isinstance(text, str) else 0
+
+
+def agreed_pairs(judgments: pd.DataFrame, texts: pd.DataFrame) -> pd.DataFrame:
+    """One row per agreed pair: winner, both sides' rationales and the presentation covariates."""
+    hum, llm = majority(judgments, "human"), majority(judgments, "llm")
+    both = hum[["pair_id", "winner"]].merge(llm[["pair_id", "winner"]], on="pair_id", suffixes=("_h", "_l"))
+    both = both[both["winner_h"].notna() & (both["winner_h"] == both["winner_l"])]
+    if both.empty:
+        return pd.DataFrame()
+    winners = dict(zip(both["pair_id"], both["winner_h"]))
+    rows = judgments[judgments["pair_id"].isin(winners) & judgments["winner"].notna()]
+    rows = rows[rows["winner"] == rows["pair_id"].map(winners)]
+    text = rows.groupby(["pair_id", "judge_kind"])["rationale"].agg(
+        lambda s: " | ".join(str(t) for t in s if isinstance(t, str) and t.strip()))
+    meta = judgments.drop_duplicates("pair_id").set_index("pair_id")
+    length = {(r.item_id, r.system, None if pd.isna(r.contributor_id) else r.contributor_id): _words(r.text)
+              for r in texts.itertuples()}
+    out = []
+    for pid, w in winners.items():
+        m = meta.loc[pid]
+        key_a = (m.item_id, m.system_a, None if pd.isna(m.contributor_a) else m.contributor_a)
+        key_b = (m.item_id, m.system_b, None if pd.isna(m.contributor_b) else m.contributor_b)
+        la, lb = length.get(key_a, np.nan), length.get(key_b, np.nan)
+        h, ll = text.get((pid, "human"), ""), text.get((pid, "llm"), "")
+        out.append({"pair_id": pid, "conversation_id": m.conversation_id, "winner": w,
+                    "length_advantage": (la - lb) if w == "a" else (lb - la), "winner_shown_first": float(w == "a"),
+                    "human_rationale": h, "llm_rationale": ll, "human_words": _words(h), "llm_words": _words(ll)})
+    return pd.DataFrame(out)
+
+
+def _residual(y: np.ndarray, x: np.ndarray) -> np.ndarray:
+    design = np.column_stack([np.ones(len(y)), x])
+    beta, *_ = np.linalg.lstsq(design, y, rcond=None)
+    return y - design @ beta
+
+
+def comention(judgments: pd.DataFrame, texts: pd.DataFrame, codes: list[dict], n_boot: int = 1000, seed: int = 0,
+              ci: float = 0.95) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Concordance of coded themes on agreed pairs (summary) and the per-code association table."""
+    if not (judgments["judge_kind"] == "human").any():
+        note = "human judgments are absent: there are no human rationales to compare"
+        summary = pd.DataFrame([{"status": "absent", "n_agreed_pairs": 0, "n_codes": len(codes), "note": note}])
+        per_code = pd.DataFrame([{"family": "rationale_codes", "code": c["key"], "label": c["label"],
+                                  "axis": c["axis"], "micro_skill": c["micro_skill"], "status": "absent",
+                                  "n_pairs": 0, "note": note} for c in codes])
+        return summary.reindex(columns=SUMMARY_COLUMNS), per_code.reindex(columns=CODE_COLUMNS)
+    pairs = agreed_pairs(judgments, texts)
+    pairs = pairs[(pairs["human_words"] > 0) & (pairs["llm_words"] > 0)] if len(pairs) else pairs
+    if len(pairs) == 0:
+        note = "no pair where humans and LLM judges agree and both gave a rationale"
+        summary = pd.DataFrame([{"status": "no_pairs", "n_agreed_pairs": 0, "n_codes": len(codes), "note": note}])
+        per_code = pd.DataFrame([{"family": "rationale_codes", "code": c["key"], "label": c["label"],
+                                  "axis": c["axis"], "micro_skill": c["micro_skill"], "status": "no_pairs",
+                                  "n_pairs": 0, "note": note} for c in codes])
+        return summary.reindex(columns=SUMMARY_COLUMNS), per_code.reindex(columns=CODE_COLUMNS)
+    keys = [c["key"] for c in codes]
+    hm = np.array([[k in code_text(t, codes) for k in keys] for t in pairs["human_rationale"]], dtype=float)
+    lm = np.array([[k in code_text(t, codes) for k in keys] for t in pairs["llm_rationale"]], dtype=float)
+    concordant = (hm == lm).mean(axis=1)  # per pair: share of codes both mention or both omit
+    conv = pairs["conversation_id"].to_numpy()
+    convs, inverse = np.unique(conv, return_inverse=True)
+    rng = np.random.default_rng(seed)
+    sums = np.bincount(inverse, weights=concordant, minlength=len(convs))
+    sizes = np.bincount(inverse, minlength=len(convs)).astype(float)
+    counts = rng.multinomial(len(convs), np.full(len(convs), 1 / len(convs)), size=n_boot) if n_boot else None
+    lo = hi = np.nan
+    if counts is not None:
+        reps = (counts @ sums) / np.maximum(counts @ sizes, 1)
+        lo, hi = np.quantile(reps, [(1 - ci) / 2, (1 + ci) / 2])
+    summary = pd.DataFrame([{"status": "ok", "n_agreed_pairs": len(pairs), "n_codes": len(codes),
+                             "concordance": float(concordant.mean()), "ci_low": lo, "ci_high": hi,
+                             "n_conversations": len(convs),
+                             "note": "share of (pair, code) cells both sides mention or both omit"}])
+    cov = pairs[["length_advantage", "winner_shown_first", "human_words", "llm_words"]].to_numpy(dtype=float)
+    cov = np.nan_to_num(cov, nan=np.nanmean(cov, axis=0) if np.isfinite(cov).any() else 0.0)
+    rows = []
+    for j, c in enumerate(codes):
+        row = {"family": "rationale_codes", "code": c["key"], "label": c["label"], "axis": c["axis"],
+               "micro_skill": c["micro_skill"], "n_pairs": len(pairs), "human_rate": hm[:, j].mean(),
+               "llm_rate": lm[:, j].mean(), "concordance": float((hm[:, j] == lm[:, j]).mean())}
+        rh, rl = _residual(hm[:, j], cov), _residual(lm[:, j], cov)
+        if len(pairs) < 8 or rh.std() < 1e-12 or rl.std() < 1e-12:
+            row.update(status="undefined", note="too few pairs or a side that never (or always) mentions it")
+        else:
+            r, p = stats.pearsonr(rh, rl)
+            dof = len(pairs) - cov.shape[1] - 3
+            z, se = np.arctanh(np.clip(r, -0.999999, 0.999999)), 1 / np.sqrt(max(dof, 1))
+            q = stats.norm.ppf(0.5 + ci / 2)
+            row.update(status="ok", partial_r=float(r), ci_low=float(np.tanh(z - q * se)),
+                       ci_high=float(np.tanh(z + q * se)), p_value=float(p), note=None)
+        rows.append(row)
+    return summary.reindex(columns=SUMMARY_COLUMNS), pd.DataFrame(rows).reindex(columns=CODE_COLUMNS)
