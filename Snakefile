@@ -5,6 +5,8 @@ from snakemake.utils import min_version
 
 min_version("9.0")
 
+report: "workflow/report/workflow.rst"
+
 
 # The embedded default, unless a complete config is given with --configfile (e.g.
 # config/paper.yaml): that one replaces the default instead of being merged into it
@@ -31,6 +33,7 @@ include: "workflow/rules/completions.smk"
 include: "workflow/rules/judging.smk"
 include: "workflow/rules/tagging.smk"
 include: "workflow/rules/stats.smk"
+include: "workflow/rules/figures.smk"
 
 
 # API keys: declared so Snakemake checks them at start-up and passes them to cluster
@@ -53,5 +56,11 @@ rule all:
         "results/stats/factor_summary.parquet",
         "results/stats/tests.parquet",
         "results/stats/rationale_concordance.parquet",
+        expand("results/figures/{figure}.{ext}", ext=("png", "pdf"),
+               figure=("fig4_leaderboard", "fig5_elo_ttft", "fig6_strategies", "elo_forest", "agreement",
+                       "bias_factors", "example_pair")),
+        "results/figures/example_pair.html",
+        expand("results/tables/{table}.{ext}", ext=("csv", "tex"),
+               table=("table1", "leaderboard", "agreement", "strategy_diversity", "factors", "tests")),
         "results/llm_cache.parquet",
     default_target: True

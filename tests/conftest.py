@@ -75,3 +75,34 @@ class WorkflowCopy:
 @pytest.fixture
 def workflow_copy(tmp_path) -> WorkflowCopy:
     return WorkflowCopy(tmp_path / "wf")
+
+
+def run_notebook(path: Path, env: dict) -> dict:
+    """Execute a notebook's code cells in order, headless (Agg backend), in one namespace; return it.
+
+    The notebook is plain nbformat-4 JSON; no kernel is needed for code that only reads Parquet and
+    plots, and an exception names the failing cell.
+    """
+    import json
+    import os
+
+    import matplotlib
+
+    matplotlib.use("Agg")
+    cells = [c for c in json.loads(Path(path).read_text())["cells"] if c["cell_type"] == "code"]
+    namespace: dict = {"__name__": "__main__"}
+    old = {k: os.environ.get(k) for k in env}
+    os.environ.update(env)
+    try:
+        for i, cell in enumerate(cells):
+            try:
+                exec(compile("".join(cell["source"]), f"{path.name}[code cell {i}]", "exec"), namespace)
+            except Exception as exc:
+                raise AssertionError(f"{path.name}: code cell {i} failed: {exc!r}") from exc
+    finally:
+        for k, v in old.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+    return namespace

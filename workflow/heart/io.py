@@ -137,6 +137,9 @@ def write_table(df: pd.DataFrame, path, name: str, provenance: dict | None = Non
     """Write ``df`` as table ``name`` to ``path`` atomically, with provenance in the file metadata."""
     table = to_arrow(df, name)
     meta = dict(table.schema.metadata or {})
+    from heart.provenance import context
+
+    provenance = {**context(), **(provenance or {})}
     if provenance:
         meta[b"heart.provenance"] = json.dumps(provenance, sort_keys=True, default=str).encode()
     table = table.replace_schema_metadata(meta)

@@ -177,6 +177,13 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
+def _cpus() -> int:
+    """CPUs this job may use: SLURM's allocation, else this process's affinity (not the whole node)."""
+    with contextlib.suppress(KeyError, ValueError):
+        return max(1, int(os.environ["SLURM_CPUS_PER_TASK"]))
+    return max(1, len(os.sched_getaffinity(0)))
+
+
 class LocalServer:
     """Run ``python -m llama_cpp.server`` for a GGUF on 127.0.0.1 while the block runs."""
 
@@ -189,7 +196,7 @@ class LocalServer:
     def __enter__(self) -> "LocalServer":
         cmd = [sys.executable, "-m", "llama_cpp.server", "--model", str(self.model_path),
                "--model_alias", self.alias, "--host", "127.0.0.1", "--port", str(self.port),
-               "--n_ctx", str(self.n_ctx), "--n_threads", str(max(1, os.cpu_count() or 1))]
+               "--n_ctx", str(self.n_ctx), "--n_threads", str(_cpus())]
         # the server's own messages go to the rule's log, else to a temporary file, so a crash can be told
         self._err = self.log or tempfile.TemporaryFile(mode="w+")
         self.proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=self._err)
@@ -431,6 +438,9 @@ async def _run(specs: dict[str, ModelSpec], requests: list[Request], cache: Resp
                 delay = _retry_after(exc)
                 if delay is None:
                     delay = backoff * (2 ** attempt) * (1 + random.random())
+                logging.getLogger("heart.llm").warning("%s (%s): attempt %d of %d failed: %s; retrying in %.1f s",
+                                                       req.id, req.model, attempt + 1, spec.max_retries + 1, last,
+                                                       min(delay, 60))
                 await asyncio.sleep(min(delay, 60))
         retrying.discard(req.id)
         failures[req.id] = last

@@ -14,8 +14,16 @@ import traceback
 
 
 @contextlib.contextmanager
-def logged(log_path, name: str = "heart"):
-    """Send logging and stderr to ``log_path``; echo a failure's message to the terminal."""
+def logged(log_path, smk=None, name: str = "heart"):
+    """Send logging and stderr to ``log_path``; echo a failure's message to the terminal.
+
+    With the script's ``snakemake`` object, the job's provenance (:mod:`heart.provenance`) is recorded
+    for every table it writes.
+    """
+    if smk is not None:
+        from heart import provenance
+
+        provenance.set_from(smk)
     terminal = sys.stderr
     with open(log_path, "w", buffering=1) as fh:
         sys.stderr = fh

@@ -50,13 +50,17 @@ def system_prompt(template: str, taxonomy: dict) -> str:
     return template.replace("{taxonomy}", lines)
 
 
+# a probability in steps of 0.05: an enum, so a grammar-constrained local model cannot write p = 2
+PROBABILITIES = [round(k * 0.05, 2) for k in range(21)]
+
+
 def response_schema(taxonomy: dict, evidence_max_chars: int | None = None) -> dict:
     """JSON schema of a tagger's answer; ``evidence_max_chars`` bounds each snippet (a grammar-constrained
     local model then always finishes within its token budget)."""
     evidence = {"type": "string"} if evidence_max_chars is None else {"type": "string", "maxLength": evidence_max_chars}
     one = {"type": "object",
            "properties": {"label": {"type": "string", "enum": LABELS},
-                          "p": {"type": "number", "minimum": 0, "maximum": 1},
+                          "p": {"type": "number", "enum": PROBABILITIES},
                           "evidence": evidence},
            "required": ["label", "p", "evidence"], "additionalProperties": False}
     return {"type": "object", "properties": {k: one for k in keys(taxonomy)},

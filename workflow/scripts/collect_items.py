@@ -8,7 +8,7 @@ sys.path.insert(0, str(Path(snakemake.scriptdir).parent))
 from heart import io  # noqa: E402
 from heart.runtime import logged  # noqa: E402
 
-with logged(snakemake.log[0]) as log:
+with logged(snakemake.log[0], snakemake) as log:
     items = pd.concat([io.read_table(snakemake.input.regular), io.read_table(snakemake.input.adversarial)],
                       ignore_index=True)
     if not items["item_id"].is_unique:

@@ -10,7 +10,7 @@ from heart.runtime import logged  # noqa: E402
 
 AXES = ["H", "E", "A", "R", "T"]
 
-with logged(snakemake.log[0]) as log:
+with logged(snakemake.log[0], snakemake) as log:
     pairs = io.read_table(snakemake.input.pair_table)
     combined, sources = [], []
     for judge, path in zip(snakemake.params.judges, snakemake.input.llm):

@@ -8,7 +8,7 @@ sys.path.insert(0, str(Path(snakemake.scriptdir).parent))
 from heart import io, pairs  # noqa: E402
 from heart.runtime import logged  # noqa: E402
 
-with logged(snakemake.log[0]) as log:
+with logged(snakemake.log[0], snakemake) as log:
     items = io.read_table(snakemake.input.item_table)
     completions = pd.concat([io.read_table(p) for p in snakemake.input.completions], ignore_index=True)
     table = pairs.design(completions, items, seed=snakemake.params.seed, per_item=snakemake.params.per_item)

@@ -6,6 +6,6 @@ sys.path.insert(0, str(Path(snakemake.scriptdir).parent))
 from heart import llm  # noqa: E402
 from heart.runtime import logged  # noqa: E402
 
-with logged(snakemake.log[0]) as log:
+with logged(snakemake.log[0], snakemake) as log:
     n = llm.ResponseCache(snakemake.params.cache_dir).export(snakemake.output[0])
     log.info("exported %d cached responses from %s", n, snakemake.params.cache_dir)

@@ -8,7 +8,7 @@ sys.path.insert(0, str(Path(snakemake.scriptdir).parent))
 from heart import external, io  # noqa: E402
 from heart.runtime import logged  # noqa: E402
 
-with logged(snakemake.log[0]) as log:
+with logged(snakemake.log[0], snakemake) as log:
     meta = external.load_models(snakemake.input.models)
     paper = external.correlate(external.paper_elo_table(meta), meta, win_col="win_rate")
     ratings = io.read_table(snakemake.input.ratings)

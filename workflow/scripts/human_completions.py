@@ -6,7 +6,7 @@ sys.path.insert(0, str(Path(snakemake.scriptdir).parent))
 from heart import completions, io  # noqa: E402
 from heart.runtime import logged  # noqa: E402
 
-with logged(snakemake.log[0]) as log:
+with logged(snakemake.log[0], snakemake) as log:
     items = io.read_table(snakemake.input.item_table)
     if snakemake.input.humans:
         table, violations = completions.import_humans(snakemake.input.humans[0], items)

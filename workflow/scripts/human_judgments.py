@@ -6,7 +6,7 @@ sys.path.insert(0, str(Path(snakemake.scriptdir).parent))
 from heart import human_judgments, io  # noqa: E402
 from heart.runtime import logged  # noqa: E402
 
-with logged(snakemake.log[0]) as log:
+with logged(snakemake.log[0], snakemake) as log:
     s = snakemake.params.settings
     if snakemake.input.humans:
         path = snakemake.input.humans[0]

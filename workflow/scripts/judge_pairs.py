@@ -8,7 +8,7 @@ sys.path.insert(0, str(Path(snakemake.scriptdir).parent))
 from heart import completions as completions_mod, io, judging, llm, pairs  # noqa: E402
 from heart.runtime import logged  # noqa: E402
 
-with logged(snakemake.log[0]) as log:
+with logged(snakemake.log[0], snakemake) as log:
     engine = llm.Engine([snakemake.params.model], snakemake.params.llm)
     spec = next(iter(engine.specs.values()))
     judge = snakemake.params.judge

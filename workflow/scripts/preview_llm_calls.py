@@ -8,7 +8,7 @@ import pandas as pd  # noqa: E402
 from heart import adversarial, completions, io, judging, llm, pairs, screening, tagging  # noqa: E402
 from heart.runtime import logged  # noqa: E402
 
-with logged(snakemake.log[0]) as log:
+with logged(snakemake.log[0], snakemake) as log:
     engine = llm.Engine(snakemake.params.models.values(), snakemake.params.llm)
     specs = engine.specs
     conversations, turns = io.read_table(snakemake.input.conversations), io.read_table(snakemake.input.turns)

@@ -6,7 +6,7 @@ sys.path.insert(0, str(Path(snakemake.scriptdir).parent))
 from heart import io, leaderboard  # noqa: E402
 from heart.runtime import logged  # noqa: E402
 
-with logged(snakemake.log[0]) as log:
+with logged(snakemake.log[0], snakemake) as log:
     s = snakemake.params.stats
     judgments = io.read_table(snakemake.input.judgments)
     ratings, separability = leaderboard.leaderboard(judgments, n_boot=s["n_boot"], seed=s["seed"],

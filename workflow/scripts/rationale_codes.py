@@ -8,7 +8,7 @@ sys.path.insert(0, str(Path(snakemake.scriptdir).parent))
 from heart import io, rationales  # noqa: E402
 from heart.runtime import logged  # noqa: E402
 
-with logged(snakemake.log[0]) as log:
+with logged(snakemake.log[0], snakemake) as log:
     s = snakemake.params.stats
     codes = rationales.load_codebook(snakemake.input.codebook)
     judgments = io.read_table(snakemake.input.judgments)

@@ -6,7 +6,7 @@ sys.path.insert(0, str(Path(snakemake.scriptdir).parent))
 from heart import io, screening  # noqa: E402
 from heart.runtime import logged  # noqa: E402
 
-with logged(snakemake.log[0]) as log:
+with logged(snakemake.log[0], snakemake) as log:
     lexicon = screening.Lexicon.from_file(snakemake.input.lexicon)
     audit, items = screening.screen(
         io.read_table(snakemake.input.conversations),

@@ -8,7 +8,7 @@ sys.path.insert(0, str(Path(snakemake.scriptdir).parent))
 from heart import io, tagging  # noqa: E402
 from heart.runtime import logged  # noqa: E402
 
-with logged(snakemake.log[0]) as log:
+with logged(snakemake.log[0], snakemake) as log:
     taxonomy = tagging.load_taxonomy(snakemake.input.taxonomy)
     if snakemake.input.spot_checks:
         table = tagging.f1_scores(io.read_table(snakemake.input.tags),

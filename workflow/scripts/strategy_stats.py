@@ -8,7 +8,7 @@ sys.path.insert(0, str(Path(snakemake.scriptdir).parent))
 from heart import io, strategy_stats, tagging  # noqa: E402
 from heart.runtime import logged  # noqa: E402
 
-with logged(snakemake.log[0]) as log:
+with logged(snakemake.log[0], snakemake) as log:
     s = snakemake.params.stats
     tags = pd.concat([io.read_table(p) for p in snakemake.input.tags], ignore_index=True)
     strategies = tagging.keys(tagging.load_taxonomy(snakemake.input.taxonomy))

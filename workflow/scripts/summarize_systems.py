@@ -6,7 +6,7 @@ sys.path.insert(0, str(Path(snakemake.scriptdir).parent))
 from heart import completions, io  # noqa: E402
 from heart.runtime import logged  # noqa: E402
 
-with logged(snakemake.log[0]) as log:
+with logged(snakemake.log[0], snakemake) as log:
     tables = {s: io.read_table(p) for s, p in zip(snakemake.params.systems, snakemake.input)}
     summary = completions.summarize(tables, human_path=snakemake.params.human_path)
     io.write_table(summary, snakemake.output[0], "systems")

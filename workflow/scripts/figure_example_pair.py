@@ -1,0 +1,33 @@
+"""rule figure_example_pair: one judged pair as in the paper's Figures 2-3 (HTML and PNG/PDF)."""
+import sys
+from pathlib import Path
+
+import pandas as pd
+
+sys.path.insert(0, str(Path(snakemake.scriptdir).parent))
+from heart import figures, io, render  # noqa: E402
+from heart.io import atomic_path  # noqa: E402
+from heart.runtime import logged  # noqa: E402
+
+with logged(snakemake.log[0], snakemake) as log, render.style(snakemake.input.style) as dpi:
+    judgments = io.read_table(snakemake.input.judgments)
+    items = io.read_table(snakemake.input.item_table).set_index("item_id")
+    comp = pd.concat([io.read_table(p) for p in snakemake.input.completions], ignore_index=True)
+    text = {(r.item_id, r.system, None if pd.isna(r.contributor_id) else r.contributor_id): r.text
+            for r in comp.itertuples()}
+    pair = figures.pick_example(judgments)
+    if pair is None:
+        html, fig = figures.example_pair([], "", "", judgments.iloc[:0], title="No judged pair yet")
+        log.info("no pair with a verdict: the example says so")
+    else:
+        rows = judgments[judgments["pair_id"] == pair]
+        p = rows.iloc[0]
+        a = {"system": p.system_a, "text": text[(p.item_id, p.system_a, None if pd.isna(p.contributor_a) else p.contributor_a)]}
+        b = {"system": p.system_b, "text": text[(p.item_id, p.system_b, None if pd.isna(p.contributor_b) else p.contributor_b)]}
+        html, fig = figures.example_pair(list(items.at[p.item_id, "history"]), a, b, rows)
+        log.info("example pair %s (item %s): %d judgments", pair, p.item_id, len(rows))
+    figures.save(fig, snakemake.output.png, snakemake.output.pdf, dpi=dpi)
+    with atomic_path(snakemake.output.html) as tmp:
+        Path(tmp).write_text('<!doctype html>\n<html lang="en"><head><meta charset="utf-8">'
+                             "<title>HEART: an example judged pair</title></head>\n<body>\n"
+                             f"{html}\n</body></html>\n", encoding="utf-8")
