@@ -149,15 +149,18 @@ def test_judging_and_tagging_with_a_fake_judge(workflow_copy, judge_server):
     prompt.write_text(prompt.read_text() + "\nBe fair.\n")
     stats = {"ratings": 1, "agreement": 1, "bias_audits": 1, "factor_analysis": 1, "external_correlations": 1,
              "rationale_codes": 1, "multiple_testing": 1}
+    figures = {f"figure_{f}": 1 for f in ("leaderboard", "elo_ttft", "elo_forest", "agreement", "bias",
+                                          "example_pair")}
     assert wf.jobs(*args, env=env) == {"judge_pairs": 1, "combine_judgments": 1, "export_llm_cache": 1, "all": 1,
-                                       **stats}
+                                       **stats, **figures, "paper_tables": 1}
     wf.snakemake(*args, env=env)
     assert sum(state.ok.values()) - calls == verdicts["cache_key"].nunique()  # every judge call again, nothing else
 
     # a statistics setting reruns the statistics only, and makes no LLM call
     calls = sum(state.ok.values())
     more = [*args, "--config", "stats={n_boot: 100}"]
-    assert wf.jobs(*more, env=env) == {**stats, "strategy_stats": 1, "all": 1}
+    assert wf.jobs(*more, env=env) == {**stats, "strategy_stats": 1, **figures, "figure_strategies": 1,
+                                       "paper_tables": 1, "all": 1}
     wf.snakemake(*more, env=env)
     assert sum(state.ok.values()) == calls
     assert r("results/stats/tests.parquet")["family"].notna().all()
@@ -229,3 +232,35 @@ def test_family_exclusion_leaves_a_judge_nothing_of_its_own(workflow_copy, judge
     assert sources.loc["fake-judge", "status"] == "absent"
     assert sources.loc["fake-judge", "n_excluded_family"] == len(pairs)
     assert sources.loc["human", "status"] == "absent" and "does not exist" in sources.loc["human", "note"]
+
+
+def test_one_models_decoding_params_rerun_its_completions_and_their_judgments_only(workflow_copy, judge_server):
+    """remote-b gets its own model entry; changing its temperature re-pays only remote-b's completions,
+    the judge calls on pairs holding remote-b, and remote-b's tagging."""
+    state, base = judge_server
+    state.responder = lambda body: (fake(body) if (body.get("response_format") or {}).get("schema")
+                                     else f"{fake(body)} (t={body.get('temperature')})")
+    wf = workflow_copy
+    args = judging_config(wf, base)
+    cfg = yaml.safe_load((wf.root / "api.yaml").read_text())
+    cfg["models"]["remote2"] = {**cfg["models"]["remote"], "family": "test2"}
+    cfg["systems"]["remote-b"]["model"] = "remote2"
+    (wf.root / "api.yaml").write_text(yaml.safe_dump(cfg))
+    env = {"HEART_TEST_API_KEY": "k"}
+    wf.snakemake(*args, env=env)
+    before = sum(state.ok.values())
+    a_mtime = (wf.root / "results/completions/remote-a.parquet").stat().st_mtime_ns
+
+    cfg["models"]["remote2"]["params"]["temperature"] = 0.7
+    (wf.root / "api.yaml").write_text(yaml.safe_dump(cfg))
+    jobs = wf.jobs(*args, env=env)
+    assert jobs["generate_completions"] == 1 and "make_adversarial_items" not in jobs
+    wf.snakemake(*args, env=env)
+    assert (wf.root / "results/completions/remote-a.parquet").stat().st_mtime_ns == a_mtime
+
+    pairs = io.read_table(wf.root / "results/judging/pairs.parquet")
+    verdicts = io.read_table(wf.root / "results/judging/llm/fake-judge.parquet").merge(pairs, on="pair_id")
+    with_b = verdicts[(verdicts["system_a"] == "remote-b") | (verdicts["system_b"] == "remote-b")]
+    n_items = pairs["item_id"].nunique()
+    expected = n_items + with_b["cache_key"].nunique() + n_items  # completions, judge calls, tagging
+    assert sum(state.ok.values()) - before == expected

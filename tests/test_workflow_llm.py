@@ -43,15 +43,31 @@ def test_default_pipeline_on_the_local_model(workflow_copy):
     exported = pd.read_parquet(wf.root / "results/llm_cache.parquet")
     assert len(exported) == len(list((wf.root / "resources/llm_cache").rglob("*.json"))) > 0
 
-    # nothing to do on a rerun; a forced rerun of the completions makes no model call
-    assert wf.jobs(*cfg) == {}
-    wf.snakemake(*cfg, "-R", "generate_completions")
-    assert r("results/completions/smollm2-brief.parquet")["from_cache"].all()
+    # judged and tagged offline by the local model: every (pair, order) has a verdict row, answers that
+    # did not parse are kept with their raw text, never dropped or re-sampled
+    pairs, verdicts = r("results/judging/pairs.parquet"), r("results/judging/llm/smollm2-judge.parquet")
+    assert len(verdicts) == 2 * len(pairs) > 0 and verdicts["raw_text"].str.len().gt(0).all()
+    assert verdicts.loc[~verdicts["parse_ok"], "parse_error"].notna().all()
+    tags = r("results/tagging/smollm2-tagger.parquet")
+    comp = pd.concat([r(f"results/completions/{s}.parquet") for s in ("smollm2-listener", "smollm2-brief", "original")])
+    assert len(tags) == 15 * len(comp)
+    sources = r("results/judging/sources.parquet").set_index("judge")
+    assert sources.loc["human", "status"] == "absent"
+    assert (wf.root / "results/figures/fig4_leaderboard.png").stat().st_size > 10_000
 
-    # editing one prompt reruns that system's completions and the summaries, nothing else
+    # nothing to do on a rerun; forced reruns of the LLM stages make no model call
+    assert wf.jobs(*cfg) == {}
+    wf.snakemake(*cfg, "-R", "generate_completions", "judge_pairs", "tag_strategies")
+    assert r("results/completions/smollm2-brief.parquet")["from_cache"].all()
+    assert r("results/judging/llm/smollm2-judge.parquet")["from_cache"].all()
+    assert r("results/tagging/smollm2-tagger.parquet")["from_cache"].all()
+
+    # editing one prompt reruns that system's completions and what follows them, nothing upstream
     prompt = wf.root / "workflow/resources/prompts/completion/brief_advice.md"
     prompt.write_text(prompt.read_text() + "Be polite.\n")
-    assert wf.jobs(*cfg) == {"generate_completions": 1, "summarize_systems": 1, "export_llm_cache": 1, "all": 1}
+    jobs = wf.jobs(*cfg)
+    assert jobs["generate_completions"] == 1 and jobs["judge_pairs"] == 1 and jobs["tag_strategies"] == 1
+    assert not {"ingest_esconv", "screen_items", "make_adversarial_items", "original_completions"} & set(jobs)
 
 
 def test_human_completions_imported_with_violations(workflow_copy):
