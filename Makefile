@@ -1,5 +1,5 @@
 # heart — the two commands:
-#   make run    set up .venv and run the workflow on the embedded default config
+#   make run    set up .venv, run the workflow on the embedded default config, write results/report.html
 #   make test   set up .venv and run the test suite (what CI runs)
 # Variables: ESCONV=/path/to/ESConv.json (use a local copy instead of downloading),
 #            CORES=2, PYTHON=python3.11, SNAKEMAKE_ARGS="...", PYTEST_ARGS="...".
@@ -36,6 +36,8 @@ $(STAMP): envs/requirements.txt envs/constraints.txt
 
 run: setup
 	$(VENV)/bin/snakemake --cores $(CORES) $(if $(ESCONV),--config 'esconv={local_copy: $(ESCONV)}') $(SNAKEMAKE_ARGS)
+	$(VENV)/bin/snakemake --cores $(CORES) $(if $(ESCONV),--config 'esconv={local_copy: $(ESCONV)}') $(SNAKEMAKE_ARGS) \
+	  --report results/report.html
 
 test: setup
 	$(VENV)/bin/python -m pytest $(PYTEST_ARGS)

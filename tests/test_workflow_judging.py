@@ -198,7 +198,7 @@ def test_figures_tables_report_and_notebook(workflow_copy, judge_server):
     html = (wf.root / "results/report.html").read_text(errors="replace")
     for name in FIGURES:
         assert f"{name}.png" in html, name
-    assert "paper Figure 4" in html and "remote-a, remote-b" in html  # captions and the config used
+    assert "paper Figure 4" in html and "remote-a, remote-b" in html and "regular_items" in html  # captions, config
 
     # the notebook runs headless against these results and reproduces Figure 4's rows
     ns = run_notebook(Path(__file__).resolve().parents[1] / "notebooks/explore_results.ipynb",
