@@ -8,6 +8,7 @@ import json
 import threading
 
 import pytest
+import yaml
 
 from conftest import FIXTURES, SHARED_ESCONV_DIR, needs_shared
 from heart import io
@@ -30,15 +31,21 @@ def test_lint_is_clean(workflow_copy):
 PAPER_KEYS = {k: "dry-run-placeholder" for k in
               ("OPENAI_API_KEY", "ANTHROPIC_API_KEY", "GEMINI_API_KEY", "TOGETHERAI_API_KEY", "DEEPINFRA_API_KEY")}
 ONCE = {"ingest_esconv": 1, "screen_items": 1, "make_adversarial_items": 1, "collect_items": 1,
-        "original_completions": 1, "human_completions": 1, "summarize_systems": 1, "export_llm_cache": 1, "all": 1}
+        "original_completions": 1, "human_completions": 1, "summarize_systems": 1, "export_llm_cache": 1, "all": 1,
+        "design_pairs": 1, "human_judgments": 1, "combine_judgments": 1, "ratings": 1, "agreement": 1,
+        "bias_audits": 1, "strategy_stats": 1, "factor_analysis": 1, "external_correlations": 1,
+        "rationale_codes": 1, "multiple_testing": 1, "paper_tables": 1,
+        **{f"figure_{f}": 1 for f in ("leaderboard", "elo_ttft", "strategies", "elo_forest", "agreement", "bias",
+                                      "example_pair")}}
 
 
-@pytest.mark.parametrize("configfile, model_systems", [("config/config.yaml", 2), ("config/paper.yaml", 15)])
-def test_dry_run_whole_dag(workflow_copy, configfile, model_systems):
+@pytest.mark.parametrize("configfile, model_systems, judges", [("config/config.yaml", 2, 1), ("config/paper.yaml", 15, 3)])
+def test_dry_run_whole_dag(workflow_copy, configfile, model_systems, judges):
     # without a local copy the DAG starts with the download; paper.yaml replaces the
     # default config (its 15 model systems are not mixed with the local model's 2)
     jobs = workflow_copy.jobs("--configfile", configfile, env=PAPER_KEYS)
-    assert jobs == {"download_esconv": 1, **ONCE, "generate_completions": model_systems}
+    assert jobs == {"download_esconv": 1, **ONCE, "generate_completions": model_systems, "judge_pairs": judges,
+                    "tag_strategies": 1, "strategy_f1": 1}
     jobs = workflow_copy.jobs("--configfile", configfile, "--config", f"esconv={{local_copy: {TINY}}}", env=PAPER_KEYS)
     assert "download_esconv" not in jobs and jobs["generate_completions"] == model_systems
 
@@ -151,5 +158,6 @@ def test_default_config_on_real_esconv(workflow_copy):
     items = io.read_table(wf.root / "results/items/regular.parquet")
     conversations = io.read_table(wf.root / "results/data/conversations.parquet")
     assert len(conversations) == 1300
-    assert len(items) == 24 and items["item_id"].is_unique
+    n = yaml.safe_load((wf.root / "config/config.yaml").read_text())["regular_items"]["n"]
+    assert len(items) == n and items["item_id"].is_unique
     assert wf.jobs(*DATA_TARGETS, *cfg) == {}

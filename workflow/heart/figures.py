@@ -217,8 +217,9 @@ def leaderboard_order(leaderboard: pd.DataFrame) -> list[str]:
     lb = leaderboard.copy()
     lb["_ok"] = [_ok(s) and not math.isnan(_num(e)) for s, e in zip(lb["status"], lb["elo"])]
     lb["_elo"] = [_num(e) for e in lb["elo"]]
-    ok = lb[lb["_ok"]].sort_values(["_elo", "system"], ascending=[False, True])
-    rest = lb[~lb["_ok"]].sort_values("system")
+    mask = np.asarray(lb["_ok"], dtype=bool)  # (an empty object column would select columns, not rows)
+    ok = lb.loc[mask].sort_values(["_elo", "system"], ascending=[False, True])
+    rest = lb.loc[~mask].sort_values("system")
     return [*ok["system"].astype(str), *rest["system"].astype(str)]
 
 

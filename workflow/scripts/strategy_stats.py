@@ -10,7 +10,8 @@ from heart.runtime import logged  # noqa: E402
 
 with logged(snakemake.log[0], snakemake) as log:
     s = snakemake.params.stats
-    tags = pd.concat([io.read_table(p) for p in snakemake.input.tags], ignore_index=True)
+    tags = [io.read_table(p) for p in snakemake.input.tags]  # no tagger configured: no tags, every row "absent"
+    tags = pd.concat(tags, ignore_index=True) if tags else io.empty_like("strategy_tags")
     strategies = tagging.keys(tagging.load_taxonomy(snakemake.input.taxonomy))
     systems = io.read_table(snakemake.input.systems)
     sources = dict(zip(systems["system"], systems["source"]))
