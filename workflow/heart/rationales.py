@@ -117,25 +117,23 @@ def _residual(y: np.ndarray, x: np.ndarray) -> np.ndarray:
     return y - design @ beta
 
 
+def _not_computed(codes: list[dict], status: str, note: str) -> tuple[pd.DataFrame, pd.DataFrame]:
+    summary = pd.DataFrame([{"status": status, "n_agreed_pairs": 0, "n_codes": len(codes), "note": note}])
+    per_code = pd.DataFrame([{"family": "rationale_codes", "code": c["key"], "label": c["label"], "axis": c["axis"],
+                              "micro_skill": c["micro_skill"], "status": status, "n_pairs": 0, "note": note}
+                             for c in codes])
+    return summary.reindex(columns=SUMMARY_COLUMNS), per_code.reindex(columns=CODE_COLUMNS)
+
+
 def comention(judgments: pd.DataFrame, texts: pd.DataFrame, codes: list[dict], n_boot: int = 1000, seed: int = 0,
               ci: float = 0.95) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Concordance of coded themes on agreed pairs (summary) and the per-code association table."""
     if not (judgments["judge_kind"] == "human").any():
-        note = "human judgments are absent: there are no human rationales to compare"
-        summary = pd.DataFrame([{"status": "absent", "n_agreed_pairs": 0, "n_codes": len(codes), "note": note}])
-        per_code = pd.DataFrame([{"family": "rationale_codes", "code": c["key"], "label": c["label"],
-                                  "axis": c["axis"], "micro_skill": c["micro_skill"], "status": "absent",
-                                  "n_pairs": 0, "note": note} for c in codes])
-        return summary.reindex(columns=SUMMARY_COLUMNS), per_code.reindex(columns=CODE_COLUMNS)
+        return _not_computed(codes, "absent", "human judgments are absent: there are no human rationales to compare")
     pairs = agreed_pairs(judgments, texts)
     pairs = pairs[(pairs["human_words"] > 0) & (pairs["llm_words"] > 0)] if len(pairs) else pairs
     if len(pairs) == 0:
-        note = "no pair where humans and LLM judges agree and both gave a rationale"
-        summary = pd.DataFrame([{"status": "no_pairs", "n_agreed_pairs": 0, "n_codes": len(codes), "note": note}])
-        per_code = pd.DataFrame([{"family": "rationale_codes", "code": c["key"], "label": c["label"],
-                                  "axis": c["axis"], "micro_skill": c["micro_skill"], "status": "no_pairs",
-                                  "n_pairs": 0, "note": note} for c in codes])
-        return summary.reindex(columns=SUMMARY_COLUMNS), per_code.reindex(columns=CODE_COLUMNS)
+        return _not_computed(codes, "no_pairs", "no pair where humans and LLM judges agree and both gave a rationale")
     keys = [c["key"] for c in codes]
     hm = np.array([[k in code_text(t, codes) for k in keys] for t in pairs["human_rationale"]], dtype=float)
     lm = np.array([[k in code_text(t, codes) for k in keys] for t in pairs["llm_rationale"]], dtype=float)

@@ -138,6 +138,17 @@ def _taggers(tags: pd.DataFrame) -> list:
 
 # --- usage and diversity ---------------------------------------------------------------------
 
+def _parsed_groups(tags, strategies, families, sources):
+    """Per tagger and group: (tagger, level, group, parsed completions, n parsed, n unparsed, status, note)."""
+    comp_all = completion_matrix(tags, strategies, families, sources)
+    for tagger in _taggers(tags):
+        comp = comp_all[comp_all["tagger"] == tagger] if tagger is not None else comp_all
+        for level, name, g in _groups(comp, sources, families):
+            parsed = g[g["parse_ok"].astype(bool)]
+            n, n_bad = len(parsed), len(g) - len(parsed)
+            yield (tagger, level, name, parsed, n, n_bad, *_status(n, n_bad))
+
+
 def usage(tags: pd.DataFrame, families: Mapping | None = None, sources: Mapping | None = None,
           strategies=None) -> pd.DataFrame:
     """Share of completions using each strategy, per system, family and source (percentage points).
@@ -161,21 +172,15 @@ def usage(tags: pd.DataFrame, families: Mapping | None = None, sources: Mapping 
         ``status`` "absent" when the group has no parsed completion.
     """
     strategies = strategy_list(tags, strategies)
-    comp_all = completion_matrix(tags, strategies, families, sources)
     rows = []
-    for tagger in _taggers(tags):
-        comp = comp_all[comp_all["tagger"] == tagger] if tagger is not None else comp_all
-        for level, name, g in _groups(comp, sources, families):
-            parsed = g[g["parse_ok"].astype(bool)]
-            n, n_bad = len(parsed), len(g) - len(parsed)
-            status, note = _status(n, n_bad)
-            for s in strategies:
-                k = int(parsed[s].sum()) if n else 0
-                rows.append({"level": level, "group": name, "tagger": tagger, "strategy": s, "status": status,
-                             "n_completions": n, "n_unparsed": n_bad,
-                             "n_items": int(parsed["item_id"].nunique()),
-                             "n_used": k if n else np.nan, "rate_pct": 100.0 * k / n if n else np.nan,
-                             "note": note})
+    for tagger, level, name, parsed, n, n_bad, status, note in _parsed_groups(tags, strategies, families, sources):
+        for s in strategies:
+            k = int(parsed[s].sum()) if n else 0
+            rows.append({"level": level, "group": name, "tagger": tagger, "strategy": s, "status": status,
+                         "n_completions": n, "n_unparsed": n_bad,
+                         "n_items": int(parsed["item_id"].nunique()),
+                         "n_used": k if n else np.nan, "rate_pct": 100.0 * k / n if n else np.nan,
+                         "note": note})
     out = pd.DataFrame(rows, columns=USAGE_COLUMNS)
     out["n_used"] = out["n_used"].astype("Int64")
     return out
@@ -217,37 +222,31 @@ def diversity(tags: pd.DataFrame, families: Mapping | None = None, sources: Mapp
         ``DIVERSITY_COLUMNS``: one row per (level, group, tagger); definitions in the module docstring.
     """
     strategies = strategy_list(tags, strategies)
-    comp_all = completion_matrix(tags, strategies, families, sources)
     k_total = len(strategies)
     rows = []
-    for tagger in _taggers(tags):
-        comp = comp_all[comp_all["tagger"] == tagger] if tagger is not None else comp_all
-        for level, name, g in _groups(comp, sources, families):
-            parsed = g[g["parse_ok"].astype(bool)]
-            n, n_bad = len(parsed), len(g) - len(parsed)
-            status, note = _status(n, n_bad)
-            row = {"level": level, "group": name, "tagger": tagger, "status": status, "n_completions": n,
-                   "n_unparsed": n_bad, "n_strategies": k_total, "note": note,
-                   "entropy_max_bits": float(np.log2(k_total)) if k_total else np.nan}
-            if n and k_total:
-                used = parsed[strategies].to_numpy(dtype=bool)
-                uses = used.sum(axis=0)
-                per_completion = used.sum(axis=1)
-                rates = 100.0 * uses / n
-                h = shannon_entropy_bits(uses)
-                row.update({
-                    "coverage": int((uses > 0).sum()),
-                    "mean_unique_per_completion": float(per_completion.mean()),
-                    "sd_unique_per_completion": float(per_completion.std(ddof=1)) if n > 1 else np.nan,
-                    "entropy_bits": h,
-                    "evenness": h / np.log2(k_total) if k_total > 1 and not np.isnan(h) else np.nan,
-                    "rate_sd_pct": float(np.std(rates, ddof=ddof)) if k_total > ddof else np.nan,
-                    "rate_range_pct": float(rates.max() - rates.min()),
-                    "rate_max_pct": float(rates.max()), "rate_min_pct": float(rates.min()),
-                })
-                if uses.sum() == 0:
-                    row["note"] += "; no strategy used (entropy undefined)"
-            rows.append(row)
+    for tagger, level, name, parsed, n, n_bad, status, note in _parsed_groups(tags, strategies, families, sources):
+        row = {"level": level, "group": name, "tagger": tagger, "status": status, "n_completions": n,
+               "n_unparsed": n_bad, "n_strategies": k_total, "note": note,
+               "entropy_max_bits": float(np.log2(k_total)) if k_total else np.nan}
+        if n and k_total:
+            used = parsed[strategies].to_numpy(dtype=bool)
+            uses = used.sum(axis=0)
+            per_completion = used.sum(axis=1)
+            rates = 100.0 * uses / n
+            h = shannon_entropy_bits(uses)
+            row.update({
+                "coverage": int((uses > 0).sum()),
+                "mean_unique_per_completion": float(per_completion.mean()),
+                "sd_unique_per_completion": float(per_completion.std(ddof=1)) if n > 1 else np.nan,
+                "entropy_bits": h,
+                "evenness": h / np.log2(k_total) if k_total > 1 and not np.isnan(h) else np.nan,
+                "rate_sd_pct": float(np.std(rates, ddof=ddof)) if k_total > ddof else np.nan,
+                "rate_range_pct": float(rates.max() - rates.min()),
+                "rate_max_pct": float(rates.max()), "rate_min_pct": float(rates.min()),
+            })
+            if uses.sum() == 0:
+                row["note"] += "; no strategy used (entropy undefined)"
+        rows.append(row)
     out = pd.DataFrame(rows, columns=DIVERSITY_COLUMNS)
     out["coverage"] = out["coverage"].astype("Int64")
     return out
