@@ -25,6 +25,7 @@ wildcard_constraints:
     system="|".join(map(re.escape, MODEL_SYSTEMS)) or "(?!)",
     judge="|".join(map(re.escape, JUDGES)) or "(?!)",
     tagger="|".join(map(re.escape, TAGGERS)) or "(?!)",
+    shard=r"\d+of\d+",
 
 
 include: "workflow/rules/data.smk"
@@ -34,6 +35,13 @@ include: "workflow/rules/judging.smk"
 include: "workflow/rules/tagging.smk"
 include: "workflow/rules/stats.smk"
 include: "workflow/rules/figures.smk"
+
+
+# merging shards reads and writes a few Parquet files: never worth a cluster job
+localrules:
+    merge_completions,
+    merge_judgments,
+    merge_tags,
 
 
 # API keys: declared so Snakemake checks them at start-up and passes them to cluster

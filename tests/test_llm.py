@@ -210,3 +210,47 @@ def test_identical_requests_in_one_batch_are_paid_for_once(server, tmp_path):
     assert state.ok["same words"] == 1 and state.ok["other words"] == 1
     assert out["first"]["text"] == out["second"]["text"] and out["first"]["cache_key"] == out["second"]["cache_key"]
     assert out["first"]["from_cache"] is False and out["second"]["from_cache"] is True
+
+
+WRITER = """
+import json, sys
+sys.path.insert(0, sys.argv[1])
+from heart import llm
+base, cache_dir, tag = sys.argv[2:5]
+spec = {"m": llm.ModelSpec.from_config("m", dict(model="openai/test", api_base=base, params={"temperature": 0},
+                                                 max_concurrency=8, timeout=10.0, max_retries=3))}
+reqs = [llm.Request(id=t, model="m", messages=({"role": "user", "content": t},), template_version="t1")
+        for t in [f"shared {i}" for i in range(10)] + [f"{tag} {i}" for i in range(30)]]
+out = llm.run_requests(spec, reqs, llm.ResponseCache(cache_dir))
+print(json.dumps(sorted(k for k, v in out.items() if not v["from_cache"])))
+"""
+
+
+def test_shards_in_separate_processes_share_one_cache_safely(server, tmp_path):
+    """Four processes (as four shard jobs on several nodes would) write one cache directory at once."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    state, base = server
+    state.latency = 0.02
+    workflow_dir = str(Path(llm.__file__).resolve().parents[1])
+    cache_dir = tmp_path / "cache"
+    procs = [subprocess.Popen([sys.executable, "-c", WRITER, workflow_dir, base, str(cache_dir), f"shard{k}"],
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for k in range(4)]
+    outs = [p.communicate(timeout=120) for p in procs]
+    assert all(p.returncode == 0 for p in procs), [e[-2000:] for _, e in outs]
+    files = sorted(cache_dir.rglob("*"))
+    entries = [f for f in files if f.is_file()]
+    assert not [f for f in entries if not f.name.endswith(".json")]  # no temporary file left behind
+    assert len(entries) == 4 * 30 + 10  # one file per distinct request, each a whole JSON answer
+    for f in entries:
+        assert json.loads(f.read_text())["text"].startswith("I hear you")
+    # each shard's own requests were paid once; a shared one at most once per process that raced for it
+    assert all(state.ok[f"shard{k} {i}"] == 1 for k in range(4) for i in range(30))
+    assert all(1 <= state.ok[f"shared {i}"] <= 4 for i in range(10))
+    # a rerun of any shard pays nothing
+    before = sum(state.ok.values())
+    rerun = subprocess.run([sys.executable, "-c", WRITER, workflow_dir, base, str(cache_dir), "shard2"],
+                           capture_output=True, text=True, timeout=120, check=True)
+    assert json.loads(rerun.stdout.strip().splitlines()[-1]) == [] and sum(state.ok.values()) == before

@@ -39,15 +39,21 @@ ONCE = {"ingest_esconv": 1, "screen_items": 1, "make_adversarial_items": 1, "col
                                       "example_pair")}}
 
 
-@pytest.mark.parametrize("configfile, model_systems, judges", [("config/config.yaml", 2, 1), ("config/paper.yaml", 15, 3)])
-def test_dry_run_whole_dag(workflow_copy, configfile, model_systems, judges):
+@pytest.mark.parametrize("configfile, model_systems, judges, shards",
+                         [("config/config.yaml", 2, 1, 1), ("config/paper.yaml", 15, 3, 8)])
+def test_dry_run_whole_dag(workflow_copy, configfile, model_systems, judges, shards):
     # without a local copy the DAG starts with the download; paper.yaml replaces the
-    # default config (its 15 model systems are not mixed with the local model's 2)
+    # default config (its 15 model systems are not mixed with the local model's 2) and
+    # splits each LLM stage into 8 shards per model, each merged by one cheap job
     jobs = workflow_copy.jobs("--configfile", configfile, env=PAPER_KEYS)
-    assert jobs == {"download_esconv": 1, **ONCE, "generate_completions": model_systems, "judge_pairs": judges,
-                    "tag_strategies": 1, "strategy_f1": 1}
+    assert jobs == {"download_esconv": 1, **ONCE, "generate_completions": model_systems * shards,
+                    "merge_completions": model_systems, "judge_pairs": judges * shards, "merge_judgments": judges,
+                    "tag_strategies": shards, "merge_tags": 1, "strategy_f1": 1}
     jobs = workflow_copy.jobs("--configfile", configfile, "--config", f"esconv={{local_copy: {TINY}}}", env=PAPER_KEYS)
-    assert "download_esconv" not in jobs and jobs["generate_completions"] == model_systems
+    assert "download_esconv" not in jobs and jobs["generate_completions"] == model_systems * shards
+    # the shard count is a setting: 3 shards of the default's 2 systems
+    jobs = workflow_copy.jobs("--configfile", configfile, "--config", "llm={shards: 3}", env=PAPER_KEYS)
+    assert jobs["generate_completions"] == 3 * model_systems and jobs["judge_pairs"] == 3 * judges
 
 
 def test_paper_config_without_keys_names_them(workflow_copy):

@@ -152,8 +152,8 @@ def test_judging_and_tagging_with_a_fake_judge(workflow_copy, judge_server):
              "rationale_codes": 1, "multiple_testing": 1}
     figures = {f"figure_{f}": 1 for f in ("leaderboard", "elo_ttft", "elo_forest", "agreement", "bias",
                                           "example_pair")}
-    assert wf.jobs(*args, env=env) == {"judge_pairs": 1, "combine_judgments": 1, "export_llm_cache": 1, "all": 1,
-                                       **stats, **figures, "paper_tables": 1}
+    assert wf.jobs(*args, env=env) == {"judge_pairs": 1, "merge_judgments": 1, "combine_judgments": 1,
+                                       "export_llm_cache": 1, "all": 1, **stats, **figures, "paper_tables": 1}
     wf.snakemake(*args, env=env)
     assert sum(state.ok.values()) - calls == verdicts["cache_key"].nunique()  # every judge call again, nothing else
 
@@ -209,7 +209,8 @@ def test_figures_tables_report_and_notebook(workflow_copy, judge_server):
 
     # every Parquet carries its provenance
     prov = io.provenance_of(wf.root / "results/judging/llm/fake-judge.parquet")
-    assert prov["rule"] == "judge_pairs" and prov["workflow_version"] and len(prov["config_sha256"]) == 64
+    assert prov["rule"] == "merge_judgments" and prov["shard_rule"] == "judge_pairs" and prov["shards"] == ["1of1"]
+    assert prov["workflow_version"] and len(prov["config_sha256"]) == 64
     assert prov["packages"]["pandas"] == pd.__version__ and len(prov["esconv_sha256"]) == 64
     assert set(prov["resources_sha256"]) == {"workflow/resources/rubric/heart.yaml",
                                              "workflow/resources/prompts/judge/heart_pairwise.md"}
@@ -266,3 +267,42 @@ def test_one_models_decoding_params_rerun_its_completions_and_their_judgments_on
     n_items = pairs["item_id"].nunique()
     expected = n_items + with_b["cache_key"].nunique() + n_items  # completions, judge calls, tagging
     assert sum(state.ok.values()) - before == expected
+
+
+def test_shards_merge_to_the_same_tables_and_share_one_cache(workflow_copy, judge_server):
+    """Every LLM stage in 3 shards (run two at a time, all writing one cache), then in 1 shard: the
+    second run pays for nothing and merges to the same completions, verdicts and tags."""
+    state, base = judge_server
+    wf = workflow_copy
+    args = judging_config(wf, base)
+    cfg = yaml.safe_load((wf.root / "api.yaml").read_text())
+    cfg["llm"]["shards"] = 3
+    (wf.root / "api.yaml").write_text(yaml.safe_dump(cfg))
+    env = {"HEART_TEST_API_KEY": "k"}
+    jobs = wf.jobs(*args, env=env)
+    assert (jobs["generate_completions"], jobs["judge_pairs"], jobs["tag_strategies"]) == (2 * 3, 3, 3)
+    assert (jobs["merge_completions"], jobs["merge_judgments"], jobs["merge_tags"]) == (2, 1, 1)
+    wf.snakemake(*args, env=env)
+    tables = ("results/completions/remote-a.parquet", "results/completions/remote-b.parquet",
+              "results/judging/llm/fake-judge.parquet", "results/tagging/fake-tagger.parquet")
+    sharded = {t: io.read_table(wf.root / t) for t in tables}
+    # the shards split the items: each item's completion is in exactly one shard file
+    items = io.read_table(wf.root / "results/items/items.parquet")["item_id"].tolist()
+    split = [io.read_table(wf.root / f"results/shards/completions/remote-a/{k}of3.parquet")["item_id"].tolist()
+             for k in (1, 2, 3)]
+    assert sorted(sum(split, [])) == sorted(items) and len(sharded[tables[0]]) == len(items)
+    # nothing was paid twice although shards ran side by side: one cache file per paid call
+    cache_files = list((wf.root / "resources/llm_cache").rglob("*.json"))
+    assert sum(state.ok.values()) == len(cache_files) > 0
+    assert len(sharded["results/judging/llm/fake-judge.parquet"]) == 2 * 3 * 3  # 3 items x 3 pairs x 2 orders
+
+    paid = sum(state.ok.values())
+    cfg["llm"]["shards"] = 1
+    (wf.root / "api.yaml").write_text(yaml.safe_dump(cfg))
+    wf.snakemake(*args, env=env)
+    assert sum(state.ok.values()) == paid
+    for t in tables:
+        one = io.read_table(wf.root / t)
+        assert one["from_cache"].all(), t
+        pd.testing.assert_frame_equal(one.drop(columns="from_cache"), sharded[t].drop(columns="from_cache"), obj=t)
+    assert io.provenance_of(wf.root / tables[2])["shards"] == ["1of1"]

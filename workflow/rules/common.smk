@@ -5,6 +5,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(workflow.basedir) / "workflow"))
 
+from heart import shards  # noqa: E402
 from heart.config import validate_config  # noqa: E402
 
 validate_config(config, source="config (config/config.yaml and any --configfile/--config)")
@@ -35,6 +36,11 @@ for _name, _system in config["systems"].items():
             f"(expected {PROMPTS / 'completion' / (_system['prompt'] + '.md')})"
         )
 
+
+# LLM stages run in shards (results/shards/<stage>/<name>/<k>of<n>.parquet), merged by a local rule
+SHARDS = shards.names(config["llm"]["shards"])
+# the engine's settings as the LLM scripts get them (the shard count is in their paths instead)
+ENGINE = {k: v for k, v in config["llm"].items() if k != "shards"}
 
 JUDGES = sorted(config["judging"]["judges"])
 TAGGERS = sorted(config["tagging"]["taggers"])

@@ -2,6 +2,7 @@
 
 
 rule generate_completions:
+    # one shard of the items (llm.shards); merge_completions joins the shards
     input:
         item_table="results/items/items.parquet",
         prompt=lambda wc: workflow.source_path(
@@ -9,22 +10,39 @@ rule generate_completions:
         ),
         replay=replay_input(),
     output:
-        "results/completions/{system}.parquet",
+        "results/shards/completions/{system}/{shard}.parquet",
     params:
         system=lambda wc: wc.system,
+        shard=lambda wc: wc.shard,
         prompt_name=lambda wc: config["systems"][wc.system]["prompt"],
         model=lambda wc: model_params(config["systems"][wc.system]["model"]),
-        llm=config["llm"],
+        llm=ENGINE,
     resources:
         local_llm=lambda wc: uses_local_model(config["systems"][wc.system]["model"]),
     log:
-        "logs/completions/{system}.log",
+        "logs/completions/{system}/{shard}.log",
     benchmark:
-        "benchmarks/completions/{system}.tsv"
+        "benchmarks/completions/{system}/{shard}.tsv"
     conda:
         "../../envs/llm.yaml"
     script:
         "../scripts/generate_completions.py"
+
+
+rule merge_completions:
+    input:
+        item_table="results/items/items.parquet",
+        shards=expand("results/shards/completions/{{system}}/{shard}.parquet", shard=SHARDS),
+    output:
+        "results/completions/{system}.parquet",
+    params:
+        table="completions",
+    log:
+        "logs/completions/{system}.log",
+    conda:
+        "../../envs/data.yaml"
+    script:
+        "../scripts/merge_shards.py"
 
 
 rule original_completions:
@@ -127,7 +145,7 @@ rule preview_llm_calls:
         families=system_families(),
         models={name: model_params(name) for name in used_models()},
         adversarial=config["adversarial_items"],
-        llm=config["llm"],
+        llm=ENGINE,
     log:
         "logs/preview/preview_llm_calls.log",
     conda:

@@ -37,7 +37,7 @@ rule make_adversarial_items:
     params:
         settings=config["adversarial_items"],
         model=model_params(config["adversarial_items"]["model"]),
-        llm=config["llm"],
+        llm=ENGINE,
     resources:
         local_llm=int(bool(config["models"][config["adversarial_items"]["model"]]["local_gguf"])),
     log:

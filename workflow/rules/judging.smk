@@ -20,6 +20,7 @@ rule design_pairs:
 
 
 rule judge_pairs:
+    # one shard of the pairs, by their item (llm.shards); merge_judgments joins the shards
     input:
         pair_table="results/judging/pairs.parquet",
         item_table="results/items/items.parquet",
@@ -30,26 +31,43 @@ rule judge_pairs:
         ),
         replay=replay_input(),
     output:
-        "results/judging/llm/{judge}.parquet",
+        "results/shards/judging/{judge}/{shard}.parquet",
     params:
         judge=lambda wc: wc.judge,
+        shard=lambda wc: wc.shard,
         model=lambda wc: model_params(config["judging"]["judges"][wc.judge]["model"]),
         call_params=lambda wc: config["judging"]["judges"][wc.judge]["params"],
         families=system_families(),
         exclude_own_family=config["judging"]["exclude_own_family"],
         both_orders=config["judging"]["both_orders"],
         rationale_max_chars=config["judging"]["rationale_max_chars"],
-        llm=config["llm"],
+        llm=ENGINE,
     resources:
         local_llm=lambda wc: uses_local_model(config["judging"]["judges"][wc.judge]["model"]),
     log:
-        "logs/judging/{judge}.log",
+        "logs/judging/{judge}/{shard}.log",
     benchmark:
-        "benchmarks/judging/{judge}.tsv"
+        "benchmarks/judging/{judge}/{shard}.tsv"
     conda:
         "../../envs/llm.yaml"
     script:
         "../scripts/judge_pairs.py"
+
+
+rule merge_judgments:
+    input:
+        pair_table="results/judging/pairs.parquet",
+        shards=expand("results/shards/judging/{{judge}}/{shard}.parquet", shard=SHARDS),
+    output:
+        "results/judging/llm/{judge}.parquet",
+    params:
+        table="judge_verdicts",
+    log:
+        "logs/judging/{judge}.log",
+    conda:
+        "../../envs/data.yaml"
+    script:
+        "../scripts/merge_shards.py"
 
 
 rule human_judgments:

@@ -2,6 +2,7 @@
 
 
 rule tag_strategies:
+    # the completions of one shard of the items (llm.shards); merge_tags joins the shards
     input:
         completions=expand("results/completions/{system}.parquet", system=SYSTEMS),
         taxonomy=workflow.source_path(f"../resources/taxonomy/{config['tagging']['taxonomy']}.yaml"),
@@ -10,23 +11,41 @@ rule tag_strategies:
         ),
         replay=replay_input(),
     output:
-        "results/tagging/{tagger}.parquet",
+        "results/shards/tagging/{tagger}/{shard}.parquet",
     params:
         tagger=lambda wc: wc.tagger,
+        shard=lambda wc: wc.shard,
         model=lambda wc: model_params(config["tagging"]["taggers"][wc.tagger]["model"]),
         call_params=lambda wc: config["tagging"]["taggers"][wc.tagger]["params"],
         evidence_max_chars=config["tagging"]["evidence_max_chars"],
-        llm=config["llm"],
+        llm=ENGINE,
     resources:
         local_llm=lambda wc: uses_local_model(config["tagging"]["taggers"][wc.tagger]["model"]),
     log:
-        "logs/tagging/{tagger}.log",
+        "logs/tagging/{tagger}/{shard}.log",
     benchmark:
-        "benchmarks/tagging/{tagger}.tsv"
+        "benchmarks/tagging/{tagger}/{shard}.tsv"
     conda:
         "../../envs/llm.yaml"
     script:
         "../scripts/tag_strategies.py"
+
+
+rule merge_tags:
+    input:
+        item_table="results/items/items.parquet",
+        shards=expand("results/shards/tagging/{{tagger}}/{shard}.parquet", shard=SHARDS),
+    output:
+        "results/tagging/{tagger}.parquet",
+    params:
+        table="strategy_tags",
+        systems=SYSTEMS,
+    log:
+        "logs/tagging/{tagger}.log",
+    conda:
+        "../../envs/data.yaml"
+    script:
+        "../scripts/merge_shards.py"
 
 
 rule strategy_f1:

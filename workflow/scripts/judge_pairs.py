@@ -1,11 +1,11 @@
-"""rule judge_pairs: one LLM judge's blinded verdicts on every pair it may judge, in both orders."""
+"""rule judge_pairs: one LLM judge's blinded verdicts on the pairs of a shard it may judge, in both orders."""
 import sys
 from pathlib import Path
 
 import pandas as pd
 
 sys.path.insert(0, str(Path(snakemake.scriptdir).parent))
-from heart import completions as completions_mod, io, judging, llm, pairs  # noqa: E402
+from heart import completions as completions_mod, io, judging, llm, pairs, shards  # noqa: E402
 from heart.runtime import logged  # noqa: E402
 
 with logged(snakemake.log[0], snakemake) as log:
@@ -20,17 +20,18 @@ with logged(snakemake.log[0], snakemake) as log:
     template, version = completions_mod.template(snakemake.input.prompt)
     rubric_version = io.sha256_file(snakemake.input.rubric)[:12]
     instructions = judging.system_prompt(template, rubric)
-    all_pairs = io.read_table(snakemake.input.pair_table)
+    shard = snakemake.params.shard
+    all_pairs = shards.select(io.read_table(snakemake.input.pair_table), shard)
     keep = judging.eligible(all_pairs, spec.family, snakemake.params.families, snakemake.params.exclude_own_family)
     todo = all_pairs[keep]
-    log.info("%s (%s, family %s): %d of %d pairs (%d left out by family exclusion)", judge, spec.model,
+    log.info("%s [%s] (%s, family %s): %d of %d pairs (%d left out by family exclusion)", judge, shard, spec.model,
              spec.family, len(todo), len(all_pairs), int((~keep).sum()))
     items = io.read_table(snakemake.input.item_table)
     texts = pairs.completion_text(pd.concat([io.read_table(p) for p in snakemake.input.completions]))
     requests = judging.requests(todo, items, texts, spec.name, instructions, f"{version}+{rubric_version}",
                                 judging.response_schema(rubric, snakemake.params.rationale_max_chars), snakemake.params.both_orders,
                                 params=snakemake.params.call_params)
-    results = engine.run(requests, desc=f"judging {judge}")
+    results = engine.run(requests, desc=f"judging {judge} [{shard}]")
     table = judging.verdict_table(todo, judge, results, axes, snakemake.params.both_orders)
     io.write_table(table, snakemake.output[0], "judge_verdicts",
                    {"prompt_version": version, "rubric_version": rubric_version, "model": spec.model,
