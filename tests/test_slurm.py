@@ -8,7 +8,7 @@ slurmctld, slurmd and munge through tests/slurm/slurm-local.sh, and stops them a
 Options (environment): HEART_SLURM_WITH_DBD=1 also starts slurmdbd + MariaDB and reads the
 job records with sacct instead of the jobcomp file; HEART_SLURM_TARGET=<file> runs only up to
 that target (default: results/completions/systems.parquet — ingest, screening, adversarial
-items, completions: 9 jobs, 3 of them on the local model; `all` runs the whole workflow, which
+items, completions in 2 shards: 13 jobs, 5 of them on the local model, 2 merges run locally; `all` runs the whole workflow, which
 with judging and tagging on the local model takes far longer); HEART_SLURM_TIMEOUT=<s> per run.
 
 The same tiny config runs once locally (the reference) and once with
@@ -46,7 +46,10 @@ pytestmark = [
 SCRIPT = Path(__file__).resolve().parent / "slurm" / "slurm-local.sh"
 PROFILE = REPO / "profiles" / "slurm" / "config.yaml"
 TINY = FIXTURES / "esconv_tiny.json"
-CFG = ["--config", f"esconv={{local_copy: {TINY}}}", "regular_items={n: 3, seed: 1}", "adversarial_items={n: 2}"]
+# two shards per LLM stage, so the cluster run also shows shards merging to a local run's tables
+CFG = ["--config", f"esconv={{local_copy: {TINY}}}", "regular_items={n: 3, seed: 1}", "adversarial_items={n: 2}",
+       "llm={shards: 2}"]
+LOCALRULES = {"merge_completions", "merge_judgments", "merge_tags"}  # the Snakefile's localrules: never sbatch'ed
 TARGET = [os.environ.get("HEART_SLURM_TARGET") or "results/completions/systems.parquet"]
 TIMEOUT = int(os.environ.get("HEART_SLURM_TIMEOUT", "3600"))
 WITH_DBD = os.environ.get("HEART_SLURM_WITH_DBD") == "1"
@@ -160,6 +163,8 @@ def test_workflow_on_slurm_equals_a_local_run(slurm, tmp_path):
     local, cluster = WorkflowCopy(tmp_path / "local"), WorkflowCopy(tmp_path / "slurm")
     planned = collections.Counter(cluster.jobs(*TARGET, *CFG))
     planned.pop("all", None)  # rule all runs no code: Snakemake handles it locally
+    local_jobs = {r: planned.pop(r) for r in LOCALRULES & set(planned)}  # shard merges run on the submit host
+    assert planned["generate_completions"] == 2 * local_jobs["merge_completions"]
 
     t_local = run(local, "--cores", "2", log="local.log")  # profiles/default, as `make run`
     # faster first status check than the profile's 20 s (the jobs here take seconds), and
@@ -172,6 +177,7 @@ def test_workflow_on_slurm_equals_a_local_run(slurm, tmp_path):
     # every planned job was submitted to SLURM
     sub = submissions(log)
     assert collections.Counter(rule for rule, _ in sub.values()) == planned, (sub, planned)
+    assert all(log.count(f"localrule {r}:") == n for r, n in local_jobs.items()), local_jobs
 
     # ... and SLURM itself says it ran and completed it, in our copy, with the profile's resources
     records = records_sacct(sub) if WITH_DBD else records_jobcomp(slurm["jobcomp_offset"])
