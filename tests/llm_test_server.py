@@ -45,6 +45,7 @@ def reply_text(user: str) -> str:
 
 class Handler(http.server.BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
+    disable_nagle_algorithm = True  # small writes (headers, then body; SSE chunks) go out at once
     state: State
 
     def log_message(self, *args):  # quiet
@@ -111,10 +112,16 @@ class Handler(http.server.BaseHTTPRequestHandler):
                                     "model": body.get("model", "test"),
                                     "choices": [{"index": 0, "message": msg, "finish_reason": "stop"}],
                                     "usage": usage})
+        # a stream is chunked, so the connection is kept alive; a truncated one is delimited by
+        # closing the connection, as it was, so that the cut looks like a normal end of body
+        chunked = not truncated
         self.send_response(200)
         self.send_header("Content-Type", "text/event-stream")
-        self.send_header("Connection", "close")
+        self.send_header("Transfer-Encoding" if chunked else "Connection", "chunked" if chunked else "close")
         self.end_headers()
+
+        def send(data: bytes):
+            self.wfile.write(b"%x\r\n%s\r\n" % (len(data), data) if chunked else data)
 
         def chunk(delta, finish=None, use=None):
             c = {"id": rid, "object": "chat.completion.chunk", "created": created,
@@ -122,8 +129,7 @@ class Handler(http.server.BaseHTTPRequestHandler):
                  "choices": [{"index": 0, "delta": delta, "finish_reason": finish}] if use is None else []}
             if use is not None:
                 c["usage"] = use
-            self.wfile.write(f"data: {json.dumps(c)}\n\n".encode())
-            self.wfile.flush()
+            send(f"data: {json.dumps(c)}\n\n".encode())
 
         chunk({"role": "assistant", "content": ""})
         if refusal:
@@ -133,20 +139,25 @@ class Handler(http.server.BaseHTTPRequestHandler):
             for i, w in enumerate(words):
                 chunk({"content": w + (" " if i < len(words) - 1 else "")})
                 if truncated and i == len(words) // 2:
-                    self.wfile.write(b"data: {\"id\": \"x\", \"choi")
-                    self.wfile.flush()
+                    send(b"data: {\"id\": \"x\", \"choi")
                     self.close_connection = True
                     return
         chunk({}, finish="stop")
         chunk(None, use=usage)
-        self.wfile.write(b"data: [DONE]\n\n")
-        self.wfile.flush()
-        self.close_connection = True
+        send(b"data: [DONE]\n\n")
+        if chunked:
+            self.wfile.write(b"0\r\n\r\n")
+        else:
+            self.close_connection = True
+
+
+class Server(http.server.ThreadingHTTPServer):
+    request_queue_size = 1024  # the default listen backlog of 5 drops connection bursts (1 s SYN retransmits)
 
 
 def serve(state: State, port: int = 0):
     handler = type("BoundHandler", (Handler,), {"state": state})
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", port), handler)
+    server = Server(("127.0.0.1", port), handler)
     server.daemon_threads = True
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()

@@ -424,7 +424,8 @@ async def _run(specs: dict[str, ModelSpec], requests: list[Request], cache: Resp
                     await limiters[req.model].wait(_token_estimate(spec, req))
                     entry = await asyncio.wait_for(_call(spec, req, api_bases.get(req.model)),
                                                    timeout=spec.timeout + 5)
-                cache.put(key, entry)
+                # off the event loop: the file write (mkstemp, write, chmod, rename) would stall every other call
+                await asyncio.to_thread(cache.put, key, entry)
                 results[req.id] = {**entry, "cache_key": key, "from_cache": False}
                 counts["done"] += 1
                 retrying.discard(req.id)
