@@ -52,3 +52,31 @@ def test_atomic_path_leaves_old_file_on_failure(tmp_path):
             open(tmp, "w").write("half")
             raise RuntimeError("interrupted")
     assert out.read_text() == "old" and list(tmp_path.iterdir()) == [out]
+
+
+@pytest.mark.parametrize("resource, listed, field, load", [
+    ("rubric/heart.yaml", "axes", "high", "heart.judging:load_rubric"),
+    ("taxonomy/strategies.yaml", "strategies", "definition", "heart.tagging:load_taxonomy"),
+    ("codebook/rationales.yaml", "codes", "micro_skill", "heart.rationales:load_codebook"),
+])
+def test_a_blank_field_of_a_versioned_resource_names_file_entry_and_field(tmp_path, resource, listed, field, load):
+    import importlib
+    import re
+    from pathlib import Path
+
+    import yaml
+
+    module, func = load.split(":")
+    loader = getattr(importlib.import_module(module), func)
+    src = Path(io.__file__).resolve().parents[1] / "resources" / resource
+    doc = yaml.safe_load(src.read_text())
+    loader(src)  # the shipped file passes
+    doc[listed][1][field] = "   "
+    bad = tmp_path / Path(resource).name
+    bad.write_text(yaml.safe_dump(doc))
+    with pytest.raises(ValueError, match=rf"{re.escape(str(bad))}: {listed}\[1\]\.{field} must be a non-empty string"):
+        loader(bad)
+    del doc[listed][1][field]
+    bad.write_text(yaml.safe_dump(doc))
+    with pytest.raises(ValueError, match=rf"{listed}\[1\]\.{field} must be a non-empty string"):
+        loader(bad)

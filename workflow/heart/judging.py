@@ -38,6 +38,7 @@ import numpy as np
 import pandas as pd
 import yaml
 
+from heart import io
 from heart.llm import Request
 
 ORDERS = ("AB", "BA")
@@ -52,9 +53,7 @@ def load_rubric(path) -> dict:
     """The rubric file (``workflow/resources/rubric/heart.yaml``), checked for the fields used."""
     rubric = yaml.safe_load(Path(path).read_text())
     for i, axis in enumerate(rubric.get("axes") or []):
-        for field in ("key", "name", "description", "high", "low"):
-            if not isinstance(axis.get(field), str) or not axis[field].strip():
-                raise ValueError(f"{path}: axes[{i}].{field} must be a non-empty string")
+        io.require_text(path, f"axes[{i}]", axis, ("key", "name", "description", "high", "low"))
     if not rubric.get("axes"):
         raise ValueError(f"{path}: axes must list the rubric's axes")
     return rubric

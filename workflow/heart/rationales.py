@@ -37,6 +37,7 @@ import pandas as pd
 import yaml
 from scipy import stats
 
+from heart import io
 from heart.agreement import majority
 from heart.factors import fisher_ci
 from heart.pairs import completion_text
@@ -56,9 +57,7 @@ def load_codebook(path) -> list[dict]:
         raise ValueError(f"{path}: 'codes' must be a non-empty list")
     seen = set()
     for i, code in enumerate(codes):
-        for field in ("key", "label", "axis", "micro_skill"):
-            if not isinstance(code.get(field), str) or not code[field].strip():
-                raise ValueError(f"{path}: codes[{i}].{field} must be a non-empty string")
+        io.require_text(path, f"codes[{i}]", code, ("key", "label", "axis", "micro_skill"))
         if code["key"] in seen:
             raise ValueError(f"{path}: codes[{i}].key {code['key']!r} is used twice")
         seen.add(code["key"])

@@ -29,9 +29,7 @@ def load_taxonomy(path) -> dict:
     tax = yaml.safe_load(Path(path).read_text())
     seen = set()
     for i, s in enumerate(tax.get("strategies") or []):
-        for field in ("key", "name", "definition", "example"):
-            if not isinstance(s.get(field), str) or not s[field].strip():
-                raise ValueError(f"{path}: strategies[{i}].{field} must be a non-empty string")
+        io.require_text(path, f"strategies[{i}]", s, ("key", "name", "definition", "example"))
         if s["key"] in seen:
             raise ValueError(f"{path}: strategies[{i}].key {s['key']!r} is used twice")
         seen.add(s["key"])
