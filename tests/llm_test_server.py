@@ -4,7 +4,10 @@ Each request's last user message selects a *plan*: a list of behaviours consumed
 one per call (then "ok"). Behaviours: ok, 429 (with Retry-After), 500, 503,
 hang (sleeps past the client timeout), reset (closes the connection), truncated
 (half a response, then close), nonjson (200 with an HTML body), empty (no
-content), refusal (a refusal and no content). The server counts the successful
+content), refusal (a refusal and no content); a hostile provider that echoes the
+API key it was sent (whole, and cut at many offsets) in the body, the error JSON
+and the headers: echo401, echo429, echo500 (errors) and echo200 (an answer that
+carries the key too). The server counts the successful
 ("ok") answers per message, so a test can prove nothing was paid for twice.
 
 Run standalone for benchmarks: ``python tests/llm_test_server.py --port 0 --latency 0.2``.
@@ -30,13 +33,24 @@ class State:
         self.auth = collections.Counter()  # Authorization headers seen
         self.bodies: list[dict] = []  # every request body, for tests that inspect what was sent
         self.responder = None  # optional callable(body) -> content of an "ok" answer
+        self.by_model: dict[str, str] = {}  # behaviour of every unplanned call to a model name
         self.lock = threading.Lock()
 
-    def next_behaviour(self, key: str) -> str:
+    def next_behaviour(self, key: str, model: str = "") -> str:
         with self.lock:
             self.calls[key] += 1
             plan = self.plans.get(key) or []
-            return plan.pop(0) if plan else "ok"
+            return plan.pop(0) if plan else self.by_model.get(model, "ok")
+
+
+def key_echoes(key: str) -> str:
+    """The key as a hostile provider might echo it: whole, in a typical message, and cut at many offsets."""
+    pieces = [f"Incorrect API key provided: {key}. You can find your API key at https://example.invalid."]
+    pieces += [key[i:] for i in range(0, len(key), 5)] + [key[:j] for j in range(8, len(key), 7)]
+    pieces += [key[i:i + 9] for i in range(0, len(key) - 9, 3)]
+    # the whole key at many offsets of a long body, so that any cut (e.g. at 300 characters) splits it
+    pieces += ["x" * off + key for off in range(0, 420, 23)]
+    return " | ".join(pieces)
 
 
 def reply_text(user: str) -> str:
@@ -51,12 +65,14 @@ class Handler(http.server.BaseHTTPRequestHandler):
     def log_message(self, *args):  # quiet
         pass
 
+    _extra_headers: dict = {}
+
     def _json(self, status: int, body: dict, headers: dict | None = None):
         data = json.dumps(body).encode()
         self.send_response(status)
         self.send_header("Content-Type", "application/json")
         self.send_header("Content-Length", str(len(data)))
-        for k, v in (headers or {}).items():
+        for k, v in {**self._extra_headers, **(headers or {})}.items():
             self.send_header(k, v)
         self.end_headers()
         self.wfile.write(data)
@@ -65,14 +81,24 @@ class Handler(http.server.BaseHTTPRequestHandler):
         self._json(200, {"object": "list", "data": [{"id": "test", "object": "model"}]})
 
     def do_POST(self):
+        self._extra_headers = {}
         body = json.loads(self.rfile.read(int(self.headers.get("Content-Length", 0))) or b"{}")
         user = next((m["content"] for m in reversed(body.get("messages", [])) if m["role"] == "user"), "")
-        behaviour = self.state.next_behaviour(user)
+        behaviour = self.state.next_behaviour(user, body.get("model", ""))
         with self.state.lock:
             self.state.auth[self.headers.get("Authorization", "")] += 1
             self.state.bodies.append(body)
         if self.state.latency:
             time.sleep(self.state.latency)
+        key = self.headers.get("Authorization", "").removeprefix("Bearer ")
+        if behaviour in ("echo401", "echo429", "echo500"):
+            echo = key_echoes(key)
+            headers = {"X-Echo-Key": key, "WWW-Authenticate": f'Bearer error="invalid_token" key="{key}"'}
+            if behaviour == "echo429":
+                headers["Retry-After"] = str(self.state.retry_after)
+            return self._json(int(behaviour[4:]), {"error": {"message": echo, "type": "invalid_request_error",
+                                                             "param": key, "code": f"bad_key_{key[3:20]}"}},
+                              headers)
         if behaviour == "429":
             return self._json(429, {"error": {"message": "rate limited", "type": "rate_limit"}},
                               {"Retry-After": str(self.state.retry_after)})
@@ -95,7 +121,10 @@ class Handler(http.server.BaseHTTPRequestHandler):
             return
         default = self.state.responder(body) if self.state.responder else reply_text(user)
         content = {"empty": "", "refusal": None}.get(behaviour, default)
-        if behaviour == "ok":
+        if behaviour == "echo200":
+            content = f"{default} (your key: {key[2:40]})"
+            self._extra_headers = {"X-Echo-Key": key, "OpenAI-Organization": key[::-1] + key}
+        if behaviour in ("ok", "echo200"):
             with self.state.lock:
                 self.state.ok[user] += 1
         self._answer(body, content, refusal="I can't help with that." if behaviour == "refusal" else None,
@@ -116,6 +145,8 @@ class Handler(http.server.BaseHTTPRequestHandler):
         # closing the connection, as it was, so that the cut looks like a normal end of body
         chunked = not truncated
         self.send_response(200)
+        for k, v in self._extra_headers.items():
+            self.send_header(k, v)
         self.send_header("Content-Type", "text/event-stream")
         self.send_header("Transfer-Encoding" if chunked else "Connection", "chunked" if chunked else "close")
         self.end_headers()

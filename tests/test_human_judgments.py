@@ -60,11 +60,11 @@ def test_quality_control_excludes_and_says_why(tmp_path, design):
 
 
 @pytest.mark.parametrize("row,message", [
-    ("r1,i0,m1,m2,6,30,,", r"row 2: field 'choice' is 6; expected 1-5"),
-    ("r1,i0,m1,m2,2,-3,,", r"row 2: field 'seconds_spent'"),
-    (",i0,m1,m2,2,3,,", r"row 2: field 'rater_id' is empty"),
-    ("r1,i0,m1,m1,2,3,,", r"row 2: fields 'shown_a' and 'shown_b' name the same completion"),
-    ("r1,i0,m1,m2,2,3,,C", r"row 2: field 'qc_expected' is 'C'"),
+    ("r1,i0,m1,m2,6,30,,", r"line 2: field 'choice' is '6'; expected 1-5"),
+    ("r1,i0,m1,m2,2,-3,,", r"line 2: field 'seconds_spent'"),
+    (",i0,m1,m2,2,3,,", r"line 2: field 'rater_id' is empty"),
+    ("r1,i0,m1,m1,2,3,,", r"line 2: fields 'shown_a' and 'shown_b' name the same completion"),
+    ("r1,i0,m1,m2,2,3,,C", r"line 2: field 'qc_expected' is 'C'"),
 ])
 def test_bad_rows_name_file_row_and_field(tmp_path, row, message):
     path = write(tmp_path, row + "\n")
@@ -76,7 +76,7 @@ def test_bad_rows_name_file_row_and_field(tmp_path, row, message):
 def test_unknown_pair_and_missing_column(tmp_path, design):
     path = write(tmp_path, "r1,i0,m1,nobody,2,30,,\n")
     raw = hj.read(path)
-    with pytest.raises(hj.HumanJudgmentError, match=r"row 2: fields 'item_id', 'shown_a', 'shown_b'"):
+    with pytest.raises(hj.HumanJudgmentError, match=r"line 2: fields 'item_id', 'shown_a', 'shown_b'"):
         hj.orient(raw, design, hj.quality_control(raw, 0.5, 5, 900), STRENGTHS, path)
     bad = tmp_path / "b.csv"
     bad.write_text("rater_id,item_id\nr,i\n")

@@ -80,8 +80,8 @@ def test_f1_against_hand_counted_spot_checks():
 def test_spot_check_errors_name_row_and_field(tmp_path):
     path = tmp_path / "labels.csv"
     path.write_text("item_id,system,strategy,present\ni1,m,empathy,1\n")
-    with pytest.raises(ValueError, match=r"labels.csv, row 2: field 'strategy' is 'empathy'"):
+    with pytest.raises(ValueError, match=r"labels.csv, line 2: field 'strategy' is 'empathy'"):
         tagging.read_spot_checks(path, TAXONOMY)
     path.write_text("item_id,system,strategy,present\ni1,m,chit_chat,maybe\n")
-    with pytest.raises(ValueError, match=r"row 2: field 'present' is 'maybe'"):
+    with pytest.raises(ValueError, match=r"line 2: field 'present' is 'maybe'"):
         tagging.read_spot_checks(path, TAXONOMY)

@@ -198,3 +198,41 @@ def test_stage_through_a_llama_cpp_server_on_loopback(workflow_copy):
     finally:
         server.terminate()
         server.wait(timeout=30)
+
+
+def _all_text_under(root) -> str:
+    """Every file below ``root`` as text, Parquet tables decoded too (their pages may be compressed)."""
+    import pyarrow.parquet as pq
+
+    parts = []
+    for path in sorted(p for p in root.rglob("*") if p.is_file()):
+        parts.append(path.read_bytes().decode("utf-8", errors="replace"))
+        if path.suffix == ".parquet":
+            table = pq.read_table(path)
+            parts.append(str(table.schema.metadata) + table.to_pandas().to_csv())
+    return "\n".join(parts)
+
+
+def test_an_echoing_provider_leaves_no_key_fragment_in_any_file_or_output(workflow_copy, api_server):
+    """A working and a failing keyed system, both against a provider that echoes the key (401 bodies, error
+    JSON, headers, and the answer itself): no run of 8 key characters in any file the run wrote (results, logs,
+    .snakemake, the cache, benchmarks) nor in what Snakemake printed."""
+    from test_secrets import KEY, key_pieces
+
+    state, base = api_server
+    state.by_model = {"good-echo": "echo200", "bad-echo": "echo401"}
+    wf = workflow_copy
+    args = api_config(wf, base, n=2, model="openai/good-echo")
+    cfg = yaml.safe_load((wf.root / "api.yaml").read_text())
+    cfg["models"]["bad"] = {**cfg["models"]["remote"], "model": "openai/bad-echo"}
+    cfg["systems"]["bad-a"] = {"model": "bad", "prompt": "supportive_listener"}
+    (wf.root / "api.yaml").write_text(yaml.safe_dump(cfg))
+    proc = wf.snakemake("results/completions/remote-a.parquet", "results/completions/bad-a.parquet",
+                        "--keep-going", *args, check=False, env={"HEART_TEST_API_KEY": KEY})
+    assert proc.returncode != 0 and state.auth[f"Bearer {KEY}"] > 0
+    good = io.read_table(wf.root / "results/completions/remote-a.parquet")
+    assert len(good) == 2 and good["raw_text"].str.contains("[REDACTED]", regex=False).all()
+    assert not (wf.root / "results/completions/bad-a.parquet").exists()
+    assert "Incorrect API key provided: [REDACTED]" in proc.stderr  # the failure is told, without the key
+    assert key_pieces(proc.stdout + proc.stderr) == []
+    assert key_pieces(_all_text_under(wf.root)) == []

@@ -217,7 +217,9 @@ def build(conversations, turns, regular_items, run, settings: dict, prompt: str,
             history, levels, reason = assemble(row, results)
             attempts.append({"conversation_id": row.conversation_id, "profile": row.profile,
                              "attempt": attempt, "targets": levels, "valid": reason == "",
-                             "reason": reason or "valid"})
+                             "reason": reason or "valid",
+                             "neutralised_tokens": sum(r.get("neutralised_tokens", 0) for rid, r in results.items()
+                                                       if rid.startswith(f"{row.conversation_id}:"))})
             if reason:
                 retry.append(row)
                 if log:

@@ -78,6 +78,7 @@ def model_table(items: pd.DataFrame, system: str, results: dict, model: str,
             "ttft_s": r.get("ttft_s"), "latency_s": r.get("latency_s"),
             "prompt_tokens": usage.get("prompt_tokens"), "completion_tokens": usage.get("completion_tokens"),
             "cost_usd": r.get("cost"), "cache_key": r["cache_key"], "from_cache": bool(r["from_cache"]),
+            "neutralised_tokens": r.get("neutralised_tokens", 0),
         })
     return pd.DataFrame(rows, columns=COLUMNS)
 
@@ -90,7 +91,7 @@ def _static_rows(item_ids, system, source, texts, contributors=None) -> pd.DataF
         "model": None, "prompt_template": None, "prompt_version": None,
         "text": list(texts), "raw_text": list(texts), "postprocessing": [[] for _ in range(n)],
         "ttft_s": None, "latency_s": None, "prompt_tokens": None, "completion_tokens": None,
-        "cost_usd": None, "cache_key": None, "from_cache": False,
+        "cost_usd": None, "cache_key": None, "from_cache": False, "neutralised_tokens": None,
     }, columns=COLUMNS)
 
 
@@ -99,48 +100,43 @@ def original_table(items: pd.DataFrame) -> pd.DataFrame:
     return _static_rows(items["item_id"], "original", "dataset", items["original_reply"])
 
 
-HUMAN_COLUMNS = {"item_id", "contributor_id", "text"}
+HUMAN_COLUMNS = ["item_id", "contributor_id", "text"]
 
 
 def import_humans(path, items: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """Read human completions (CSV: item_id, contributor_id, text[, seconds]) for the items.
+    """Read human completions (CSV: item_id, contributor_id, text; other columns are ignored) for the items.
 
     Returns the "human" system's table and a table of rule violations (a
     contributor twice on one context, unknown item ids, empty text); violating
-    rows are left out of the completions and listed instead.
+    rows are left out of the completions and listed instead, with their file line.
 
     Raises
     ------
-    ValueError
-        The file lacks a required column (the message names the file and the column).
+    heart.io.RecordError
+        The file cannot be read as the format (see :func:`heart.io.read_records`); the message names
+        the file, the line and the field.
     """
     path = Path(path)
-    df = io.read_csv(path, dtype=str, keep_default_na=False)
-    missing = sorted(HUMAN_COLUMNS - set(df.columns))
-    if missing:
-        raise ValueError(f"{path}: missing column(s) {missing}; expected item_id, contributor_id, text")
-    df = df.reset_index(drop=True)
+    df = io.read_records(path, HUMAN_COLUMNS, allow_extra=True)
     problems = []
     known = set(items["item_id"])
-    for i, row in df.iterrows():
-        line = i + 2  # header is line 1
-        if row["item_id"] not in known:
-            problems.append((line, row["item_id"], row["contributor_id"], "unknown item_id"))
-        elif not row["text"].strip():
-            problems.append((line, row["item_id"], row["contributor_id"], "empty text"))
-        elif not row["contributor_id"].strip():
-            problems.append((line, row["item_id"], row["contributor_id"], "empty contributor_id"))
+    for row in df.itertuples():
+        if row.item_id not in known:
+            problems.append((row.line, row.item_id, row.contributor_id, "unknown item_id"))
+        elif io.is_blank(row.text):
+            problems.append((row.line, row.item_id, row.contributor_id, "empty text"))
+        elif io.is_blank(row.contributor_id):
+            problems.append((row.line, row.item_id, row.contributor_id, "empty contributor_id"))
     bad_lines = {p[0] for p in problems}
-    ok = df[~(df.index + 2).isin(bad_lines)]
+    ok = df[~df["line"].isin(bad_lines)]
     dup = ok.duplicated(["item_id", "contributor_id"], keep="first")
-    for i, row in ok[dup].iterrows():
-        problems.append((i + 2, row["item_id"], row["contributor_id"], "contributor already completed this context"))
+    for row in ok[dup].itertuples():
+        problems.append((row.line, row.item_id, row.contributor_id, "contributor already completed this context"))
     ok = ok[~dup]
     violations = pd.DataFrame(problems, columns=["line", "item_id", "contributor_id", "problem"])
     violations.insert(0, "file", str(path))
     table = _static_rows(ok["item_id"], "human", "human", ok["text"].str.strip(), ok["contributor_id"])
     return table, violations
-
 
 
 def summarize(tables: dict[str, pd.DataFrame], human_path) -> pd.DataFrame:

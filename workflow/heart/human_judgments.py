@@ -20,6 +20,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from heart import io
 from heart import pairs as pairs_mod
 
 REQUIRED = ["rater_id", "item_id", "shown_a", "shown_b", "choice", "seconds_spent"]
@@ -34,7 +35,7 @@ RATER_COLUMNS = ["rater_id", "n_judgments", "n_qc", "qc_failed", "qc_fail_share"
 
 
 class HumanJudgmentError(ValueError):
-    """Bad input in the human judgments file; the message names the file, row and field."""
+    """Bad input in the human judgments file; the message names the file, line and field."""
 
 
 def _split_ref(ref: str) -> tuple[str, str | None]:
@@ -42,50 +43,57 @@ def _split_ref(ref: str) -> tuple[str, str | None]:
     return system, (contributor or None)
 
 
+MAX_SECONDS = 86_400  # a judgment that took more than a day is a unit error (milliseconds?), not a rater
+
+
+def _number(value) -> float:
+    try:
+        return float(value)
+    except (TypeError, ValueError):
+        return float("nan")
+
+
 def read(path) -> pd.DataFrame:
-    """Read and check the CSV; errors name the file, the row (1-based, header = row 1) and the field."""
+    """Read and check the CSV; errors name the file, the line (header = line 1) and the field.
+
+    Rejected: what :func:`heart.io.read_records` rejects (encoding, truncation, missing, repeated or
+    unknown columns), an empty id, a choice outside 1-5, seconds that are not a number in [0, 86400],
+    a quality-check side other than A/B, A and B naming the same completion, and one rater judging the
+    same shown pair of an item twice.
+    """
     path = Path(path)
     try:
-        table = pd.read_csv(path, dtype={"rater_id": str, "item_id": str, "shown_a": str, "shown_b": str,
-                                         "pair_id": str, "rationale": str, "qc_expected": str},
-                            keep_default_na=False, na_values=[""])
-    except (pd.errors.ParserError, UnicodeDecodeError) as exc:
-        raise HumanJudgmentError(f"{path}: not a readable CSV file ({exc})") from exc
-    missing = [c for c in REQUIRED if c not in table.columns]
-    if missing:
-        raise HumanJudgmentError(f"{path}: missing column(s) {', '.join(missing)}; "
-                                 f"expected {', '.join(REQUIRED)} (+ optional {', '.join(OPTIONAL)})")
-    for col in OPTIONAL:
-        if col not in table.columns:
-            table[col] = None
-    for i, row in table.iterrows():
-        where = f"{path}, row {i + 2}"
+        table = io.read_records(path, REQUIRED, OPTIONAL)
+    except io.RecordError as exc:
+        raise HumanJudgmentError(str(exc)) from None
+    for row in table.itertuples():
+        where = f"{path}, line {row.line}"
         for col in ("rater_id", "item_id", "shown_a", "shown_b"):
-            if pd.isna(row[col]) or not str(row[col]).strip():
+            if io.is_blank(getattr(row, col)):
                 raise HumanJudgmentError(f"{where}: field {col!r} is empty")
-        try:
-            choice = float(row["choice"])
-            ok = choice.is_integer() and int(choice) in CHOICES
-        except (TypeError, ValueError):
-            ok = False
-        if not ok:
-            raise HumanJudgmentError(f"{where}: field 'choice' is {row['choice']!r}; expected 1-5 "
+        choice = _number(row.choice)
+        if not (np.isfinite(choice) and choice.is_integer() and int(choice) in CHOICES):
+            raise HumanJudgmentError(f"{where}: field 'choice' is {row.choice!r}; expected 1-5 "
                                      f"(1 = {CHOICES[1]!r} ... 5 = {CHOICES[5]!r})")
-        try:
-            seconds = float(row["seconds_spent"])
-        except (TypeError, ValueError):
-            seconds = float("nan")
-        if not np.isfinite(seconds) or seconds < 0:
-            raise HumanJudgmentError(f"{where}: field 'seconds_spent' is {row['seconds_spent']!r}; "
-                                     "expected a number of seconds >= 0")
-        if not pd.isna(row["qc_expected"]) and row["qc_expected"] not in ("A", "B"):
-            raise HumanJudgmentError(f"{where}: field 'qc_expected' is {row['qc_expected']!r}; "
+        seconds = _number(row.seconds_spent)
+        if not (np.isfinite(seconds) and 0 <= seconds <= MAX_SECONDS):
+            raise HumanJudgmentError(f"{where}: field 'seconds_spent' is {row.seconds_spent!r}; "
+                                     f"expected a number of seconds from 0 to {MAX_SECONDS}")
+        if row.qc_expected not in ("", "A", "B"):
+            raise HumanJudgmentError(f"{where}: field 'qc_expected' is {row.qc_expected!r}; "
                                      "expected A, B or empty (not a quality check)")
-        if row["shown_a"] == row["shown_b"]:
+        if row.shown_a == row.shown_b:
             raise HumanJudgmentError(f"{where}: fields 'shown_a' and 'shown_b' name the same completion")
-    table["choice"] = table["choice"].astype(int)
+    key = ["rater_id", "item_id", "shown_a", "shown_b"]
+    repeated = table[table.duplicated(key, keep=False)]
+    if len(repeated):
+        first = repeated.groupby(key, sort=False)["line"].apply(list).iloc[0]
+        raise HumanJudgmentError(f"{path}, lines {first[0]} and {first[1]}: rater {repeated.iloc[0]['rater_id']!r} "
+                                 "judged the same shown pair of an item twice; keep one judgment")
+    for col in OPTIONAL:
+        table[col] = table[col].replace("", None)
+    table["choice"] = table["choice"].astype(float).astype(int)
     table["seconds_spent"] = table["seconds_spent"].astype(float)
-    table["row"] = np.arange(2, len(table) + 2)
     return table
 
 
@@ -128,11 +136,11 @@ def orient(table: pd.DataFrame, pairs: pd.DataFrame, raters: pd.DataFrame, stren
         ref_a, ref_b = r.shown_a, r.shown_b
         pid = pairs_mod.pair_id(r.item_id, ref_a, ref_b)
         if not pd.isna(r.pair_id) and r.pair_id != pid:
-            raise HumanJudgmentError(f"{path}, row {r.row}: field 'pair_id' is {r.pair_id!r} but item "
+            raise HumanJudgmentError(f"{path}, line {r.line}: field 'pair_id' is {r.pair_id!r} but item "
                                      f"{r.item_id} with {ref_a} vs {ref_b} is pair {pid}")
         if pid not in by_id.index:
             raise HumanJudgmentError(
-                f"{path}, row {r.row}: fields 'item_id', 'shown_a', 'shown_b' ({r.item_id}: {ref_a} vs {ref_b}) "
+                f"{path}, line {r.line}: fields 'item_id', 'shown_a', 'shown_b' ({r.item_id}: {ref_a} vs {ref_b}) "
                 "name no pair of results/judging/pairs.parquet; a completion is '<system>' or "
                 "'human#<contributor_id>'")
         p = by_id.loc[pid]

@@ -13,6 +13,7 @@ import csv
 import hashlib
 import json
 import os
+import re
 import tempfile
 from functools import lru_cache
 from pathlib import Path
@@ -133,8 +134,7 @@ def empty_like(name: str) -> pd.DataFrame:
     return pd.DataFrame(columns=table_schema(name).names)
 
 
-def write_table(df: pd.DataFrame, path, name: str, provenance: dict | None = None) -> None:
-    """Write ``df`` as table ``name`` to ``path`` atomically, with provenance in the file metadata."""
+def _prepared(df: pd.DataFrame, name: str, provenance: dict | None) -> pa.Table:
     table = to_arrow(df, name)
     meta = dict(table.schema.metadata or {})
     from heart.provenance import context
@@ -142,9 +142,23 @@ def write_table(df: pd.DataFrame, path, name: str, provenance: dict | None = Non
     provenance = {**context(), **(provenance or {})}
     if provenance:
         meta[b"heart.provenance"] = json.dumps(provenance, sort_keys=True, default=str).encode()
-    table = table.replace_schema_metadata(meta)
-    with atomic_path(path) as tmp:
-        pq.write_table(table, tmp)
+    return table.replace_schema_metadata(meta)
+
+
+def write_table(df: pd.DataFrame, path, name: str, provenance: dict | None = None) -> None:
+    """Write ``df`` as table ``name`` to ``path`` atomically, with provenance in the file metadata."""
+    write_tables([(df, path, name)], provenance)
+
+
+def write_tables(tables, provenance: dict | None = None) -> None:
+    """Write several ``(df, path, name)`` tables all or none: every table is checked and written to a
+    temporary file first, and only when all of them succeeded are they moved onto their paths."""
+    prepared = [(_prepared(df, name, provenance), path) for df, path, name in tables]
+    with contextlib.ExitStack() as stack:
+        temps = [(stack.enter_context(atomic_path(path)), table) for table, path in prepared]
+        for tmp, table in temps:
+            pq.write_table(table, tmp)
+    # leaving the stack renames each temporary file onto its path; a failure above removed them all
 
 
 def read_table(path) -> pd.DataFrame:
@@ -167,21 +181,106 @@ def require_text(path, where: str, entry: dict, fields) -> None:
             raise ValueError(f"{path}: {where}.{field} must be a non-empty string")
 
 
-def read_csv(path, **kwargs) -> pd.DataFrame:
-    """``pandas.read_csv`` whose parse errors name the file and the line and say what to check.
+#: characters that show nothing: a text made only of these and white space is blank
+INVISIBLE = "\u00ad\u200b-\u200f\u2060-\u2064\ufeff"
+_VISIBLE = re.compile(rf"[^\s{INVISIBLE}]")
 
-    Every record must have as many fields as the header: pandas would otherwise take an extra
-    leading field as an index (an unquoted comma silently shifts the columns).
-    """
-    hint = "fields holding commas, quotes or line breaks must be double-quoted, and the file must be UTF-8"
+
+def is_blank(text) -> bool:
+    """True for a text with nothing visible in it (white space and zero-width characters only)."""
+    return not isinstance(text, str) or _VISIBLE.search(text) is None
+
+
+class RecordError(ValueError):
+    """Bad input in a user-supplied CSV file; the message names the file, the line and the field."""
+
+
+CSV_HINT = ("fields holding commas, quotes or line breaks must be double-quoted, and the file must be UTF-8 "
+            "(a byte-order mark is accepted)")
+_CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
+
+
+def _decode(path: Path, raw: bytes) -> str:
+    if raw.startswith((b"\xff\xfe", b"\xfe\xff")) or (len(raw) > 1 and raw[1:2] == b"\x00"):
+        raise RecordError(f"{path}: looks like UTF-16; save it as UTF-8 ({CSV_HINT})")
     try:
-        with open(path, newline="", encoding="utf-8") as fh:
-            reader = csv.reader(fh)
-            header = next(reader, [])
-            for record in reader:
-                if record and len(record) != len(header):
-                    raise ValueError(f"{path}: line {reader.line_num} has {len(record)} fields, the header "
-                                     f"{len(header)}; {hint}")
-        return pd.read_csv(path, **kwargs)
-    except (pd.errors.ParserError, UnicodeDecodeError, csv.Error) as exc:
-        raise ValueError(f"{path}: not a readable CSV file ({str(exc).strip()}); {hint}") from exc
+        return raw.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        line = raw[:exc.start].count(b"\n") + 1
+        raise RecordError(f"{path}, line {line}: not valid UTF-8 (byte {exc.start}: "
+                          f"{raw[exc.start:exc.start + 1]!r}); save the file as UTF-8") from None
+
+
+def read_records(path, required, optional=(), allow_extra: bool = False) -> pd.DataFrame:
+    """Read a user-supplied CSV file strictly: every value a string ("" when empty), plus ``line``.
+
+    ``line`` is the file line on which each record starts (the header is line 1). Errors name the
+    file, the line and, where there is one, the field: a missing or unreadable file, an encoding that
+    is not UTF-8 (a BOM is accepted), NUL or other control characters, a quote left open (a truncated
+    file), a record with more or fewer fields than the header, a repeated or missing column, and — unless
+    ``allow_extra`` — a column the format does not know (a misspelt optional column would otherwise be
+    ignored without a word). Blank lines are skipped.
+    """
+    path = Path(path)
+    expected = f"expected {', '.join(required)}" + (f" (+ optional {', '.join(optional)})" if optional else "")
+    try:
+        raw = path.read_bytes()
+    except OSError as exc:
+        raise RecordError(f"{path}: cannot be read ({exc.strerror or exc})") from None
+    text = _decode(path, raw)
+    if not text.strip():
+        raise RecordError(f"{path}: is empty; expected a header line ({expected}) and one record per line")
+    reader = csv.reader(text.splitlines(keepends=True), strict=True)
+    records, lines = [], []
+    try:
+        header = next(reader)
+        start = reader.line_num + 1
+        for record in reader:
+            if record:
+                if len(record) != len(header):
+                    raise RecordError(f"{path}, line {start}: has {len(record)} fields, the header "
+                                      f"{len(header)}; {CSV_HINT}")
+                records.append(record)
+                lines.append(start)
+            start = reader.line_num + 1
+    except csv.Error as exc:
+        raise RecordError(f"{path}, line {start}: not readable as CSV ({exc}); the file may be truncated; "
+                          f"{CSV_HINT}") from None
+    header = [h.strip() for h in header]
+    repeated = sorted({h for h in header if header.count(h) > 1})
+    if repeated:
+        raise RecordError(f"{path}: column(s) {', '.join(map(repr, repeated))} appear more than once in the header")
+    missing = [c for c in required if c not in header]
+    if missing:
+        raise RecordError(f"{path}: missing column(s) {', '.join(missing)}; {expected}")
+    unknown = [c for c in header if c not in required and c not in optional]
+    if unknown and not allow_extra:
+        raise RecordError(f"{path}: unknown column(s) {', '.join(map(repr, unknown))}; {expected}")
+    for record, line in zip(records, lines):
+        for col, value in zip(header, record):
+            bad = _CONTROL.search(value)
+            if bad:
+                raise RecordError(f"{path}, line {line}: field {col!r} contains the control character "
+                                  f"U+{ord(bad.group()):04X}")
+    table = pd.DataFrame(records, columns=header, dtype=object) if records else pd.DataFrame(columns=header)
+    for col in optional:
+        if col not in table.columns:
+            table[col] = ""
+    table["line"] = lines
+    return table.reset_index(drop=True)
+
+
+def read_csv(path, **kwargs) -> pd.DataFrame:
+    """``pandas.read_csv`` for the workflow's own versioned resource tables, with errors that name the
+    file and the line (see :func:`read_records` for files users supply)."""
+    try:
+        text = _decode(Path(path), Path(path).read_bytes())
+        reader = csv.reader(text.splitlines(keepends=True))
+        header = next(reader, [])
+        for record in reader:
+            if record and len(record) != len(header):
+                raise ValueError(f"{path}: line {reader.line_num} has {len(record)} fields, the header "
+                                 f"{len(header)}; {CSV_HINT}")
+        return pd.read_csv(path, encoding="utf-8-sig", **kwargs)
+    except (pd.errors.ParserError, csv.Error) as exc:
+        raise ValueError(f"{path}: not a readable CSV file ({str(exc).strip()}); {CSV_HINT}") from exc

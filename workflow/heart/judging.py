@@ -43,7 +43,7 @@ from heart.llm import Request
 
 ORDERS = ("AB", "BA")
 VERDICT_COLUMNS = ["pair_id", "judge", "order", "shown_a", "parse_ok", "parse_error", "winner_shown", "signed",
-                   "rationale", "raw_text", "cache_key", "from_cache", "latency_s", "cost_usd"]
+                   "rationale", "raw_text", "cache_key", "from_cache", "neutralised_tokens", "latency_s", "cost_usd"]
 _SPEAKER = {"seeker": "Seeker", "supporter": "Supporter"}
 
 
@@ -174,6 +174,7 @@ def verdict_table(pairs: pd.DataFrame, judge: str, results: dict[str, dict], axe
                    "winner_shown": r["parsed"]["winner"] if ok else None,
                    "signed": None, "rationale": r["parsed"]["rationale"] if ok else None,
                    "raw_text": r["text"], "cache_key": r["cache_key"], "from_cache": bool(r["from_cache"]),
+                   "neutralised_tokens": r.get("neutralised_tokens", 0),
                    "latency_s": r.get("latency_s"), "cost_usd": r.get("cost")}
             row.update({f"axis_{k}": None for k in axes})
             if ok:

@@ -25,10 +25,14 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
+import datetime
+import email.utils
 import hashlib
 import importlib.util
 import json
 import logging
+import math
 import os
 import random
 import socket
@@ -44,7 +48,9 @@ from pathlib import Path
 import jsonschema
 import pandas as pd
 
+from heart.chat_tokens import Neutraliser, gguf_special_tokens
 from heart.io import atomic_path
+from heart.secrets import Redactor, redacted_logging
 
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")  # never fetch the price map
 
@@ -90,6 +96,28 @@ class Request:
     template_version: str
     schema: dict | None = None
     params: dict | None = None  # overrides of the model's decoding params for this request
+
+
+def neutraliser_for(spec: ModelSpec) -> Neutraliser:
+    """The chat-token neutraliser for a model: the common templates' tokens, plus a local GGUF's own specials."""
+    return Neutraliser(gguf_special_tokens(str(_gguf_path(spec.local_gguf))) if spec.local_gguf else ())
+
+
+def prepare(req: Request, neutralise: Neutraliser) -> tuple[Request, int]:
+    """The request as it is sent and cached: every message's special tokens broken; and how many were."""
+    messages, total = [], 0
+    for m in req.messages:
+        content, n = neutralise(m["content"])
+        messages.append({**m, "content": content})
+        total += n
+    return (dataclasses.replace(req, messages=tuple(messages)), total) if total else (req, 0)
+
+
+def prepare_all(specs: dict[str, ModelSpec], requests: list[Request]) -> tuple[list[Request], dict[str, int]]:
+    """:func:`prepare` for a batch: the prepared requests and, per request id, the tokens neutralised."""
+    neutralisers = {name: neutraliser_for(specs[name]) for name in {r.model for r in requests}}
+    prepared = [prepare(r, neutralisers[r.model]) for r in requests]
+    return [r for r, _ in prepared], {r.id: n for r, n in prepared}
 
 
 def cache_key(spec: ModelSpec, req: Request) -> str:
@@ -278,10 +306,30 @@ def _retry_after(exc) -> float | None:
     if not headers:
         return None
     value = headers.get("retry-after") or headers.get("Retry-After")
-    try:
-        return float(value)
-    except (TypeError, ValueError):
+    return parse_retry_after(value)
+
+
+def parse_retry_after(value, now: float | None = None) -> float | None:
+    """Seconds to wait from a Retry-After value: delta-seconds or an HTTP date (RFC 9110 §10.2.3).
+
+    A date in the past gives 0; anything unreadable gives None (the caller backs off on its own).
+    """
+    if value is None:
         return None
+    value = str(value).strip()
+    try:
+        seconds = float(value)
+    except ValueError:
+        try:
+            when = email.utils.parsedate_to_datetime(value)
+        except (TypeError, ValueError, IndexError):
+            return None
+        if when.tzinfo is None:  # HTTP dates are GMT; a date without a zone is read as such
+            when = when.replace(tzinfo=datetime.timezone.utc)
+        seconds = when.timestamp() - (time.time() if now is None else now)
+    if not math.isfinite(seconds):
+        return None
+    return max(0.0, seconds)
 
 
 def _is_retryable(exc) -> bool:
@@ -316,7 +364,7 @@ def _cost(litellm, model: str, usage: dict) -> float | None:
         return None
 
 
-async def _call(spec: ModelSpec, req: Request, api_base: str | None) -> dict:
+async def _call(spec: ModelSpec, req: Request, api_base: str | None, redactor: Redactor) -> dict:
     import litellm
 
     litellm.suppress_debug_info = True  # no provider-list banners on stdout per failed call
@@ -362,7 +410,7 @@ async def _call(spec: ModelSpec, req: Request, api_base: str | None) -> dict:
         parts = [response.choices[0].message.content or ""] if response.choices else []
         usage = getattr(response, "usage", None)
     latency = time.monotonic() - start
-    text = "".join(parts)
+    text = redactor.redact("".join(parts))  # a key a provider echoes into the answer is masked before caching
     if not text.strip():
         raise RetryableResponse("empty content")
     usage = {k: getattr(usage, k, None) for k in ("prompt_tokens", "completion_tokens", "total_tokens")}
@@ -392,15 +440,20 @@ def parse_structured(text: str, schema: dict | None) -> tuple[object, str | None
     return parsed, None
 
 
-def _redact(text: str, spec: ModelSpec) -> str:
-    """Error texts go to logs: blank out the model's API key should a provider echo it."""
-    key = os.environ.get(spec.api_key_env) if spec.api_key_env else None
-    return text.replace(key, "***") if key else text
+def error_text(exc: BaseException, redactor: Redactor, limit: int = 300) -> str:
+    """One line about a failed call for logs and error tables: the key redacted first, then shortened.
+
+    The order matters: shortening first could cut an echoed key into a piece the redactor no longer
+    recognises as a whole key, and leave up to all but one of its characters in the text.
+    """
+    text = redactor.redact(str(exc))
+    first = text.splitlines()[0] if text else ""
+    return f"{type(exc).__name__}: {first[:limit]}"
 
 
 async def _run(specs: dict[str, ModelSpec], requests: list[Request], cache: ResponseCache,
                keys: dict[str, str], hits: dict[str, dict], api_bases: dict[str, str | None],
-               progress, backoff: float) -> tuple[dict, dict]:
+               progress, backoff: float, redactor: Redactor) -> tuple[dict, dict]:
     sems = {n: asyncio.Semaphore(s.max_concurrency) for n, s in specs.items()}
     limiters = {n: RateLimiter(s.rpm, s.tpm) for n, s in specs.items()}
     results, failures, retrying = {}, {}, set()
@@ -422,7 +475,7 @@ async def _run(specs: dict[str, ModelSpec], requests: list[Request], cache: Resp
             try:
                 async with sems[req.model]:
                     await limiters[req.model].wait(_token_estimate(spec, req))
-                    entry = await asyncio.wait_for(_call(spec, req, api_bases.get(req.model)),
+                    entry = await asyncio.wait_for(_call(spec, req, api_bases.get(req.model), redactor),
                                                    timeout=spec.timeout + 5)
                 # off the event loop: the file write (mkstemp, write, chmod, rename) would stall every other call
                 await asyncio.to_thread(cache.put, key, entry)
@@ -431,7 +484,7 @@ async def _run(specs: dict[str, ModelSpec], requests: list[Request], cache: Resp
                 retrying.discard(req.id)
                 return tick()
             except Exception as exc:  # noqa: BLE001 - classified below
-                last = _redact(f"{type(exc).__name__}: {str(exc).splitlines()[0][:300] if str(exc) else ''}", spec)
+                last = error_text(exc, redactor)
                 if not _is_retryable(exc) or attempt == spec.max_retries:
                     break
                 retrying.add(req.id)
@@ -470,6 +523,8 @@ def run_requests(specs: dict[str, ModelSpec], requests: list[Request], cache: Re
     unknown = needed - set(specs)
     if unknown:
         raise ValueError(f"requests name unconfigured models: {sorted(unknown)}")
+    redactor = Redactor.from_env(s.api_key_env for s in specs.values())
+    requests, neutralised = prepare_all(specs, requests)
     keys = {r.id: cache_key(specs[r.model], r) for r in requests}
     hits = {rid: entry for rid, key in keys.items() if (entry := cache.get(key)) is not None}
     for r in requests:  # a cached answer is read with today's parser: a parser fix needs no new call
@@ -477,6 +532,7 @@ def run_requests(specs: dict[str, ModelSpec], requests: list[Request], cache: Re
             hits[r.id] = {**hits[r.id], **dict(zip(("parsed", "parse_error"),
                                                     parse_structured(hits[r.id]["text"], r.schema)))}
     with contextlib.ExitStack() as stack:
+        stack.enter_context(redacted_logging(redactor))
         api_bases, servers = {}, []
         for name in sorted(needed):
             spec = specs[name]
@@ -493,7 +549,7 @@ def run_requests(specs: dict[str, ModelSpec], requests: list[Request], cache: Re
             # identical requests (same cache key) in one batch are sent once and share the answer
             leaders = list({keys[r.id]: r for r in reversed(requests)}.values())[::-1]
             results, failures = asyncio.run(
-                _run(specs, leaders, cache, keys, hits, api_bases, progress, backoff))
+                _run(specs, leaders, cache, keys, hits, api_bases, progress, backoff, redactor))
             by_key = {keys[r.id]: r.id for r in leaders}
             for r in requests:
                 lead = by_key[keys[r.id]]
@@ -504,6 +560,12 @@ def run_requests(specs: dict[str, ModelSpec], requests: list[Request], cache: Re
                         failures[r.id] = failures[lead]
                     progress.update(1)
         dead = [d for server in servers if (d := server.death())]
+    for rid, result in results.items():
+        result["neutralised_tokens"] = neutralised[rid]
+    if any(neutralised.values()):
+        logging.getLogger("heart.llm").warning(
+            "%s: %d chat-template control token(s) in the material of %d request(s) were neutralised",
+            desc, sum(neutralised.values()), sum(1 for n in neutralised.values() if n))
     cached = sum(r["from_cache"] for r in results.values())
     logging.getLogger("heart.llm").info(
         "%s: %d requests, %d from cache, %d called, %d failed",
@@ -528,6 +590,7 @@ def preview(specs: dict[str, ModelSpec], requests_by_stage: dict[str, list[Reque
     litellm.suppress_debug_info = True
     rows = []
     for stage, requests in requests_by_stage.items():
+        requests, _ = prepare_all(specs, requests)
         by_model: dict[str, list[Request]] = {}
         for r in requests:
             by_model.setdefault(r.model, []).append(r)

@@ -108,7 +108,8 @@ def strategy_tags(systems, strategies, n_items: int = 300, seed: int = 0) -> pd.
                              "contributor_id": "sim-person-1" if s == "human" else None, "tagger": "sim-tagger",
                              "strategy": strategy, "label": "present" if used[k] else "absent",
                              "probability": float(0.9 if used[k] else 0.1), "evidence": "SIMULATED", "parse_ok": True,
-                             "parse_error": None, "cache_key": "simulated", "from_cache": False})
+                             "parse_error": None, "cache_key": "simulated", "from_cache": False,
+                             "neutralised_tokens": 0})
     out = pd.DataFrame(rows)
     out.attrs["simulated"] = True
     return out

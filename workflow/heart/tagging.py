@@ -22,7 +22,7 @@ from heart.llm import Request
 
 LABELS = ["present", "absent", "uncertain"]
 COLUMNS = ["item_id", "system", "contributor_id", "tagger", "strategy", "label", "probability", "evidence",
-           "parse_ok", "parse_error", "cache_key", "from_cache"]
+           "parse_ok", "parse_error", "cache_key", "from_cache", "neutralised_tokens"]
 
 
 def load_taxonomy(path) -> dict:
@@ -94,36 +94,52 @@ def tag_table(completions: pd.DataFrame, tagger: str, results: dict, taxonomy: d
                          "probability": float(got["p"]) if got else None,
                          "evidence": got["evidence"] if got else None,
                          "parse_ok": parsed is not None, "parse_error": res.get("parse_error"),
-                         "cache_key": res["cache_key"], "from_cache": bool(res["from_cache"])})
+                         "cache_key": res["cache_key"], "from_cache": bool(res["from_cache"]),
+                         "neutralised_tokens": res.get("neutralised_tokens", 0)})
     return pd.DataFrame(rows, columns=COLUMNS)
 
 
 SPOT_CHECK_REQUIRED = ["item_id", "system", "strategy", "present"]
+SPOT_CHECK_OPTIONAL = ["contributor_id"]
+_TRUTH = {"1": True, "true": True, "yes": True, "0": False, "false": False, "no": False}
 
 
-def read_spot_checks(path, taxonomy: dict) -> pd.DataFrame:
-    """Human spot-check labels (``resources/human/README.md``); errors name file, row and field."""
+def read_spot_checks(path, taxonomy: dict, completions: pd.DataFrame | None = None) -> pd.DataFrame:
+    """Human spot-check labels (``resources/human/README.md``); errors name file, line and field.
+
+    With ``completions`` (item_id, system, contributor_id of every tagged completion), a label for a
+    completion that does not exist is an error too; so is a (completion, strategy) labelled twice.
+    """
     path = Path(path)
-    table = io.read_csv(path, dtype={"item_id": str, "system": str, "contributor_id": str, "strategy": str},
-                        keep_default_na=False, na_values=[""])
-    missing = [c for c in SPOT_CHECK_REQUIRED if c not in table.columns]
-    if missing:
-        raise ValueError(f"{path}: missing column(s) {', '.join(missing)}; expected "
-                         f"{', '.join(SPOT_CHECK_REQUIRED)} (+ optional contributor_id)")
-    if "contributor_id" not in table.columns:
-        table["contributor_id"] = None
+    table = io.read_records(path, SPOT_CHECK_REQUIRED, SPOT_CHECK_OPTIONAL)
     known = set(keys(taxonomy))
-    truth = {"1": True, "true": True, "yes": True, "0": False, "false": False, "no": False}
+    refs = None
+    if completions is not None:
+        refs = {(i, s, "" if c is None or pd.isna(c) else c)
+                for i, s, c in completions[["item_id", "system", "contributor_id"]].itertuples(index=False)}
     present = []
-    for i, row in table.iterrows():
-        if row["strategy"] not in known:
-            raise ValueError(f"{path}, row {i + 2}: field 'strategy' is {row['strategy']!r}; "
+    for row in table.itertuples():
+        where = f"{path}, line {row.line}"
+        for col in ("item_id", "system"):
+            if io.is_blank(getattr(row, col)):
+                raise ValueError(f"{where}: field {col!r} is empty")
+        if row.strategy not in known:
+            raise ValueError(f"{where}: field 'strategy' is {row.strategy!r}; "
                              f"expected one of the taxonomy keys ({', '.join(sorted(known))})")
-        value = truth.get(str(row["present"]).strip().lower())
+        value = _TRUTH.get(row.present.strip().lower())
         if value is None:
-            raise ValueError(f"{path}, row {i + 2}: field 'present' is {row['present']!r}; expected 1/0 or true/false")
+            raise ValueError(f"{where}: field 'present' is {row.present!r}; expected 1/0 or true/false")
+        if refs is not None and (row.item_id, row.system, row.contributor_id) not in refs:
+            raise ValueError(f"{where}: fields 'item_id', 'system', 'contributor_id' ({row.item_id}, {row.system}, "
+                             f"{row.contributor_id or '-'}) name no completion that was tagged")
         present.append(value)
+    repeated = table[table.duplicated(["item_id", "system", "contributor_id", "strategy"], keep=False)]
+    if len(repeated):
+        lines = repeated["line"].tolist()
+        raise ValueError(f"{path}, lines {lines[0]} and {lines[1]}: the same completion and strategy are "
+                         "labelled twice; keep the adjudicated label only")
     table["present"] = present
+    table["contributor_id"] = table["contributor_id"].replace("", None)
     return table
 
 

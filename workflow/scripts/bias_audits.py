@@ -18,9 +18,9 @@ with logged(snakemake.log[0], snakemake) as log:
     length = agreement.length_bias(judgments, texts, alpha=s["fdr_alpha"])
     self_pref = agreement.self_preference(judgments, snakemake.params.judge_families, snakemake.params.families,
                                           n_boot=s["n_boot"], seed=s["seed"])
-    io.write_table(position, snakemake.output.position, "bias_position")
-    io.write_table(length, snakemake.output.length, "bias_length")
-    io.write_table(self_pref, snakemake.output.self_preference, "bias_self_preference")
+    io.write_tables([(position, snakemake.output.position, "bias_position"),
+                     (length, snakemake.output.length, "bias_length"),
+                     (self_pref, snakemake.output.self_preference, "bias_self_preference")])
     for row in position.itertuples():
         log.info("position %s: shown-A wins %.3f of %s verdicts (%s)", row.judge, row.share_shown_a,
                  row.n_verdicts, row.status)

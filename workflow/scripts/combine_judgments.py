@@ -31,8 +31,8 @@ with logged(snakemake.log[0], snakemake) as log:
                     "n_pairs": int(human["pair_id"].nunique()), "n_excluded_family": 0, "n_unparsed": 0,
                     "n_inconsistent": 0, "note": note})
     table = judging.judgments(pairs, combined, human)
-    io.write_table(table, snakemake.output.judgments, "judgments")
-    io.write_table(judging.flip_rates(combined, AXES), snakemake.output.flips, "flip_rates")
-    io.write_table(pd.DataFrame(sources), snakemake.output.sources, "judge_sources")
+    io.write_tables([(table, snakemake.output.judgments, "judgments"),
+                     (judging.flip_rates(combined, AXES), snakemake.output.flips, "flip_rates"),
+                     (pd.DataFrame(sources), snakemake.output.sources, "judge_sources")])
     for s in sources:
         log.info("%-24s %-7s %s", s["judge"], s["status"], s["note"])

@@ -24,8 +24,8 @@ with logged(snakemake.log[0], snakemake) as log:
     loadings = loadings.reindex(columns=["variable", "factor", "loading", "communality"])
     correlations = factors.correlation_with_wins(scores, result if result.status == "ok" else None)
     score_table = scores.reset_index(drop=True)
-    io.write_table(score_table, snakemake.output.scores, "response_scores")
-    io.write_table(loadings, snakemake.output.loadings, "factor_loadings")
-    io.write_table(summary, snakemake.output.summary, "factor_summary")
-    io.write_table(correlations, snakemake.output.correlations, "factor_correlations")
+    io.write_tables([(score_table, snakemake.output.scores, "response_scores"),
+                     (loadings, snakemake.output.loadings, "factor_loadings"),
+                     (summary, snakemake.output.summary, "factor_summary"),
+                     (correlations, snakemake.output.correlations, "factor_correlations")])
     log.info("EFA %s (%s); alpha %s; %d responses", result.status, result.note, alpha["status"], len(scores))

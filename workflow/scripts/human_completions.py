@@ -17,6 +17,6 @@ with logged(snakemake.log[0], snakemake) as log:
         log.warning("no human completions: %s does not exist; human systems are absent",
                     snakemake.params.path)
         table, violations = io.empty_like("completions"), io.empty_like("human_violations")
-    io.write_table(table, snakemake.output.completions, "completions")
-    io.write_table(violations, snakemake.output.violations, "human_violations")
+    io.write_tables([(table, snakemake.output.completions, "completions"),
+                     (violations, snakemake.output.violations, "human_violations")])
     log.info("human: %d completions, %d violations", len(table), len(violations))

@@ -20,5 +20,5 @@ with logged(snakemake.log[0], snakemake) as log:
     else:
         log.warning("no human judgments: %s does not exist; human judges are absent", s["path"])
         table, raters = io.empty_like("human_judgments"), io.empty_like("human_raters")
-    io.write_table(table, snakemake.output.judgments, "human_judgments")
-    io.write_table(raters, snakemake.output.raters, "human_raters")
+    io.write_tables([(table, snakemake.output.judgments, "human_judgments"),
+                     (raters, snakemake.output.raters, "human_raters")])

@@ -10,8 +10,8 @@ with logged(snakemake.log[0], snakemake) as log:
     conversations, turns, data = esconv.ingest(snakemake.input.esconv)
     source = esconv.source_record(snakemake.input.esconv, data, snakemake.params.upstream_sha256)
     provenance = {"esconv_sha256": source.at[0, "sha256"], "esconv_path": snakemake.input.esconv}
-    io.write_table(conversations, snakemake.output.conversations, "conversations", provenance)
-    io.write_table(turns, snakemake.output.turns, "turns", provenance)
-    io.write_table(source, snakemake.output.source, "esconv_source", provenance)
+    io.write_tables([(conversations, snakemake.output.conversations, "conversations"),
+                     (turns, snakemake.output.turns, "turns"),
+                     (source, snakemake.output.source, "esconv_source")], provenance)
     log.info("%s: %d conversations, %d turns, sha256 %s", snakemake.input.esconv,
              len(conversations), len(turns), source.at[0, "sha256"])

@@ -19,9 +19,9 @@ with logged(snakemake.log[0], snakemake) as log:
     if len(items) < snakemake.params.settings["n"]:
         log.warning("%d of %d adversarial items passed validation; see %s",
                     len(items), snakemake.params.settings["n"], snakemake.output.attempts)
-    io.write_table(items if len(items) else io.empty_like("items"), snakemake.output.adversarial, "items",
-                   {"prompt_version": version, "model": spec.model})
-    io.write_table(attempts if len(attempts) else io.empty_like("adversarial_attempts"),
-                   snakemake.output.attempts, "adversarial_attempts")
+    io.write_tables([(items if len(items) else io.empty_like("items"), snakemake.output.adversarial, "items"),
+                     (attempts if len(attempts) else io.empty_like("adversarial_attempts"),
+                      snakemake.output.attempts, "adversarial_attempts")],
+                    {"prompt_version": version, "model": spec.model})
     log.info("%d adversarial items; profiles %s", len(items),
              items["profile"].value_counts().to_dict() if len(items) else {})

@@ -11,9 +11,9 @@ with logged(snakemake.log[0], snakemake) as log:
     judgments = io.read_table(snakemake.input.judgments)
     ratings, separability = leaderboard.leaderboard(judgments, n_boot=s["n_boot"], seed=s["seed"],
                                                     alpha=s["bt_alpha"], ci=s["ci"])
-    io.write_table(ratings, snakemake.output.ratings, "ratings")
-    io.write_table(separability, snakemake.output.separability, "separability")
-    io.write_table(leaderboard.headline(ratings), snakemake.output.leaderboard, "leaderboard")
+    io.write_tables([(ratings, snakemake.output.ratings, "ratings"),
+                     (separability, snakemake.output.separability, "separability"),
+                     (leaderboard.headline(ratings), snakemake.output.leaderboard, "leaderboard")])
     for row in separability[separability["subset"].eq("all") & separability["axis"].eq("overall")].itertuples():
         log.info("%-22s %-13s %d systems, %d comparisons, separability asym %.2f boot %.2f", row.source,
                  row.status, row.n_systems, row.n_comparisons, row.separability_asym, row.separability_boot)

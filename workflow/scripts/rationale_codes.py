@@ -15,6 +15,6 @@ with logged(snakemake.log[0], snakemake) as log:
     texts = pd.concat([io.read_table(p) for p in snakemake.input.completions], ignore_index=True)
     summary, per_code = rationales.comention(judgments, texts, codes, n_boot=s["n_boot"], seed=s["seed"], ci=s["ci"])
     version = io.sha256_file(snakemake.input.codebook)[:12]
-    io.write_table(summary, snakemake.output.summary, "rationale_concordance", {"codebook_version": version})
-    io.write_table(per_code, snakemake.output.codes, "rationale_codes", {"codebook_version": version})
+    io.write_tables([(summary, snakemake.output.summary, "rationale_concordance"),
+                     (per_code, snakemake.output.codes, "rationale_codes")], {"codebook_version": version})
     log.info("rationale concordance: %s (%s)", summary.at[0, "status"], summary.at[0, "note"])

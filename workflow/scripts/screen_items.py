@@ -17,7 +17,7 @@ with logged(snakemake.log[0], snakemake) as log:
         seed=snakemake.params.seed,
     )
     provenance = {"lexicon_version": lexicon.version, "lexicon_sha256": io.sha256_file(snakemake.input.lexicon)}
-    io.write_table(audit, snakemake.output.audit, "screening_audit", provenance)
-    io.write_table(items, snakemake.output.regular, "items", provenance)
+    io.write_tables([(audit, snakemake.output.audit, "screening_audit"),
+                     (items, snakemake.output.regular, "items")], provenance)
     log.info("%d couplets screened; reasons: %s", len(audit), audit["reason"].value_counts().to_dict())
     log.info("%d regular items from %d conversations", len(items), items["conversation_id"].nunique())

@@ -11,8 +11,9 @@ from heart.runtime import logged  # noqa: E402
 with logged(snakemake.log[0], snakemake) as log:
     taxonomy = tagging.load_taxonomy(snakemake.input.taxonomy)
     if snakemake.input.spot_checks:
-        table = tagging.f1_scores(io.read_table(snakemake.input.tags),
-                                  tagging.read_spot_checks(snakemake.input.spot_checks[0], taxonomy), taxonomy)
+        tags = io.read_table(snakemake.input.tags)
+        spot = tagging.read_spot_checks(snakemake.input.spot_checks[0], taxonomy, completions=tags)
+        table = tagging.f1_scores(tags, spot, taxonomy)
         log.info("macro F1 %.3f on %d labels", table["f1"].iloc[-1], int(table["n"].iloc[-1]))
     else:
         log.warning("no human spot-check labels: %s does not exist; F1 is absent", snakemake.params.path)

@@ -22,8 +22,8 @@ with logged(snakemake.log[0], snakemake) as log:
     diversity = strategy_stats.diversity(tags, families=families, sources=sources, strategies=strategies)
     differences = strategy_stats.human_vs_model(tags, sources=sources, clusters=clusters, n_boot=s["n_boot"],
                                                 seed=s["seed"])
-    io.write_table(usage, snakemake.output.usage, "strategy_usage")
-    io.write_table(diversity, snakemake.output.diversity, "strategy_diversity")
-    io.write_table(differences, snakemake.output.differences, "strategy_differences")
+    io.write_tables([(usage, snakemake.output.usage, "strategy_usage"),
+                     (diversity, snakemake.output.diversity, "strategy_diversity"),
+                     (differences, snakemake.output.differences, "strategy_differences")])
     log.info("usage: %d rows; diversity: %d rows; human vs model: %s", len(usage), len(diversity),
              dict(differences["status"].value_counts()))

@@ -1,0 +1,136 @@
+"""No fragment of an API key reaches logs, warnings, errors, the cache or the terminal (issue: hardening)."""
+
+import io as stdio
+import logging
+
+import pytest
+
+import llm_test_server as srv
+from heart import llm
+from heart.runtime import key_env_names, logged
+from heart.secrets import MASK, MIN_RUN, RedactingStream, Redactor, secret_names
+
+KEY = "sk-proj-Zq81vXc0LmN4tR7yWp2KdF9sGh3JbA6eUo5iQ"  # 44 characters, like a real key
+
+
+def key_pieces(text: str, key: str = KEY) -> list[str]:
+    """Every run of MIN_RUN characters of ``key`` that occurs in ``text`` (what must never be there)."""
+    return sorted({key[i:i + MIN_RUN] for i in range(len(key) - MIN_RUN + 1) if key[i:i + MIN_RUN] in text})
+
+
+def test_whole_and_partial_echoes_are_masked():
+    r = Redactor([KEY])
+    assert r.redact(f"Incorrect API key provided: {KEY}.") == f"Incorrect API key provided: {MASK}."
+    for start in range(0, len(KEY) - MIN_RUN + 1, 3):
+        for length in (MIN_RUN, MIN_RUN + 5, len(KEY) - start):
+            piece = KEY[start:start + length]
+            out = r.redact(f"..{piece}..")
+            assert key_pieces(out) == [] and MASK in out, piece
+    # a run shorter than MIN_RUN is not a key fragment the redactor can tell from ordinary text
+    assert r.redact(f"x{KEY[3:3 + MIN_RUN - 1]}x") == f"x{KEY[3:3 + MIN_RUN - 1]}x"
+    # text without any fragment is returned as it was; two echoes and two keys at once
+    assert r.redact("nothing to see") == "nothing to see"
+    other = "tok-0123456789abcdef"
+    two = Redactor([KEY, other]).redact(f"{KEY[:20]} and {other} and {KEY[-9:]}")
+    assert key_pieces(two) == [] and key_pieces(two, other) == [] and two.count(MASK) == 3
+
+
+def test_secrets_are_the_configured_and_the_credential_named_variables(monkeypatch):
+    monkeypatch.setenv("MY_PROVIDER_KEY_VAR", KEY)
+    monkeypatch.setenv("SOMEONE_API_KEY", "abcdefghijklmnop")
+    monkeypatch.setenv("HF_TOKEN", "hf_abcdefghijklmnop")
+    monkeypatch.setenv("HOME_PAGE", "https://example.invalid/a-long-path")
+    names = secret_names(["MY_PROVIDER_KEY_VAR"])
+    assert {"MY_PROVIDER_KEY_VAR", "SOMEONE_API_KEY", "HF_TOKEN"} <= set(names) and "HOME_PAGE" not in names
+    r = Redactor.from_env(["MY_PROVIDER_KEY_VAR"])
+    assert key_pieces(r.redact(KEY)) == [] and r.redact("https://example.invalid/a-long-path").endswith("long-path")
+
+
+def test_error_text_redacts_before_it_shortens():
+    """The old order (cut at 300 characters, then replace the whole key) left 43 of 44 characters behind."""
+    r = Redactor([KEY])
+    for offset in range(270, 300):
+        exc = RuntimeError("x" * offset + KEY + " more text")
+        text = llm.error_text(exc, r)
+        assert key_pieces(text) == [], offset
+        assert text.startswith("RuntimeError: xxx")
+    old_order = str(RuntimeError("x" * 280 + KEY))[:300].replace(KEY, "***")
+    assert key_pieces(old_order), "the test must show the defect it guards against"
+
+
+def test_redacting_stream_masks_keys_split_across_writes():
+    out = stdio.StringIO()
+    stream = RedactingStream(out, Redactor([KEY]))
+    stream.write("first part " + KEY[:20])
+    stream.write(KEY[20:] + " end\nsecond ")
+    stream.write(KEY[5:30])
+    stream.flush()
+    assert key_pieces(out.getvalue()) == [] and out.getvalue().startswith("first part [REDACTED] end\nsecond ")
+
+
+def test_logged_masks_the_log_the_traceback_and_the_terminal(tmp_path, monkeypatch, capsys):
+    monkeypatch.setenv("HEART_TEST_API_KEY", KEY)
+    log = tmp_path / "rule.log"
+    with pytest.raises(SystemExit):
+        with logged(log) as lg:
+            lg.warning("provider said %s", KEY)
+            print("stdout:", KEY[3:40])
+            raise RuntimeError(f"401: Incorrect API key provided: {KEY}")
+    captured = capsys.readouterr()
+    assert key_pieces(log.read_text() + captured.out + captured.err) == []
+    assert "Incorrect API key provided: [REDACTED]" in captured.err and "Traceback" in log.read_text()
+
+
+def test_a_key_variable_named_only_by_the_config_is_a_secret_too(monkeypatch):
+    monkeypatch.setenv("PLAIN_NAME", KEY)
+    assert key_pieces(Redactor.from_env().redact(KEY)) != []  # not credential-named: unknown without the config
+    config = {"models": {"m": {"model": "openai/x", "api_key_env": "PLAIN_NAME"}, "local": {"model": "openai/y"}}}
+    assert key_env_names(config) == ["PLAIN_NAME"]
+    assert key_pieces(Redactor.from_env(key_env_names(config)).redact(KEY)) == []
+
+
+@pytest.fixture
+def echo_server():
+    state = srv.State(retry_after=0.1)
+    s = srv.serve(state)
+    yield state, f"http://127.0.0.1:{s.server_address[1]}/v1"
+    s.shutdown()
+
+
+def test_a_provider_echoing_the_key_leaves_no_fragment_anywhere(echo_server, tmp_path, monkeypatch, caplog, capsys):
+    """401/429/500 bodies, error JSON and headers that echo the key at many offsets, and an answer that carries
+    it: nothing of 8 or more consecutive key characters in errors, warnings, the terminal or the cache."""
+    state, base = echo_server
+    monkeypatch.setenv("HEART_ECHO_KEY", KEY)
+    spec = llm.ModelSpec(name="m", model="openai/echo", api_base=base, api_key_env="HEART_ECHO_KEY",
+                         params={"max_tokens": 20}, timeout=5, max_retries=2)
+    plans = {"unauthorised": ["echo401"] * 5, "rate limited then fine": ["echo429"],
+             "server error then fine": ["echo500"], "server error always": ["echo500"] * 5,
+             "answer carries the key": ["echo200"]}
+    state.plans.update({k: list(v) for k, v in plans.items()})
+    reqs = [llm.Request(id=t, model="m", messages=({"role": "user", "content": t},), template_version="t")
+            for t in plans]
+    cache = llm.ResponseCache(tmp_path / "cache")
+    caplog.set_level(logging.DEBUG)
+    with pytest.raises(llm.LLMStageError) as err:
+        llm.run_requests({"m": spec}, reqs, cache, backoff=0.01)
+    assert state.auth[f"Bearer {KEY}"] > 0  # the server did get the key, and echoed it
+    assert set(err.value.failures) == {"unauthorised", "server error always"}
+    assert "Incorrect API key provided: [REDACTED]" in str(err.value)
+    written = "".join(p.read_text() for p in (tmp_path / "cache").rglob("*.json"))
+    assert "[REDACTED]" in written  # the echoing answer was cached with the key masked
+    captured = capsys.readouterr()
+    everything = str(err.value) + caplog.text + captured.out + captured.err + written
+    assert "retrying" in caplog.text and key_pieces(everything) == []
+
+
+@pytest.mark.parametrize("value, expected", [
+    ("3", 3.0), ("0.5", 0.5), ("-4", 0.0), ("soon", None), (None, None), ("nan", None), ("inf", None),
+    ("Wed, 21 Oct 2015 07:28:10 GMT", 10.0),  # an HTTP date, 10 s after "now"
+    ("Wed, 21 Oct 2015 07:27:00 GMT", 0.0),  # a date in the past: go now
+])
+def test_retry_after_seconds_and_http_dates(value, expected):
+    import email.utils
+
+    now = email.utils.parsedate_to_datetime("Wed, 21 Oct 2015 07:28:00 GMT").timestamp()
+    assert llm.parse_retry_after(value, now=now) == expected
