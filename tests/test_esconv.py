@@ -82,12 +82,32 @@ BAD_CASES = {
     "missing_emotion": (_del([2, "emotion_type"]), 2, "emotion_type: missing"),
     "emotion_not_string": (_set([0, "emotion_type"], ["anxiety"]), 0, "emotion_type: expected string, got list"),
     "situation_mistyped": (_set([1, "situation"], None), 1, "situation: expected string, got NoneType"),
-    "survey_not_digits": (_set([3, "survey_score", "seeker", "empathy"], "five"), 3, "survey_score.seeker.empathy: expected a rating written as digits"),
+    "survey_not_digits": (_set([3, "survey_score", "seeker", "empathy"], "five"), 3, "survey_score.seeker.empathy: expected a rating from 0 to 5 written as digits"),
     "feedback_not_digits": (_set([0, "dialog", 3, "annotation", "feedback"], "great"), 0, "dialog[3].annotation.feedback: expected a rating"),
     "strategy_not_string": (_set([0, "dialog", 1, "annotation", "strategy"], 3), 0, "dialog[1].annotation.strategy: expected string"),
     "annotation_not_object": (_set([4, "dialog", 0, "annotation"], "Question"), 4, "dialog[0].annotation: expected object"),
     "conversation_not_object": (_set([5], "a conversation"), 5, "(conversation): expected object"),
     "mixed_vocabulary": (_set([1, "dialog", 0, "speaker"], "speaker"), 1, "dialog: mixes speaker vocabularies"),
+    # hostile files (hardening): each used to crash with a message naming no file, conversation or field
+    "score_beyond_int64": (_set([2, "survey_score", "seeker", "empathy"], "9" * 30), 2,
+                           "survey_score.seeker.empathy: expected a rating from 0 to 5"),
+    "score_out_of_range": (_set([1, "survey_score", "supporter", "relevance"], "6"), 1,
+                           "survey_score.supporter.relevance: expected a rating from 0 to 5"),
+    "score_negative_int": (_set([0, "survey_score", "seeker", "initial_emotion_intensity"], -1), 0,
+                           "survey_score.seeker.initial_emotion_intensity: expected a rating from 0 to 5"),
+    "score_huge_int": (_set([3, "dialog", 3, "annotation", "feedback"], 10**30), 3, "dialog[3].annotation.feedback: "
+                       "expected a rating from 0 to 5"),
+    "score_float": (_set([4, "survey_score", "seeker", "empathy"], 2.5), 4, "survey_score.seeker.empathy"),
+    "lone_surrogate": (_set([5, "dialog", 2, "content"], "I feel \ud800 bad"), 5,
+                       "dialog[2].content: contains a lone surrogate U+D800"),
+    "nul_in_content": (_set([6, "dialog", 1, "content"], "hello\x00there"), 6,
+                       "dialog[1].content: contains the control character U+0000"),
+    "control_in_situation": (_set([2, "situation"], "bell \x07"), 2, "situation: contains the control character U+0007"),
+    "zero_width_only": (_set([7, "dialog", 0, "content"], "\u200b\u200d \ufeff"), 7,
+                        "dialog[0].content: is empty or blank (white space or zero-width characters only)"),
+    "zero_width_label": (_set([1, "problem_type"], "\u2060"), 1, "problem_type: is empty or blank"),
+    "seeker_only": (lambda d: d[4].__setitem__("dialog", [u for u in d[4]["dialog"] if u["speaker"] == "seeker"]), 4,
+                    "dialog: has only seeker utterances; a conversation needs a seeker and a supporter"),
 }
 
 
@@ -124,6 +144,62 @@ def test_non_utf8_names_conversation_and_field(tmp_path, tiny_esconv):
     with pytest.raises(esconv.ESConvFormatError) as err:
         esconv.read_raw(bad)
     assert str(err.value).startswith(f"{bad}: conversation 4, dialog[4].content: not valid UTF-8 (byte ")
+
+
+def test_surrogate_and_score_in_a_real_json_file_are_named(tmp_path, tiny_esconv):
+    """The escapes as they stand in a file (json.dumps above writes them the same way): checked end to end."""
+    text = tiny_esconv.read_text().replace("Math mostly", "Math \\udc00 mostly", 1)
+    bad = tmp_path / "surrogate.json"
+    bad.write_text(text)
+    with pytest.raises(esconv.ESConvFormatError, match=rf"^{bad}: conversation 4, dialog\[4\]\.content: contains a lone"):
+        esconv.ingest(bad)
+
+
+def test_zero_is_accepted_as_a_score_as_in_the_real_file(tmp_path, tiny_esconv):
+    data = load(tiny_esconv)
+    data[0]["survey_score"]["supporter"]["relevance"] = "0"  # ESConv.json has this in 4 conversations
+    ok = tmp_path / "zero.json"
+    ok.write_text(json.dumps(data))
+    assert esconv.ingest(ok)[0].loc[0, "supporter_relevance"] == 0
+
+
+def _raw_edit(text: str, case: str) -> str:
+    if case == "duplicate_key":
+        # a second "emotion_type" in conversation 2: a JSON reader would keep the last one silently
+        at = text.index('"emotion_type"', text.index('"emotion_type"', text.index('"emotion_type"') + 1) + 1)
+        return text[:at] + '"emotion_type": "anger", ' + text[at:]
+    if case == "duplicate_nested_key":
+        start = text.index("She told everyone my secret")
+        return text[:start] + 'x", "content": "dup' + text[start + 1:]
+    if case == "deep_nesting":
+        start = text.index('"situation"', text.index("She told everyone my secret") - 2000)
+        return text[:start] + '"deep": ' + "[" * 100_000 + "]" * 100_000 + ", " + text[start:]
+    if case == "truncated":
+        return text[: text.index("She told everyone my secret")]
+    raise KeyError(case)
+
+
+@pytest.mark.parametrize("case, expected", [
+    ("duplicate_key", r"conversation 2, emotion_type: the key appears twice in one object"),
+    ("duplicate_nested_key", r"conversation 3, dialog\[\d+\]\.content: the key appears twice"),
+    ("deep_nesting", r"conversation 3, json: nested more than 64 levels deep"),
+    ("truncated", r"conversation 3, json: invalid JSON at line \d+, column \d+"),
+])
+def test_hostile_raw_files_are_named(tmp_path, tiny_esconv, case, expected):
+    bad = tmp_path / f"{case}.json"
+    bad.write_text(_raw_edit(tiny_esconv.read_text(), case))
+    with pytest.raises(esconv.ESConvFormatError, match=rf"^{bad}: {expected}"):
+        esconv.read_raw(bad)
+
+
+def test_a_byte_order_mark_is_accepted_and_utf16_is_named(tmp_path, tiny_esconv):
+    bom = tmp_path / "bom.json"
+    bom.write_bytes(b"\xef\xbb\xbf" + tiny_esconv.read_bytes())
+    assert len(esconv.read_raw(bom)) == 8
+    utf16 = tmp_path / "utf16.json"
+    utf16.write_bytes(tiny_esconv.read_text().encode("utf-16"))
+    with pytest.raises(esconv.ESConvFormatError, match=rf"^{utf16}: .*not valid UTF-8 \(byte 0\)"):
+        esconv.read_raw(utf16)
 
 
 @pytest.mark.parametrize("content, expected", [

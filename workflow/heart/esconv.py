@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 import urllib.error
 import urllib.request
 from functools import lru_cache
@@ -60,6 +61,29 @@ def _validator() -> jsonschema.protocols.Validator:
     return cls(schema)
 
 
+def _text_pattern() -> str:
+    return yaml.safe_load(SCHEMA_PATH.read_text())["$defs"]["text"]["pattern"]
+
+
+_TEXT_PATTERN = _text_pattern()
+#: lone surrogates (unencodable: "\\ud800" is valid JSON) and control characters other than tab and line breaks
+_BAD_CHARS = re.compile("[\ud800-\udfff\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
+
+
+def _bad_text(obj, path=()):
+    """(path, character) of the first string (key or value) holding a character no table can store."""
+    if isinstance(obj, str):
+        hit = _BAD_CHARS.search(obj)
+        return (path, hit.group()) if hit else None
+    children = obj.items() if isinstance(obj, dict) else enumerate(obj) if isinstance(obj, list) else ()
+    for k, v in children:
+        hit = _bad_text(k, path + (k,)) if isinstance(k, str) else None
+        hit = hit or _bad_text(v, path + (k,))
+        if hit:
+            return hit
+    return None
+
+
 def _field_name(path) -> str:
     return format_path(path) or "(conversation)"
 
@@ -80,10 +104,10 @@ def _describe(error: jsonschema.ValidationError) -> tuple[str, str]:
         return _field_name(path), f"unknown value {value!r:.60} (expected one of: {allowed})"
     if kind == "minItems":
         return _field_name(path), "is empty"
-    if kind == "pattern" and error.validator_value == "\\S":
-        return _field_name(path), "is empty or blank"
-    if kind in ("anyOf", "pattern"):
-        return _field_name(path), f"expected a rating written as digits, got {value!r:.60}"
+    if kind == "pattern" and error.validator_value == _TEXT_PATTERN:
+        return _field_name(path), "is empty or blank (white space or zero-width characters only)"
+    if kind in ("anyOf", "pattern", "minimum", "maximum"):
+        return _field_name(path), f"expected a rating from 0 to 5 written as digits, got {value!r:.60}"
     return _field_name(path), error.message
 
 
@@ -133,6 +157,65 @@ def _find_undecodable(obj, path=()):
     return None
 
 
+MAX_DEPTH = 64  # reported when the JSON reader runs out of stack; ESConv itself nests 5 levels
+
+
+class _Duplicates(dict):
+    """An object whose key list held a key twice (``keys_twice``); the first value is kept."""
+
+    keys_twice: list
+
+
+def _pairs_hook(found: list):
+    def hook(pairs):
+        obj = dict(pairs)
+        if len(obj) != len(pairs):
+            seen, twice = set(), []
+            for k, _ in pairs:
+                if k in seen:
+                    twice.append(k)
+                seen.add(k)
+            obj = _Duplicates(pairs[::-1])  # first occurrence wins, as it is reported
+            obj.keys_twice = twice
+            found.append(obj)
+        return obj
+    return hook
+
+
+def _find_duplicates(obj, path=()):
+    """(path, key) of the first object with a key twice, in document order; None if there is none."""
+    if isinstance(obj, _Duplicates):
+        return path, obj.keys_twice[0]
+    children = obj.items() if isinstance(obj, dict) else enumerate(obj) if isinstance(obj, list) else ()
+    for k, v in children:
+        hit = _find_duplicates(v, path + (k,))
+        if hit is not None:
+            return hit
+    return None
+
+
+def _too_deep_at(text: str) -> int:
+    """Character position where the nesting of ``text`` first goes deeper than :data:`MAX_DEPTH`."""
+    depth, in_string, escaped = 0, False, False
+    for pos, ch in enumerate(text):
+        if in_string:
+            if escaped:
+                escaped = False
+            elif ch == "\\":
+                escaped = True
+            elif ch == '"':
+                in_string = False
+        elif ch == '"':
+            in_string = True
+        elif ch in "[{":
+            depth += 1
+            if depth > MAX_DEPTH:
+                return pos
+        elif ch in "]}":
+            depth -= 1
+    return len(text)
+
+
 def read_raw(path: str | Path) -> list[dict]:
     """Read and syntactically check an ESConv JSON file.
 
@@ -160,13 +243,13 @@ def read_raw(path: str | Path) -> list[dict]:
         )
     raw = path.read_bytes()
     try:
-        text = raw.decode("utf-8")
+        text = raw.decode("utf-8-sig")  # a byte-order mark is accepted
     except UnicodeDecodeError as exc:
         lossy = raw.decode("utf-8", errors="surrogateescape")
         where = f"byte {exc.start}"
         try:
             loc = _find_undecodable(json.loads(lossy))
-        except json.JSONDecodeError:
+        except (json.JSONDecodeError, RecursionError):
             loc = None
         if loc and isinstance(loc[0], int):
             raise _fail(path, loc[0], _field_name(loc[1:]), f"not valid UTF-8 ({where})") from None
@@ -174,12 +257,23 @@ def read_raw(path: str | Path) -> list[dict]:
         raise _fail(path, index, "text", f"not valid UTF-8 ({where})") from None
     if not text.strip():
         raise ESConvFormatError(f"{path}: file is empty")
+    duplicates: list[_Duplicates] = []
     try:
-        data = json.loads(text)
+        data = json.loads(text, object_pairs_hook=_pairs_hook(duplicates))
     except json.JSONDecodeError as exc:
         index = _conversation_index_at(text, exc.pos)
         problem = f"invalid JSON at line {exc.lineno}, column {exc.colno}: {exc.msg}"
         raise _fail(path, index, "json", problem) from None
+    except RecursionError:
+        pos = _too_deep_at(text)
+        index = _conversation_index_at(text, pos)
+        raise _fail(path, index, "json", f"nested more than {MAX_DEPTH} levels deep (at character {pos}); "
+                    "ESConv nests 5 levels") from None
+    if duplicates:
+        first = _find_duplicates(data)
+        index, where, key = (first[0][0], first[0][1:], first[1]) if first else (None, (), duplicates[0].keys_twice[0])
+        raise _fail(path, index, _field_name(list(where) + [key]),
+                    "the key appears twice in one object (a JSON reader keeps one silently); remove one") from None
     if not isinstance(data, list):
         raise ESConvFormatError(
             f"{path}: top level must be a JSON array of conversations, got {type(data).__name__}"
@@ -208,11 +302,19 @@ def validate_conversation(conv, index: int, path) -> None:
         first = min(errors, key=order)
         same_field = [e for e in errors if list(e.absolute_path) == list(first.absolute_path)]
         raise _fail(path, index, *_describe(jsonschema.exceptions.best_match(same_field)))
+    bad = _bad_text(conv)
+    if bad:
+        what = "a lone surrogate" if "\ud800" <= bad[1] <= "\udfff" else "the control character"
+        raise _fail(path, index, _field_name(bad[0]), f"contains {what} U+{ord(bad[1]):04X}")
     vocabularies = {VOCABULARY_OF_SPEAKER[u["speaker"]] for u in conv["dialog"]}
     if len(vocabularies) > 1:
         raise _fail(
             path, index, "dialog", f"mixes speaker vocabularies {sorted(vocabularies)}"
         )
+    roles = {ROLE_OF_SPEAKER[u["speaker"]] for u in conv["dialog"]}
+    if len(roles) < 2:
+        raise _fail(path, index, "dialog", f"has only {roles.pop()} utterances; a conversation needs a seeker "
+                    "and a supporter")
 
 
 def _score(value):

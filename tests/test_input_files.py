@@ -1,0 +1,151 @@
+"""Malformed user-supplied CSV files: every failure names the file, the line and the field (hardening).
+
+The three formats of ``resources/human/README.md`` share one strict reader (heart.io.read_records);
+each case below is a file a person could plausibly hand the workflow.
+"""
+
+import re
+
+import pandas as pd
+import pytest
+
+from heart import completions, human_judgments, io, tagging
+
+TAXONOMY = {"strategies": [{"key": "affirmation"}, {"key": "self_care"}]}
+ITEMS = pd.DataFrame({"item_id": ["i1", "i2"]})
+TAGGED = pd.DataFrame({"item_id": ["i1", "i1", "i2"], "system": ["m", "human", "m"],
+                       "contributor_id": [None, "c1", None]})
+
+HEADERS = {
+    "completions": b"item_id,contributor_id,text\n",
+    "judgments": b"rater_id,item_id,shown_a,shown_b,choice,seconds_spent\n",
+    "labels": b"item_id,system,contributor_id,strategy,present\n",
+}
+GOOD_ROW = {
+    "completions": b"i1,c1,That sounds hard.\n",
+    "judgments": b"r1,i1,m1,m2,2,30\n",
+    "labels": b"i1,m,,affirmation,1\n",
+}
+
+
+def read(kind, path):
+    if kind == "completions":
+        return completions.import_humans(path, ITEMS)
+    if kind == "judgments":
+        return human_judgments.read(path)
+    return tagging.read_spot_checks(path, TAXONOMY, completions=TAGGED)
+
+
+def fails(tmp_path, kind, content: bytes, expected: str):
+    path = tmp_path / f"{kind}.csv"
+    path.write_bytes(content)
+    with pytest.raises(ValueError) as err:
+        read(kind, path)
+    msg = str(err.value)
+    assert msg.startswith(str(path)), msg  # the file, always
+    assert re.search(expected, msg), msg
+    return msg
+
+
+# --- the same problems in every format -----------------------------------------------------------
+
+COMMON = {
+    "utf16": (lambda h, r: (h + r).decode().encode("utf-16"), r"looks like UTF-16; save it as UTF-8"),
+    "latin1_byte": (lambda h, r: h + r + r.replace(b"hard", b"h\xe4rd").replace(b"30", b"3\xe4")
+                    .replace(b"affirmation,1", b"affirmation,\xe4"), r", line 3: not valid UTF-8 \(byte \d+"),
+    "nul_byte": (lambda h, r: h + r.replace(b"i1", b"i\x001", 1), r", line 2: field 'item_id' contains the control "
+                 r"character U\+0000"),
+    "open_quote_truncated": (lambda h, r: h + r + b'i2,"c2,unterminated\n', r", line 3: not readable as CSV .*"
+                             r"truncated"),
+    "extra_field": (lambda h, r: h + r + r.rstrip(b"\n") + b",extra\n", r", line 3: has \d+ fields, the header \d+;"
+                    r" .*double-quoted"),
+    "missing_field": (lambda h, r: h + r.rsplit(b",", 1)[0] + b"\n", r", line 2: has \d+ fields, the header \d+"),
+    "missing_column": (lambda h, r: h.replace(b"item_id,", b"", 1) + r.split(b",", 1)[1],
+                       r": missing column\(s\) item_id; expected "),
+    "repeated_column": (lambda h, r: h.rstrip(b"\n") + b",item_id\n" + r.rstrip(b"\n") + b",i1\n",
+                        r": column\(s\) 'item_id' appear more than once"),
+    "empty_file": (lambda h, r: b"", r": is empty; expected a header line"),
+    "blank_lines_only": (lambda h, r: b"\n\n  \n", r": missing column\(s\)|: is empty"),
+}
+
+
+@pytest.mark.parametrize("kind", sorted(HEADERS))
+@pytest.mark.parametrize("case", sorted(COMMON))
+def test_common_problems_are_named(tmp_path, kind, case):
+    make, expected = COMMON[case]
+    fails(tmp_path, kind, make(HEADERS[kind], GOOD_ROW[kind]), expected)
+
+
+@pytest.mark.parametrize("kind", sorted(HEADERS))
+def test_a_byte_order_mark_and_a_multiline_quoted_field_are_fine(tmp_path, kind):
+    path = tmp_path / f"{kind}.csv"
+    path.write_bytes(b"\xef\xbb\xbf" + HEADERS[kind] + GOOD_ROW[kind])
+    read(kind, path)
+    if kind == "completions":  # a reply over two lines: the record's line is where it starts
+        path.write_bytes(HEADERS[kind] + b'i1,c1,"Two\nlines"\ni9,c2,unknown item\n')
+        table, violations = read(kind, path)
+        assert table["text"].tolist() == ["Two\nlines"] and violations["line"].tolist() == [4]
+
+
+def test_unknown_columns_are_refused_where_a_typo_would_change_the_meaning(tmp_path):
+    # a misspelt qc_expected would silently turn quality checks into judgments
+    fails(tmp_path, "judgments", HEADERS["judgments"].rstrip(b"\n") + b",qc_expect\n" + b"r1,i1,m1,m2,2,30,A\n",
+          r": unknown column\(s\) 'qc_expect'; expected rater_id, .* \(\+ optional pair_id, rationale, qc_expected\)")
+    fails(tmp_path, "labels", b"item_id,system,strategy,present,contributor\ni1,m,affirmation,1,c1\n",
+          r": unknown column\(s\) 'contributor'")
+    # the completions format documents other columns as ignored (e.g. seconds_spent)
+    path = tmp_path / "c.csv"
+    path.write_bytes(b"item_id,contributor_id,text,seconds_spent\ni1,c1,Hi there.,31\n")
+    assert len(read("completions", path)[0]) == 1
+
+
+# --- values, per format ----------------------------------------------------------------------------
+
+@pytest.mark.parametrize("row, expected", [
+    (b"r1,i1,m1,m2,0,30", r"line 2: field 'choice' is '0'; expected 1-5"),
+    (b"r1,i1,m1,m2,2.5,30", r"line 2: field 'choice' is '2.5'"),
+    (b"r1,i1,m1,m2,1e400,30", r"line 2: field 'choice' is '1e400'"),
+    (b"r1,i1,m1,m2,two,30", r"line 2: field 'choice' is 'two'"),
+    (b"r1,i1,m1,m2,2,NaN", r"line 2: field 'seconds_spent' is 'NaN'; expected a number of seconds from 0 to 86400"),
+    (b"r1,i1,m1,m2,2,1e300", r"line 2: field 'seconds_spent' is '1e300'"),
+    (b"r1,i1,m1,m2,2,", r"line 2: field 'seconds_spent' is ''"),
+    (b"\xe2\x80\x8b,i1,m1,m2,2,30", r"line 2: field 'rater_id' is empty"),
+    (b"r1,i1,m1,m2,2,30\nr1,i1,m1,m2,4,20", r"lines 2 and 3: rater 'r1' judged the same shown pair of an item twice"),
+])
+def test_bad_judgment_values_are_named(tmp_path, row, expected):
+    fails(tmp_path, "judgments", HEADERS["judgments"] + row + b"\n", expected)
+
+
+def test_a_quality_check_side_must_be_a_or_b(tmp_path):
+    fails(tmp_path, "judgments", b"rater_id,item_id,shown_a,shown_b,choice,seconds_spent,qc_expected\n"
+          b"r1,i1,m1,m2,2,30,a\n", r"line 2: field 'qc_expected' is 'a'; expected A, B or empty")
+
+
+@pytest.mark.parametrize("row, expected", [
+    (b"i3,m,,affirmation,1", r"line 2: fields 'item_id', 'system', 'contributor_id' \(i3, m, -\) name no completion"),
+    (b"i1,human,c9,affirmation,1", r"line 2: .*\(i1, human, c9\) name no completion"),
+    (b",m,,affirmation,1", r"line 2: field 'item_id' is empty"),
+    (b"i1,m,,affirmation,1\ni1,m,,affirmation,0", r"lines 2 and 3: the same completion and strategy are labelled twice"),
+])
+def test_bad_strategy_labels_are_named(tmp_path, row, expected):
+    fails(tmp_path, "labels", HEADERS["labels"] + row + b"\n", expected)
+
+
+def test_blank_human_completions_are_listed_as_violations(tmp_path):
+    path = tmp_path / "c.csv"
+    path.write_bytes(HEADERS["completions"] + "i1,c1,\u200b\u200d \ni2,c2,Fine.\ni2,\u2060,Fine too.\n".encode())
+    table, violations = read("completions", path)
+    assert violations[["line", "problem"]].values.tolist() == [[2, "empty text"], [4, "empty contributor_id"]]
+    assert table["contributor_id"].tolist() == ["c2"]
+
+
+def test_a_failing_script_leaves_none_of_its_tables(tmp_path):
+    """write_tables checks every table before any is moved into place: none or all."""
+    good = pd.DataFrame({"rater_id": ["r1"], "n_judgments": [1], "n_qc": [0], "qc_failed": [0], "qc_fail_share": [None],
+                         "median_seconds": [3.0], "excluded": [False], "reason": [""]})
+    bad = good.drop(columns="reason")
+    with pytest.raises(io.TableSchemaError):
+        io.write_tables([(good, tmp_path / "a.parquet", "human_raters"), (bad, tmp_path / "b.parquet", "human_raters")])
+    assert sorted(p.name for p in tmp_path.iterdir()) == []
+    io.write_tables([(good, tmp_path / "a.parquet", "human_raters"), (good, tmp_path / "b.parquet", "human_raters")])
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["a.parquet", "b.parquet"]
