@@ -73,6 +73,21 @@ class WorkflowCopy:
 
 
 @pytest.fixture
+def fake_llm():
+    """The fault-injecting OpenAI-compatible server of tests/llm_test_server.py on 127.0.0.1: (state, api_base).
+
+    Its settings (``state.retry_after``, ``state.hang``, ``state.by_model`` ...) are read per request, so a
+    test may change them after the start.
+    """
+    import llm_test_server as srv
+
+    state = srv.State()
+    server = srv.serve(state)
+    yield state, f"http://127.0.0.1:{server.server_address[1]}/v1"
+    server.shutdown()
+
+
+@pytest.fixture
 def workflow_copy(tmp_path) -> WorkflowCopy:
     return WorkflowCopy(tmp_path / "wf")
 

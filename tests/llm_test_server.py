@@ -2,7 +2,7 @@
 
 Each request's last user message selects a *plan*: a list of behaviours consumed
 one per call (then "ok"). Behaviours: ok, 429 (with Retry-After), 500, 503,
-hang (sleeps past the client timeout), reset (closes the connection), truncated
+429date (Retry-After as an HTTP date), hang (sleeps past the client timeout), reset (closes the connection), truncated
 (half a response, then close), nonjson (200 with an HTML body), empty (no
 content), refusal (a refusal and no content); a hostile provider that echoes the
 API key it was sent (whole, and cut at many offsets) in the body, the error JSON
@@ -99,9 +99,13 @@ class Handler(http.server.BaseHTTPRequestHandler):
             return self._json(int(behaviour[4:]), {"error": {"message": echo, "type": "invalid_request_error",
                                                              "param": key, "code": f"bad_key_{key[3:20]}"}},
                               headers)
-        if behaviour == "429":
+        if behaviour in ("429", "429date"):
+            after = str(self.state.retry_after)
+            if behaviour == "429date":  # an HTTP date (RFC 9110), whole seconds
+                import email.utils
+                after = email.utils.formatdate(time.time() + self.state.retry_after, usegmt=True)
             return self._json(429, {"error": {"message": "rate limited", "type": "rate_limit"}},
-                              {"Retry-After": str(self.state.retry_after)})
+                              {"Retry-After": after})
         if behaviour in ("500", "503"):
             return self._json(int(behaviour), {"error": {"message": f"server error {behaviour}"}})
         if behaviour == "hang":

@@ -101,22 +101,15 @@ def test_completion_and_tagging_prompts_keep_exactly_their_turns(smol):
     assert n > 0 and smol(req.messages) == ["system", "user", "assistant"]
 
 
-def test_the_engine_sends_and_caches_the_neutralised_prompt(tmp_path):
+def test_the_engine_sends_and_caches_the_neutralised_prompt(fake_llm, tmp_path):
     """What the model is sent is what the cache key covers, and each result says how many tokens were broken."""
-    import llm_test_server as srv
-
-    state = srv.State()
-    server = srv.serve(state)
-    try:
-        spec = llm.ModelSpec(name="m", model="openai/t", api_base=f"http://127.0.0.1:{server.server_address[1]}/v1",
-                             params={"max_tokens": 10}, timeout=5)
-        reqs = [llm.Request(id="bad", model="m", template_version="t",
-                            messages=({"role": "user", "content": HOSTILE_SEEKER},)),
-                llm.Request(id="fine", model="m", template_version="t",
-                            messages=({"role": "user", "content": "I feel alone."},))]
-        out = llm.run_requests({"m": spec}, reqs, llm.ResponseCache(tmp_path / "c"))
-    finally:
-        server.shutdown()
+    state, base = fake_llm
+    spec = llm.ModelSpec(name="m", model="openai/t", api_base=base, params={"max_tokens": 10}, timeout=5)
+    reqs = [llm.Request(id="bad", model="m", template_version="t",
+                        messages=({"role": "user", "content": HOSTILE_SEEKER},)),
+            llm.Request(id="fine", model="m", template_version="t",
+                        messages=({"role": "user", "content": "I feel alone."},))]
+    out = llm.run_requests({"m": spec}, reqs, llm.ResponseCache(tmp_path / "c"))
     assert out["bad"]["neutralised_tokens"] == 4 and out["fine"]["neutralised_tokens"] == 0
     sent = [m["content"] for b in state.bodies for m in b["messages"]]
     assert not any("<|im_start|>" in t or "<|im_end|>" in t for t in sent) and "I feel alone." in sent

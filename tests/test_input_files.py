@@ -101,7 +101,7 @@ def test_unknown_columns_are_refused_where_a_typo_would_change_the_meaning(tmp_p
 
 # --- values, per format ----------------------------------------------------------------------------
 
-@pytest.mark.parametrize("row, expected", [
+@pytest.mark.parametrize("kind, row, expected", [(k, r, e) for k, cases in {"judgments": [
     (b"r1,i1,m1,m2,0,30", r"line 2: field 'choice' is '0'; expected 1-5"),
     (b"r1,i1,m1,m2,2.5,30", r"line 2: field 'choice' is '2.5'"),
     (b"r1,i1,m1,m2,1e400,30", r"line 2: field 'choice' is '1e400'"),
@@ -111,24 +111,19 @@ def test_unknown_columns_are_refused_where_a_typo_would_change_the_meaning(tmp_p
     (b"r1,i1,m1,m2,2,", r"line 2: field 'seconds_spent' is ''"),
     (b"\xe2\x80\x8b,i1,m1,m2,2,30", r"line 2: field 'rater_id' is empty"),
     (b"r1,i1,m1,m2,2,30\nr1,i1,m1,m2,4,20", r"lines 2 and 3: rater 'r1' judged the same shown pair of an item twice"),
-])
-def test_bad_judgment_values_are_named(tmp_path, row, expected):
-    fails(tmp_path, "judgments", HEADERS["judgments"] + row + b"\n", expected)
+], "labels": [
+    (b"i3,m,,affirmation,1", r"line 2: fields 'item_id', 'system', 'contributor_id' \(i3, m, -\) name no completion"),
+    (b"i1,human,c9,affirmation,1", r"line 2: .*\(i1, human, c9\) name no completion"),
+    (b",m,,affirmation,1", r"line 2: field 'item_id' is empty"),
+    (b"i1,m,,affirmation,1\ni1,m,,affirmation,0", r"lines 2 and 3: the same completion and strategy are labelled twice"),
+]}.items() for r, e in cases])
+def test_bad_values_are_named(tmp_path, kind, row, expected):
+    fails(tmp_path, kind, HEADERS[kind] + row + b"\n", expected)
 
 
 def test_a_quality_check_side_must_be_a_or_b(tmp_path):
     fails(tmp_path, "judgments", b"rater_id,item_id,shown_a,shown_b,choice,seconds_spent,qc_expected\n"
           b"r1,i1,m1,m2,2,30,a\n", r"line 2: field 'qc_expected' is 'a'; expected A, B or empty")
-
-
-@pytest.mark.parametrize("row, expected", [
-    (b"i3,m,,affirmation,1", r"line 2: fields 'item_id', 'system', 'contributor_id' \(i3, m, -\) name no completion"),
-    (b"i1,human,c9,affirmation,1", r"line 2: .*\(i1, human, c9\) name no completion"),
-    (b",m,,affirmation,1", r"line 2: field 'item_id' is empty"),
-    (b"i1,m,,affirmation,1\ni1,m,,affirmation,0", r"lines 2 and 3: the same completion and strategy are labelled twice"),
-])
-def test_bad_strategy_labels_are_named(tmp_path, row, expected):
-    fails(tmp_path, "labels", HEADERS["labels"] + row + b"\n", expected)
 
 
 def test_blank_human_completions_are_listed_as_violations(tmp_path):

@@ -10,11 +10,10 @@ from heart import llm
 
 
 @pytest.fixture
-def server():
-    state = srv.State(retry_after=0.2, hang=5.0)
-    s = srv.serve(state)
-    yield state, f"http://127.0.0.1:{s.server_address[1]}/v1"
-    s.shutdown()
+def server(fake_llm):
+    state, base = fake_llm
+    state.retry_after, state.hang = 0.2, 5.0
+    return state, base
 
 
 def spec(api_base, **over):

@@ -5,7 +5,6 @@ import logging
 
 import pytest
 
-import llm_test_server as srv
 from heart import llm
 from heart.runtime import key_env_names, logged
 from heart.secrets import MASK, MIN_RUN, RedactingStream, Redactor, secret_names
@@ -89,18 +88,11 @@ def test_a_key_variable_named_only_by_the_config_is_a_secret_too(monkeypatch):
     assert key_pieces(Redactor.from_env(key_env_names(config)).redact(KEY)) == []
 
 
-@pytest.fixture
-def echo_server():
-    state = srv.State(retry_after=0.1)
-    s = srv.serve(state)
-    yield state, f"http://127.0.0.1:{s.server_address[1]}/v1"
-    s.shutdown()
-
-
-def test_a_provider_echoing_the_key_leaves_no_fragment_anywhere(echo_server, tmp_path, monkeypatch, caplog, capsys):
+def test_a_provider_echoing_the_key_leaves_no_fragment_anywhere(fake_llm, tmp_path, monkeypatch, caplog, capsys):
     """401/429/500 bodies, error JSON and headers that echo the key at many offsets, and an answer that carries
     it: nothing of 8 or more consecutive key characters in errors, warnings, the terminal or the cache."""
-    state, base = echo_server
+    state, base = fake_llm
+    state.retry_after = 0.1
     monkeypatch.setenv("HEART_ECHO_KEY", KEY)
     spec = llm.ModelSpec(name="m", model="openai/echo", api_base=base, api_key_env="HEART_ECHO_KEY",
                          params={"max_tokens": 20}, timeout=5, max_retries=2)
@@ -134,3 +126,52 @@ def test_retry_after_seconds_and_http_dates(value, expected):
 
     now = email.utils.parsedate_to_datetime("Wed, 21 Oct 2015 07:28:00 GMT").timestamp()
     assert llm.parse_retry_after(value, now=now) == expected
+
+
+def test_the_engine_waits_as_long_as_an_http_date_retry_after_says(fake_llm, tmp_path):
+    """Retry-After: <HTTP date> 2 s ahead (1-second resolution, so >= 1 s away): the retry waits for it, where
+    the exponential backoff alone would retry after ~0.01 s."""
+    import time
+
+    state, base = fake_llm
+    state.retry_after = 2.0
+    state.plans["slow down"] = ["429date"]
+    spec = llm.ModelSpec(name="m", model="openai/t", api_base=base, params={"max_tokens": 5}, timeout=10,
+                         max_retries=1)
+    t0 = time.monotonic()
+    out = llm.run_requests({"m": spec}, [llm.Request(id="r", model="m", template_version="t",
+                                                     messages=({"role": "user", "content": "slow down"},))],
+                           llm.ResponseCache(tmp_path / "c"), backoff=0.01)
+    waited = time.monotonic() - t0
+    assert out["r"]["text"] and state.calls["slow down"] == 2 and waited >= 0.9
+
+
+def test_the_prefilter_never_lets_a_run_through():
+    """Redactor skips texts holding none of a key's aligned 4-grams; any run of 8 key characters holds one."""
+    import random
+
+    rng = random.Random(7)
+    alphabet = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJ0123456789-_"
+    for _ in range(300):
+        key = "".join(rng.choice(alphabet) for _ in range(rng.randint(8, 60)))
+        start = rng.randint(0, len(key) - MIN_RUN)
+        run = key[start:start + rng.randint(MIN_RUN, len(key) - start)]
+        filler = "".join(rng.choice(alphabet + " ") for _ in range(rng.randint(0, 80)))
+        text = filler[: len(filler) // 2] + run + filler[len(filler) // 2:]
+        assert key_pieces(Redactor([key]).redact(text), key) == [], (key, run)
+
+
+def test_cached_answers_and_the_published_cache_are_redacted_too(tmp_path, monkeypatch):
+    """A cache written before redaction existed (or someone else's) can hold a key: a hit and the export mask it."""
+    monkeypatch.setenv("HEART_TEST_API_KEY", KEY)
+    spec = llm.ModelSpec(name="m", model="openai/t", api_base="http://127.0.0.1:9/v1", api_key_env="HEART_TEST_API_KEY")
+    req = llm.Request(id="r", model="m", template_version="t", messages=({"role": "user", "content": "hi"},))
+    cache = llm.ResponseCache(tmp_path / "c")
+    cache.put(llm.cache_key(spec, req), {"model": "openai/t", "text": f"old answer with {KEY}", "parsed": None,
+                                         "parse_error": None, "usage": {}, "cost": None})
+    out = llm.run_requests({"m": spec}, [req], cache)  # answered from the cache: port 9 is never called
+    assert out["r"]["from_cache"] and key_pieces(out["r"]["text"]) == [] and MASK in out["r"]["text"]
+    cache.export(tmp_path / "published.parquet", Redactor([KEY]))
+    import pandas as pd
+
+    assert key_pieces(pd.read_parquet(tmp_path / "published.parquet").to_csv()) == []

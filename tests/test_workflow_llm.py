@@ -90,11 +90,8 @@ def test_human_completions_imported_with_violations(workflow_copy):
 # --- an API model: a real OpenAI-compatible server on 127.0.0.1 ------------------------
 
 @pytest.fixture
-def api_server():
-    state = srv.State(latency=0.0)
-    server = srv.serve(state)
-    yield state, f"http://127.0.0.1:{server.server_address[1]}/v1"
-    server.shutdown()
+def api_server(fake_llm):
+    return fake_llm
 
 
 def api_config(wf, base, n=3, concurrency=4, name="api.yaml", replay=None, **model):

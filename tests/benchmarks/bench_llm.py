@@ -5,6 +5,9 @@
 1. Throughput against tests/llm_test_server.py with a fixed 200 ms latency:
    concurrency 32 vs the ideal (concurrency / latency), and a sequential loop.
 2. 42,000 cached lookups (the paper's number of pairwise comparisons).
+3. The same 42,000 as judge-sized requests (~2 KB of material, ~500-character answers) answered from
+   the cache by run_requests with three API keys in the environment: what chat-token neutralisation
+   and key redaction add to a fully cached paper-scale stage.
 """
 
 import subprocess
@@ -76,6 +79,31 @@ def main():
         full = timed(lambda: llm.run_requests(specs(base, 32), reqs, big))
         print(f"42,000 requests answered from the cache by run_requests: {full:.2f} s")
     server.terminate()
+    paper_scale_cached()
+
+
+def paper_scale_cached():
+    import os
+    import random
+
+    rng = random.Random(1)
+    words = "I hear you and that sounds really hard , it makes sense to feel overwhelmed when work piles up".split()
+    os.environ.update({"BENCH_A_API_KEY": "sk-proj-Zq81vXc0LmN4tR7yWp2KdF9sGh3JbA6eUo5iQ",
+                       "BENCH_B_API_KEY": "sk-ant-api03-abcdefghijklmnopqrstuvwxyz0123456789",
+                       "BENCH_C_API_KEY": "AIzaSyD-1234567890abcdefghijklmnop"})
+    with tempfile.TemporaryDirectory() as tmp:
+        cache = llm.ResponseCache(tmp)
+        spec = specs("http://127.0.0.1:9/v1", 32)
+        reqs = [llm.Request(id=f"j{i}", model="m", template_version="bench", messages=(
+            {"role": "system", "content": "You judge two replies."},
+            {"role": "user", "content": f"{i} " + " ".join(rng.choice(words) for _ in range(400))}))
+            for i in range(42_000)]
+        for r in reqs:
+            cache.put(llm.cache_key(spec["m"], r), {"model": "openai/test", "parsed": None, "usage": {}, "cost": None,
+                                                    "text": " ".join(rng.choice(words) for _ in range(110))})
+        t = timed(lambda: llm.run_requests(spec, reqs, cache))
+        print(f"42,000 judge-sized requests answered from the cache by run_requests "
+              f"(neutralised and redacted): {t:.2f} s")
 
 
 if __name__ == "__main__":

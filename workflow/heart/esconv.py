@@ -68,19 +68,15 @@ def _text_pattern() -> str:
 _TEXT_PATTERN = _text_pattern()
 #: lone surrogates (unencodable: "\\ud800" is valid JSON) and control characters other than tab and line breaks
 _BAD_CHARS = re.compile("[\ud800-\udfff\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
+_UNDECODABLE = re.compile("[\udc80-\udcff]")  # bytes that were not UTF-8, as surrogateescape decodes them
 
 
-def _bad_text(obj, path=()):
+def _bad_text(obj):
     """(path, character) of the first string (key or value) holding a character no table can store."""
-    if isinstance(obj, str):
-        hit = _BAD_CHARS.search(obj)
-        return (path, hit.group()) if hit else None
-    children = obj.items() if isinstance(obj, dict) else enumerate(obj) if isinstance(obj, list) else ()
-    for k, v in children:
-        hit = _bad_text(k, path + (k,)) if isinstance(k, str) else None
-        hit = hit or _bad_text(v, path + (k,))
+    for path, node in _walk(obj):
+        hit = _BAD_CHARS.search(node) if isinstance(node, str) else None
         if hit:
-            return hit
+            return path, hit.group()
     return None
 
 
@@ -116,10 +112,10 @@ def _fail(path, index, field, problem) -> ESConvFormatError:
     return ESConvFormatError(f"{path}: {where}: {problem}")
 
 
-def _conversation_index_at(text: str, pos: int) -> int | None:
-    """Index of the top-level array element that contains character ``pos`` (None if outside)."""
-    depth, index, in_string, escaped = 0, -1, False, False
-    for ch in text[:pos]:
+def _brackets(text: str, end: int | None = None):
+    """(position, depth after it, opening?) of every bracket of ``text[:end]`` outside JSON strings."""
+    depth, in_string, escaped = 0, False, False
+    for pos, ch in enumerate(text if end is None else text[:end]):
         if in_string:
             if escaped:
                 escaped = False
@@ -127,34 +123,40 @@ def _conversation_index_at(text: str, pos: int) -> int | None:
                 escaped = True
             elif ch == '"':
                 in_string = False
-            continue
-        if ch == '"':
+        elif ch == '"':
             in_string = True
         elif ch in "[{":
             depth += 1
-            if depth == 2:
-                index += 1
+            yield pos, depth, True
         elif ch in "]}":
             depth -= 1
+            yield pos, depth, False
+
+
+def _conversation_index_at(text: str, pos: int) -> int | None:
+    """Index of the top-level array element that contains character ``pos`` (None if outside)."""
+    index, depth = -1, 0
+    for _, depth, opening in _brackets(text, pos):
+        if opening and depth == 2:
+            index += 1
     return index if index >= 0 and depth >= 2 else None
 
 
-def _find_undecodable(obj, path=()):
-    """Yield the path of the first string holding undecodable bytes (surrogate escapes)."""
-    if isinstance(obj, str):
-        if any("\udc80" <= c <= "\udcff" for c in obj):
-            return path
-    elif isinstance(obj, dict):
+def _walk(obj, path=()):
+    """Every (path, node) of parsed JSON in document order; an object's keys are nodes at their value's path."""
+    yield path, obj
+    if isinstance(obj, dict):
         for k, v in obj.items():
-            hit = _find_undecodable(k, path + (k,)) or _find_undecodable(v, path + (k,))
-            if hit is not None:
-                return hit
+            yield path + (k,), k
+            yield from _walk(v, path + (k,))
     elif isinstance(obj, list):
         for i, v in enumerate(obj):
-            hit = _find_undecodable(v, path + (i,))
-            if hit is not None:
-                return hit
-    return None
+            yield from _walk(v, path + (i,))
+
+
+def _find_undecodable(obj):
+    """The path of the first string holding undecodable bytes (surrogate escapes), or None."""
+    return next((p for p, v in _walk(obj) if isinstance(v, str) and _UNDECODABLE.search(v)), None)
 
 
 MAX_DEPTH = 64  # reported when the JSON reader runs out of stack; ESConv itself nests 5 levels
@@ -182,38 +184,14 @@ def _pairs_hook(found: list):
     return hook
 
 
-def _find_duplicates(obj, path=()):
+def _find_duplicates(obj):
     """(path, key) of the first object with a key twice, in document order; None if there is none."""
-    if isinstance(obj, _Duplicates):
-        return path, obj.keys_twice[0]
-    children = obj.items() if isinstance(obj, dict) else enumerate(obj) if isinstance(obj, list) else ()
-    for k, v in children:
-        hit = _find_duplicates(v, path + (k,))
-        if hit is not None:
-            return hit
-    return None
+    return next(((p, v.keys_twice[0]) for p, v in _walk(obj) if isinstance(v, _Duplicates)), None)
 
 
 def _too_deep_at(text: str) -> int:
     """Character position where the nesting of ``text`` first goes deeper than :data:`MAX_DEPTH`."""
-    depth, in_string, escaped = 0, False, False
-    for pos, ch in enumerate(text):
-        if in_string:
-            if escaped:
-                escaped = False
-            elif ch == "\\":
-                escaped = True
-            elif ch == '"':
-                in_string = False
-        elif ch == '"':
-            in_string = True
-        elif ch in "[{":
-            depth += 1
-            if depth > MAX_DEPTH:
-                return pos
-        elif ch in "]}":
-            depth -= 1
-    return len(text)
+    return next((pos for pos, depth, _ in _brackets(text) if depth > MAX_DEPTH), len(text))
 
 
 def read_raw(path: str | Path) -> list[dict]:

@@ -161,12 +161,15 @@ class ResponseCache:
         with atomic_path(path) as tmp:
             Path(tmp).write_text(json.dumps(entry, ensure_ascii=False))
 
-    def export(self, dest) -> int:
-        """Write every entry (local and replayed) to one Parquet file (key, model, entry JSON)."""
+    def export(self, dest, redactor: Redactor | None = None) -> int:
+        """Write every entry (local and replayed) to one Parquet file (key, model, entry JSON), for publishing:
+        with the keys of this environment redacted from every entry."""
+        redactor = redactor or Redactor.from_env()
         entries = dict(self.replay)  # a replaying checkout re-publishes what it replayed
         for path in sorted(self.dir.glob("??/*.json")):
             entries[path.stem] = json.loads(path.read_text())
-        rows = [{"key": k, "model": e.get("model"), "entry": json.dumps(e)} for k, e in sorted(entries.items())]
+        rows = [{"key": k, "model": e.get("model"), "entry": json.dumps(redactor.redact_obj(e))}
+                for k, e in sorted(entries.items())]
         with atomic_path(dest) as tmp:
             pd.DataFrame(rows, columns=["key", "model", "entry"]).to_parquet(tmp, index=False)
         return len(rows)
@@ -527,6 +530,9 @@ def run_requests(specs: dict[str, ModelSpec], requests: list[Request], cache: Re
     requests, neutralised = prepare_all(specs, requests)
     keys = {r.id: cache_key(specs[r.model], r) for r in requests}
     hits = {rid: entry for rid, key in keys.items() if (entry := cache.get(key)) is not None}
+    for rid, hit in hits.items():  # a cache written before redaction, or someone else's, may hold a key
+        if redactor.redact(hit["text"]) != hit["text"]:
+            hits[rid] = {**hit, "text": redactor.redact(hit["text"])}
     for r in requests:  # a cached answer is read with today's parser: a parser fix needs no new call
         if r.id in hits and r.schema is not None:
             hits[r.id] = {**hits[r.id], **dict(zip(("parsed", "parse_error"),

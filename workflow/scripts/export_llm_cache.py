@@ -4,8 +4,10 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(snakemake.scriptdir).parent))
 from heart import llm  # noqa: E402
-from heart.runtime import logged  # noqa: E402
+from heart.runtime import key_env_names, logged  # noqa: E402
+from heart.secrets import Redactor  # noqa: E402
 
 with logged(snakemake.log[0], snakemake) as log:
-    n = llm.ResponseCache(snakemake.params.cache_dir).export(snakemake.output[0])
+    redactor = Redactor.from_env(key_env_names(snakemake.config))
+    n = llm.ResponseCache(snakemake.params.cache_dir).export(snakemake.output[0], redactor)
     log.info("exported %d cached responses from %s", n, snakemake.params.cache_dir)
