@@ -85,6 +85,10 @@ def test_a_byte_order_mark_and_a_multiline_quoted_field_are_fine(tmp_path, kind)
         path.write_bytes(HEADERS[kind] + b'i1,c1,"Two\nlines"\ni9,c2,unknown item\n')
         table, violations = read(kind, path)
         assert table["text"].tolist() == ["Two\nlines"] and violations["line"].tolist() == [4]
+        # separators that str.splitlines would break at are ordinary characters of a field
+        path.write_bytes(HEADERS[kind] + "i1,c1,a\u2028b\x85c\u2029d\ni2,c1,fine\n".encode())
+        table, violations = read(kind, path)
+        assert table["text"].tolist() == ["a\u2028b\x85c\u2029d", "fine"] and violations.empty
 
 
 def test_unknown_columns_are_refused_where_a_typo_would_change_the_meaning(tmp_path):
@@ -121,9 +125,12 @@ def test_bad_values_are_named(tmp_path, kind, row, expected):
     fails(tmp_path, kind, HEADERS[kind] + row + b"\n", expected)
 
 
-def test_a_quality_check_side_must_be_a_or_b(tmp_path):
-    fails(tmp_path, "judgments", b"rater_id,item_id,shown_a,shown_b,choice,seconds_spent,qc_expected\n"
-          b"r1,i1,m1,m2,2,30,a\n", r"line 2: field 'qc_expected' is 'a'; expected A, B or empty")
+def test_a_quality_check_side_must_be_a_or_b_and_checks_may_repeat(tmp_path):
+    header = b"rater_id,item_id,shown_a,shown_b,choice,seconds_spent,qc_expected\n"
+    fails(tmp_path, "judgments", header + b"r1,i1,m1,m2,2,30,a\n", r"line 2: field 'qc_expected' is 'a'; expected A, B")
+    path = tmp_path / "qc.csv"
+    path.write_bytes(header + b"r1,qc1,good,bad,1,20,A\nr1,qc1,good,bad,2,25,A\n")
+    assert len(read("judgments", path)) == 2
 
 
 def test_blank_human_completions_are_listed_as_violations(tmp_path):

@@ -59,7 +59,7 @@ def read(path) -> pd.DataFrame:
     Rejected: what :func:`heart.io.read_records` rejects (encoding, truncation, missing, repeated or
     unknown columns), an empty id, a choice outside 1-5, seconds that are not a number in [0, 86400],
     a quality-check side other than A/B, A and B naming the same completion, and one rater judging the
-    same shown pair of an item twice.
+    same shown pair of an item twice (quality-check rows may repeat).
     """
     path = Path(path)
     try:
@@ -85,7 +85,8 @@ def read(path) -> pd.DataFrame:
         if row.shown_a == row.shown_b:
             raise HumanJudgmentError(f"{where}: fields 'shown_a' and 'shown_b' name the same completion")
     key = ["rater_id", "item_id", "shown_a", "shown_b"]
-    repeated = table[table.duplicated(key, keep=False)]
+    judgments = table[table["qc_expected"] == ""]  # a quality check may be shown to a rater more than once
+    repeated = judgments[judgments.duplicated(key, keep=False)]
     if len(repeated):
         first = repeated.groupby(key, sort=False)["line"].apply(list).iloc[0]
         raise HumanJudgmentError(f"{path}, lines {first[0]} and {first[1]}: rater {repeated.iloc[0]['rater_id']!r} "

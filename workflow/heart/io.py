@@ -16,6 +16,7 @@ import os
 import re
 import tempfile
 from functools import lru_cache
+from io import StringIO
 from pathlib import Path
 
 import pandas as pd
@@ -230,7 +231,7 @@ def read_records(path, required, optional=(), allow_extra: bool = False) -> pd.D
     text = _decode(path, raw)
     if not text.strip():
         raise RecordError(f"{path}: is empty; expected a header line ({expected}) and one record per line")
-    reader = csv.reader(text.splitlines(keepends=True), strict=True)
+    reader = csv.reader(StringIO(text, newline=""), strict=True)  # lines end at \n, \r\n, \r only
     records, lines = [], []
     try:
         header = next(reader)
@@ -275,7 +276,7 @@ def read_csv(path, **kwargs) -> pd.DataFrame:
     file and the line (see :func:`read_records` for files users supply)."""
     try:
         text = _decode(Path(path), Path(path).read_bytes())
-        reader = csv.reader(text.splitlines(keepends=True))
+        reader = csv.reader(StringIO(text, newline=""))
         header = next(reader, [])
         for record in reader:
             if record and len(record) != len(header):

@@ -531,8 +531,9 @@ def run_requests(specs: dict[str, ModelSpec], requests: list[Request], cache: Re
     keys = {r.id: cache_key(specs[r.model], r) for r in requests}
     hits = {rid: entry for rid, key in keys.items() if (entry := cache.get(key)) is not None}
     for rid, hit in hits.items():  # a cache written before redaction, or someone else's, may hold a key
-        if redactor.redact(hit["text"]) != hit["text"]:
-            hits[rid] = {**hit, "text": redactor.redact(hit["text"])}
+        clean = redactor.redact(hit["text"])
+        if clean != hit["text"]:
+            hits[rid] = {**hit, "text": clean}
     for r in requests:  # a cached answer is read with today's parser: a parser fix needs no new call
         if r.id in hits and r.schema is not None:
             hits[r.id] = {**hits[r.id], **dict(zip(("parsed", "parse_error"),
