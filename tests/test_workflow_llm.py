@@ -217,19 +217,22 @@ def test_an_echoing_provider_leaves_no_key_fragment_in_any_file_or_output(workfl
     from test_secrets import KEY, key_pieces
 
     state, base = api_server
-    state.by_model = {"good-echo": "echo200", "bad-echo": "echo401"}
+    failing = {"e401": "echo401", "e429": "echo429", "e500": "echo500"}
+    state.by_model = {"good-echo": "echo200", **{f"{name}-echo": b for name, b in failing.items()}}
     wf = workflow_copy
     args = api_config(wf, base, n=2, model="openai/good-echo")
     cfg = yaml.safe_load((wf.root / "api.yaml").read_text())
-    cfg["models"]["bad"] = {**cfg["models"]["remote"], "model": "openai/bad-echo"}
-    cfg["systems"]["bad-a"] = {"model": "bad", "prompt": "supportive_listener"}
+    for name in failing:
+        cfg["models"][name] = {**cfg["models"]["remote"], "model": f"openai/{name}-echo"}
+        cfg["systems"][f"{name}-a"] = {"model": name, "prompt": "supportive_listener"}
     (wf.root / "api.yaml").write_text(yaml.safe_dump(cfg))
-    proc = wf.snakemake("results/completions/remote-a.parquet", "results/completions/bad-a.parquet",
-                        "--keep-going", *args, check=False, env={"HEART_TEST_API_KEY": KEY})
+    targets = [f"results/completions/{s}.parquet" for s in ["remote-a", *(f"{n}-a" for n in failing)]]
+    proc = wf.snakemake(*targets, "--keep-going", *args, check=False, env={"HEART_TEST_API_KEY": KEY})
     assert proc.returncode != 0 and state.auth[f"Bearer {KEY}"] > 0
     good = io.read_table(wf.root / "results/completions/remote-a.parquet")
     assert len(good) == 2 and good["raw_text"].str.contains("[REDACTED]", regex=False).all()
-    assert not (wf.root / "results/completions/bad-a.parquet").exists()
+    assert [t for t in targets if (wf.root / t).exists()] == targets[:1]
+    assert "retrying" in (wf.root / "logs/completions/e500-a/1of1.log").read_text()  # retries were logged too
     assert "Incorrect API key provided: [REDACTED]" in proc.stderr  # the failure is told, without the key
     assert key_pieces(proc.stdout + proc.stderr) == []
     assert key_pieces(_all_text_under(wf.root)) == []
