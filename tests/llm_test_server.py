@@ -6,8 +6,9 @@ one per call (then "ok"). Behaviours: ok, 429 (with Retry-After), 500, 503,
 (half a response, then close), nonjson (200 with an HTML body), empty (no
 content), refusal (a refusal and no content); a hostile provider that echoes the
 API key it was sent (whole, and cut at many offsets) in the body, the error JSON
-and the headers: echo401, echo429, echo500 (errors) and echo200 (an answer that
-carries the key too). The server counts the successful
+and the headers: echo401, echo429, echo500 (errors), echo200 (an answer that
+carries the key too) and echo200json (a JSON answer whose strings carry the key
+behind \\u escapes). The server counts the successful
 ("ok") answers per message, so a test can prove nothing was paid for twice.
 
 Run standalone for benchmarks: ``python tests/llm_test_server.py --port 0 --latency 0.2``.
@@ -51,6 +52,34 @@ def key_echoes(key: str) -> str:
     # the whole key at many offsets of a long body, so that any cut (e.g. at 300 characters) splits it
     pieces += ["x" * off + key for off in range(0, 420, 23)]
     return " | ".join(pieces)
+
+
+def escaped_key(key: str) -> str:
+    """``key`` as a JSON string body in which every 5th character is a \\u escape: no 8 raw characters of
+    the key stand together in the text, but any JSON reader gets the whole key back."""
+    return "".join(f"\\u{ord(c):04x}" if i % 5 == 4 else c for i, c in enumerate(key))
+
+
+FREE_TEXT = ("text", "rationale", "evidence", "rewrite", "reason")  # fields a schema leaves free
+
+
+def json_with_escaped_key(content: str, key: str) -> str:
+    """A JSON answer with the escaped key appended to every free-text string (a plain text gets wrapped)."""
+    try:
+        value = json.loads(content)
+    except ValueError:
+        value = {"text": content}
+    mark = "\x00KEY\x00"
+
+    def walk(v, name=None):
+        if isinstance(v, str):
+            return v + " " + mark if name in FREE_TEXT else v
+        if isinstance(v, dict):
+            return {k: walk(x, k) for k, x in v.items()}
+        if isinstance(v, list):
+            return [walk(x) for x in v]
+        return v
+    return json.dumps(walk(value)).replace(json.dumps(mark)[1:-1], escaped_key(key))
 
 
 def reply_text(user: str) -> str:
@@ -128,6 +157,9 @@ class Handler(http.server.BaseHTTPRequestHandler):
         if behaviour == "echo200":
             content = f"{default} (your key: {key[2:40]})"
             self._extra_headers = {"X-Echo-Key": key, "OpenAI-Organization": key[::-1] + key}
+        if behaviour == "echo200json":  # the key inside every string of a JSON answer, hidden by escapes
+            content = json_with_escaped_key(default, key)
+            behaviour = "echo200"
         if behaviour in ("ok", "echo200"):
             with self.state.lock:
                 self.state.ok[user] += 1

@@ -1,6 +1,7 @@
 """No fragment of an API key reaches logs, warnings, errors, the cache or the terminal (issue: hardening)."""
 
 import io as stdio
+import json
 import logging
 
 import pytest
@@ -39,8 +40,14 @@ def test_secrets_are_the_configured_and_the_credential_named_variables(monkeypat
     monkeypatch.setenv("SOMEONE_API_KEY", "abcdefghijklmnop")
     monkeypatch.setenv("HF_TOKEN", "hf_abcdefghijklmnop")
     monkeypatch.setenv("HOME_PAGE", "https://example.invalid/a-long-path")
+    # variables litellm reads by itself for some providers
+    litellm_reads = ["AWS_BEARER_TOKEN_BEDROCK", "VERTEXAI_CREDENTIALS", "SNOWFLAKE_JWT", "CLARIFAI_PAT",
+                     "WATSONX_APIKEY", "AWS_SECRET_ACCESS_KEY", "AZURE_AD_TOKEN", "DATABRICKS_TOKEN"]
+    for name in litellm_reads:
+        monkeypatch.setenv(name, f"value-of-{name}")
     names = secret_names(["MY_PROVIDER_KEY_VAR"])
-    assert {"MY_PROVIDER_KEY_VAR", "SOMEONE_API_KEY", "HF_TOKEN"} <= set(names) and "HOME_PAGE" not in names
+    assert {"MY_PROVIDER_KEY_VAR", "SOMEONE_API_KEY", "HF_TOKEN", *litellm_reads} <= set(names)
+    assert "HOME_PAGE" not in names
     r = Redactor.from_env(["MY_PROVIDER_KEY_VAR"])
     assert key_pieces(r.redact(KEY)) == [] and r.redact("https://example.invalid/a-long-path").endswith("long-path")
 
@@ -63,8 +70,47 @@ def test_redacting_stream_masks_keys_split_across_writes():
     stream.write("first part " + KEY[:20])
     stream.write(KEY[20:] + " end\nsecond ")
     stream.write(KEY[5:30])
-    stream.flush()
+    stream.drain()
     assert key_pieces(out.getvalue()) == [] and out.getvalue().startswith("first part [REDACTED] end\nsecond ")
+
+
+def test_redacting_stream_sees_a_key_written_in_pieces_with_a_flush_after_each():
+    """A flush passes on whole lines only: pieces of 5 characters, each flushed, are still one key at the end."""
+    out = stdio.StringIO()
+    stream = RedactingStream(out, Redactor([KEY]))
+    for i in range(0, len(KEY), 5):
+        stream.write(KEY[i:i + 5])
+        stream.flush()
+    stream.write(" and then a progress bar\r")
+    assert out.getvalue() == "[REDACTED] and then a progress bar\r"
+    # a very long line without an end is passed on at a flush, all but a possible key start
+    stream.write("x" * 5000 + KEY[:7])
+    stream.flush()
+    stream.write(KEY[7:] + "\n")
+    assert key_pieces(out.getvalue()) == [] and out.getvalue().endswith("x[REDACTED]\n")
+
+
+def test_masking_never_leaves_a_new_run_beside_the_mask():
+    key = "abcD]xyz12345"  # holds the mask's own last characters
+    out = Redactor([key]).redact(f"..{key}..ab{key}")
+    assert key_pieces(out, key) == []
+
+
+def test_a_key_hidden_by_json_escapes_is_masked_in_the_decoded_answer():
+    """``\\/`` and ``\\uXXXX`` split the raw text into pieces under 8 characters; json.loads joins them."""
+    import json
+
+    escaped = "".join(f"\\u{ord(c):04x}" if i % 5 == 4 else c for i, c in enumerate(KEY))  # as \\/ would
+    answer = '{"winner": "A", "rationale": "your key ' + escaped + ' is wrong"}'
+    assert key_pieces(answer) == [] and KEY in json.loads(answer)["rationale"]  # the case this guards
+    r = Redactor([KEY])
+    clean = r.redact_json(answer)
+    assert key_pieces(json.dumps(json.loads(clean), ensure_ascii=False)) == [] and MASK in json.loads(clean)["rationale"]
+    schema = {"type": "object", "required": ["winner"], "properties": {"winner": {"enum": ["A", "B"]},
+                                                                        "rationale": {"maxLength": 5}}}
+    parsed, error = llm.parse_structured(answer, schema, r)  # the schema error quotes the decoded value
+    assert parsed is None and key_pieces(error) == [] and "[REDACTED]" in error
+    assert r.redact_json("not json \\u0041 " + KEY[:10]) == "not json \\u0041 " + MASK
 
 
 def test_logged_masks_the_log_the_traceback_and_the_terminal(tmp_path, monkeypatch, capsys):
@@ -98,10 +144,11 @@ def test_a_provider_echoing_the_key_leaves_no_fragment_anywhere(fake_llm, tmp_pa
                          params={"max_tokens": 20}, timeout=5, max_retries=2)
     plans = {"unauthorised": ["echo401"] * 5, "rate limited then fine": ["echo429"],
              "server error then fine": ["echo500"], "server error always": ["echo500"] * 5,
-             "answer carries the key": ["echo200"]}
+             "answer carries the key": ["echo200"], "json answer hides the key in escapes": ["echo200json"]}
     state.plans.update({k: list(v) for k, v in plans.items()})
-    reqs = [llm.Request(id=t, model="m", messages=({"role": "user", "content": t},), template_version="t")
-            for t in plans]
+    schema = {"type": "object", "required": ["text"], "properties": {"text": {"type": "string"}}}
+    reqs = [llm.Request(id=t, model="m", messages=({"role": "user", "content": t},), template_version="t",
+                        schema=schema if "json" in t else None) for t in plans]
     cache = llm.ResponseCache(tmp_path / "cache")
     caplog.set_level(logging.DEBUG)
     with pytest.raises(llm.LLMStageError) as err:
@@ -109,10 +156,16 @@ def test_a_provider_echoing_the_key_leaves_no_fragment_anywhere(fake_llm, tmp_pa
     assert state.auth[f"Bearer {KEY}"] > 0  # the server did get the key, and echoed it
     assert set(err.value.failures) == {"unauthorised", "server error always"}
     assert "Incorrect API key provided: [REDACTED]" in str(err.value)
-    written = "".join(p.read_text() for p in (tmp_path / "cache").rglob("*.json"))
-    assert "[REDACTED]" in written  # the echoing answer was cached with the key masked
+    # every cache file as a reader decodes it (JSON escapes undone, the answer's own JSON too)
+    entries = [json.loads(p.read_text()) for p in (tmp_path / "cache").rglob("*.json")]
+    written = json.dumps(entries, ensure_ascii=False) + json.dumps([json.loads(e["text"]) for e in entries
+                                                                     if e["text"].startswith("{")], ensure_ascii=False)
+    assert written.count("[REDACTED]") >= 3  # the echoing answers were cached with the key masked
+    # the JSON answer: its key was whole only after decoding; masked in the text and in what was parsed
+    again = llm.run_requests({"m": spec}, [r for r in reqs if "json" in r.id], cache)  # a cache hit
+    assert again["json answer hides the key in escapes"]["parsed"]["text"].endswith("[REDACTED]")
     captured = capsys.readouterr()
-    everything = str(err.value) + caplog.text + captured.out + captured.err + written
+    everything = str(err.value) + caplog.text + captured.out + captured.err + written + json.dumps(again)
     assert "retrying" in caplog.text and key_pieces(everything) == []
 
 
@@ -175,3 +228,45 @@ def test_cached_answers_and_the_published_cache_are_redacted_too(tmp_path, monke
     import pandas as pd
 
     assert key_pieces(pd.read_parquet(tmp_path / "published.parquet").to_csv()) == []
+
+
+INTERRUPTED_SCRIPT = """
+import sys
+from heart import llm
+from heart.runtime import logged
+
+base, log = sys.argv[1], sys.argv[2]
+with logged(log):
+    spec = llm.ModelSpec(name="m", model="openai/echo", api_base=base, api_key_env="HEART_TEST_API_KEY",
+                         params={"max_tokens": 5}, timeout=5, max_retries=3)
+    llm.run_requests({"m": spec}, [llm.Request(id="r", model="m", template_version="t",
+                                               messages=({"role": "user", "content": "wait for me"},))],
+                     llm.ResponseCache(sys.argv[3]))
+"""
+
+
+def test_an_interrupt_while_waiting_to_retry_prints_no_key(fake_llm, tmp_path):
+    """Ctrl-C (or scancel --signal=INT) during the wait after an echoed 429: the traceback would carry the
+    provider's exception, key and all, to the terminal; it goes to the log, redacted, and the job exits 130."""
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    from conftest import REPO
+
+    state, base = fake_llm
+    state.retry_after = 30
+    state.plans["wait for me"] = ["echo429"] * 4
+    log = tmp_path / "job.log"
+    env = {**os.environ, "HEART_TEST_API_KEY": KEY, "PYTHONPATH": str(REPO / "workflow")}
+    proc = subprocess.Popen([sys.executable, "-c", INTERRUPTED_SCRIPT, base, str(log), str(tmp_path / "c")],
+                            env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 60
+    while "retrying in" not in (log.read_text() if log.exists() else "") and time.monotonic() < deadline:
+        time.sleep(0.1)
+    proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(timeout=30)
+    assert proc.returncode == 130 and "interrupted" in err and "KeyboardInterrupt" in log.read_text()
+    assert key_pieces(out + err + log.read_text()) == []

@@ -1,5 +1,6 @@
 """The LLM stages through Snakemake: the local model, an API model on 127.0.0.1, keys, kill -9, replay."""
 
+import json
 import os
 import signal
 import subprocess
@@ -197,6 +198,30 @@ def test_stage_through_a_llama_cpp_server_on_loopback(workflow_copy):
         server.wait(timeout=30)
 
 
+def _decoded(path):
+    """A JSON file, or every JSON-looking cell of a Parquet table, decoded (nested JSON texts too)."""
+    def deep(value):
+        if isinstance(value, str) and value[:1] in "{[":
+            try:
+                return deep(json.loads(value, strict=False))
+            except ValueError:
+                return value
+        if isinstance(value, dict):
+            return {k: deep(v) for k, v in value.items()}
+        if isinstance(value, list):
+            return [deep(v) for v in value]
+        return value
+
+    if path.suffix == ".json":
+        try:
+            return deep(json.loads(path.read_text(errors="replace"), strict=False))
+        except ValueError:
+            return None
+    import pyarrow.parquet as pq
+
+    return deep([[str(v) for v in row] for row in pq.read_table(path).to_pylist() for row in [row.values()]])
+
+
 def _all_text_under(root) -> str:
     """Every file below ``root`` as text, Parquet tables decoded too (their pages may be compressed)."""
     import pyarrow.parquet as pq
@@ -207,6 +232,8 @@ def _all_text_under(root) -> str:
         if path.suffix == ".parquet":
             table = pq.read_table(path)
             parts.append(str(table.schema.metadata) + table.to_pandas().to_csv())
+        if path.suffix in (".json", ".parquet"):  # as a reader decodes them: JSON escapes undone
+            parts.append(json.dumps(_decoded(path), ensure_ascii=False))
     return "\n".join(parts)
 
 
@@ -234,5 +261,28 @@ def test_an_echoing_provider_leaves_no_key_fragment_in_any_file_or_output(workfl
     assert [t for t in targets if (wf.root / t).exists()] == targets[:1]
     assert "retrying" in (wf.root / "logs/completions/e500-a/1of1.log").read_text()  # retries were logged too
     assert "Incorrect API key provided: [REDACTED]" in proc.stderr  # the failure is told, without the key
-    assert key_pieces(proc.stdout + proc.stderr) == []
+    printed = proc.stdout + proc.stderr
+
+    # then the working system judged and tagged by models whose JSON answers hide the key behind \u escapes
+    # (whole only once decoded), the call preview, and the published cache
+    from test_workflow_judging import fake
+
+    state.responder = fake
+    state.by_model["judge-echo"] = "echo200json"
+    for name in failing:
+        del cfg["models"][name], cfg["systems"][f"{name}-a"]
+    cfg["models"]["judge"] = {**cfg["models"]["remote"], "model": "openai/judge-echo", "family": "judge",
+                              "params": {"temperature": 0, "max_tokens": 400}}
+    cfg["judging"] = {"judges": {"echo-judge": {"model": "judge"}}}
+    cfg["tagging"] = {"taggers": {"echo-tagger": {"model": "judge"}}}
+    (wf.root / "api.yaml").write_text(yaml.safe_dump(cfg))
+    targets = ["results/judging/llm/echo-judge.parquet", "results/tagging/echo-tagger.parquet",
+               "results/preview/llm_calls.parquet", "results/llm_cache.parquet"]
+    proc = wf.snakemake(*targets, *args, env={"HEART_TEST_API_KEY": KEY})
+    verdicts = io.read_table(wf.root / targets[0])
+    assert verdicts["parse_ok"].all() and verdicts["rationale"].str.endswith("[REDACTED]").all()
+    tags = io.read_table(wf.root / targets[1])
+    assert tags["parse_ok"].all() and tags["evidence"].str.endswith("[REDACTED]").all()
+    printed += proc.stdout + proc.stderr
+    assert key_pieces(printed) == []
     assert key_pieces(_all_text_under(wf.root)) == []

@@ -12,8 +12,8 @@ special token's string. Which strings count:
 * for every model, the control tokens of the common chat templates (:data:`GENERIC`: ChatML,
   Llama 2/3, Mistral, Gemma, Phi, DeepSeek, GPT-OSS, Command-R ...), since the template of an
   ``api_base`` server or a hosted model cannot be seen from here;
-* for a local GGUF model, also every token its own vocabulary marks as control or user-defined
-  (what llama.cpp parses as special), read from the GGUF file (:func:`gguf_special_tokens`).
+* for a local GGUF model, also every token its own vocabulary marks as control, user-defined or
+  unknown (what llama.cpp parses as special), read from the GGUF file (:func:`gguf_special_tokens`).
 
 The engine (:mod:`heart.llm`) applies it to every message of every request before the cache key
 is computed, and reports how many tokens it broke per request.
@@ -59,7 +59,8 @@ class Neutraliser:
 
 @lru_cache(maxsize=None)
 def gguf_special_tokens(path: str) -> tuple[str, ...]:
-    """Every token a GGUF model's vocabulary marks as control or user-defined (parsed as special by llama.cpp).
+    """Every token a GGUF model's vocabulary marks as control, user-defined or unknown (llama.cpp parses
+    these as special in a prompt).
 
     Read with llama.cpp itself (vocabulary only, no weights).
     """
@@ -75,7 +76,8 @@ def gguf_special_tokens(path: str) -> tuple[str, ...]:
         raise RuntimeError(f"{path}: llama.cpp could not read the model's vocabulary")
     try:
         vocab = llama_cpp.llama_model_get_vocab(model)
-        special = llama_cpp.LLAMA_TOKEN_ATTR_CONTROL | llama_cpp.LLAMA_TOKEN_ATTR_USER_DEFINED
+        special = (llama_cpp.LLAMA_TOKEN_ATTR_CONTROL | llama_cpp.LLAMA_TOKEN_ATTR_USER_DEFINED
+                   | llama_cpp.LLAMA_TOKEN_ATTR_UNKNOWN)
         out = []
         for i in range(llama_cpp.llama_vocab_n_tokens(vocab)):
             if llama_cpp.llama_vocab_get_attr(vocab, i) & special:

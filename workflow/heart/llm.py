@@ -50,7 +50,7 @@ import pandas as pd
 
 from heart.chat_tokens import Neutraliser, gguf_special_tokens
 from heart.io import atomic_path
-from heart.secrets import Redactor, redacted_logging
+from heart.secrets import RedactingStream, Redactor, redacted_logging
 
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")  # never fetch the price map
 
@@ -103,12 +103,27 @@ def neutraliser_for(spec: ModelSpec) -> Neutraliser:
     return Neutraliser(gguf_special_tokens(str(_gguf_path(spec.local_gguf))) if spec.local_gguf else ())
 
 
+def _neutralised(value, neutralise: Neutraliser) -> tuple[object, int]:
+    """``value`` (a string, or lists/dicts of them: content parts) with special tokens broken; how many."""
+    if isinstance(value, str):
+        return neutralise(value)
+    if isinstance(value, (list, tuple)):
+        done = [_neutralised(v, neutralise) for v in value]
+        return type(value)(v for v, _ in done), sum(n for _, n in done)
+    if isinstance(value, dict):
+        done = {k: _neutralised(v, neutralise) for k, v in value.items()}
+        return {k: v for k, (v, _) in done.items()}, sum(n for _, n in done.values())
+    return value, 0
+
+
 def prepare(req: Request, neutralise: Neutraliser) -> tuple[Request, int]:
-    """The request as it is sent and cached: every message's special tokens broken; and how many were."""
+    """The request as it is sent and cached: special tokens broken in every field of every message but
+    its role (content, content parts, a ``name`` a template may render); and how many were."""
     messages, total = [], 0
     for m in req.messages:
-        content, n = neutralise(m["content"])
-        messages.append({**m, "content": content})
+        fields = {k: v for k, v in m.items() if k != "role"}
+        clean, n = _neutralised(fields, neutralise)
+        messages.append({**m, **clean})
         total += n
     return (dataclasses.replace(req, messages=tuple(messages)), total) if total else (req, 0)
 
@@ -168,8 +183,12 @@ class ResponseCache:
         entries = dict(self.replay)  # a replaying checkout re-publishes what it replayed
         for path in sorted(self.dir.glob("??/*.json")):
             entries[path.stem] = json.loads(path.read_text())
-        rows = [{"key": k, "model": e.get("model"), "entry": json.dumps(redactor.redact_obj(e))}
-                for k, e in sorted(entries.items())]
+        rows = []
+        for k, e in sorted(entries.items()):
+            clean = redactor.redact_obj({f: v for f, v in e.items() if f != "text"})
+            if "text" in e:
+                clean["text"] = redactor.redact_json(e["text"])
+            rows.append({"key": k, "model": clean.get("model"), "entry": json.dumps(clean)})
         with atomic_path(dest) as tmp:
             pd.DataFrame(rows, columns=["key", "model", "entry"]).to_parquet(tmp, index=False)
         return len(rows)
@@ -413,12 +432,13 @@ async def _call(spec: ModelSpec, req: Request, api_base: str | None, redactor: R
         parts = [response.choices[0].message.content or ""] if response.choices else []
         usage = getattr(response, "usage", None)
     latency = time.monotonic() - start
-    text = redactor.redact("".join(parts))  # a key a provider echoes into the answer is masked before caching
+    # a key a provider echoes into the answer is masked before caching, also where JSON escapes hide it
+    text = redactor.redact_json("".join(parts))
     if not text.strip():
         raise RetryableResponse("empty content")
     usage = {k: getattr(usage, k, None) for k in ("prompt_tokens", "completion_tokens", "total_tokens")}
     cost = _cost(litellm, spec.model, usage)
-    parsed, parse_error = parse_structured(text, req.schema)
+    parsed, parse_error = parse_structured(text, req.schema, redactor)
     return {
         "model": spec.model, "text": text, "parsed": parsed, "parse_error": parse_error,
         "usage": usage,
@@ -427,20 +447,34 @@ async def _call(spec: ModelSpec, req: Request, api_base: str | None, redactor: R
     }
 
 
-def parse_structured(text: str, schema: dict | None) -> tuple[object, str | None]:
+def parse_structured(text: str, schema: dict | None, redactor: Redactor | None = None
+                     ) -> tuple[object, str | None]:
     """(parsed, None) when ``text`` is JSON valid against ``schema``; (None, why) when not; (None, None) without one.
 
     Control characters inside strings are accepted (``strict=False``): llama.cpp's JSON grammar lets a raw
-    newline through, and it carries no meaning a judge could hide. Nothing else is repaired.
+    newline through, and it carries no meaning a judge could hide. Nothing else is repaired. With a
+    ``redactor``, key runs are masked in the decoded value (JSON escapes can hide them from the raw text)
+    and in the error message, before it is shortened.
     """
     if schema is None:
         return None, None
+    redact = redactor or Redactor()
     try:
-        parsed = json.loads(text, strict=False)
+        parsed = redact.redact_obj(json.loads(text, strict=False))
         jsonschema.validate(parsed, schema)
-    except (json.JSONDecodeError, jsonschema.ValidationError) as exc:
-        return None, f"{type(exc).__name__}: {str(exc).splitlines()[0][:200]}"
+    except (json.JSONDecodeError, jsonschema.ValidationError, RecursionError) as exc:
+        return None, f"{type(exc).__name__}: {redact.redact(str(exc)).splitlines()[0][:200]}"
     return parsed, None
+
+
+def _clean_hit(entry: dict, schema: dict | None, redactor: Redactor) -> dict:
+    """A cached entry as a fresh answer would be: every field redacted (the text JSON-aware), and read
+    with today's parser (a parser fix needs no new call)."""
+    clean = redactor.redact_obj({k: v for k, v in entry.items() if k != "text"})
+    clean["text"] = redactor.redact_json(entry["text"])
+    if schema is not None:
+        clean["parsed"], clean["parse_error"] = parse_structured(clean["text"], schema, redactor)
+    return clean
 
 
 def error_text(exc: BaseException, redactor: Redactor, limit: int = 300) -> str:
@@ -498,7 +532,9 @@ async def _run(specs: dict[str, ModelSpec], requests: list[Request], cache: Resp
                 logging.getLogger("heart.llm").warning("%s (%s): attempt %d of %d failed: %s; retrying in %.1f s",
                                                        req.id, req.model, attempt + 1, spec.max_retries + 1, last,
                                                        min(delay, 60))
-                await asyncio.sleep(min(delay, 60))
+            # wait outside the handler: an interrupt during the wait would otherwise carry the provider's
+            # exception (and any key it echoed) as its context into an unredacted traceback
+            await asyncio.sleep(min(delay, 60))
         retrying.discard(req.id)
         failures[req.id] = last
         counts["failed"] += 1
@@ -530,14 +566,9 @@ def run_requests(specs: dict[str, ModelSpec], requests: list[Request], cache: Re
     requests, neutralised = prepare_all(specs, requests)
     keys = {r.id: cache_key(specs[r.model], r) for r in requests}
     hits = {rid: entry for rid, key in keys.items() if (entry := cache.get(key)) is not None}
-    for rid, hit in hits.items():  # a cache written before redaction, or someone else's, may hold a key
-        clean = redactor.redact(hit["text"])
-        if clean != hit["text"]:
-            hits[rid] = {**hit, "text": clean}
-    for r in requests:  # a cached answer is read with today's parser: a parser fix needs no new call
-        if r.id in hits and r.schema is not None:
-            hits[r.id] = {**hits[r.id], **dict(zip(("parsed", "parse_error"),
-                                                    parse_structured(hits[r.id]["text"], r.schema)))}
+    for r in requests:
+        if r.id in hits:  # a cache written before redaction, or someone else's, may hold a key
+            hits[r.id] = _clean_hit(hits[r.id], r.schema, redactor)
     with contextlib.ExitStack() as stack:
         stack.enter_context(redacted_logging(redactor))
         api_bases, servers = {}, []
@@ -550,9 +581,10 @@ def run_requests(specs: dict[str, ModelSpec], requests: list[Request], cache: Re
                 api_bases[name] = server.api_base
             else:
                 api_bases[name] = spec.api_base
-        # the bar goes to the terminal even when a rule's stderr is sent to its log
-        with tqdm(total=len(requests), desc=desc, unit="call", file=sys.__stderr__,
-                  mininterval=1.0) as progress:
+        # the bar goes to the terminal even when a rule's stderr is sent to its log (redacted like it)
+        bar = RedactingStream(sys.__stderr__, redactor)
+        stack.callback(bar.drain)
+        with tqdm(total=len(requests), desc=desc, unit="call", file=bar, mininterval=1.0) as progress:
             # identical requests (same cache key) in one batch are sent once and share the answer
             leaders = list({keys[r.id]: r for r in reversed(requests)}.values())[::-1]
             results, failures = asyncio.run(

@@ -1,4 +1,4 @@
-"""Keep API keys out of everything the workflow writes or prints.
+r"""Keep API keys out of everything the workflow writes or prints.
 
 A provider may echo the key it was sent ("Incorrect API key provided: sk-...") in an
 error body, an error JSON or a header, whole or cut off. :class:`Redactor` blanks out
@@ -8,11 +8,16 @@ shortens a text (a cut could otherwise split a key into pieces too short to see)
 
 The secrets are the values of the environment variables the config names as
 ``api_key_env`` plus every variable whose name says it holds a credential
-(``*API_KEY*``, ``*_TOKEN``, ``*_SECRET``...): litellm reads e.g. ``OPENAI_API_KEY``
-by itself when a model names no key variable.
+(``*API_KEY*``, ``*TOKEN*``, ``*SECRET*``, ``*CREDENTIALS*``, ``*_JWT``, ``*_PAT``...): litellm
+reads e.g. ``OPENAI_API_KEY`` or ``AWS_BEARER_TOKEN_BEDROCK`` by itself when a model names no key
+variable.
+
+A key can also come back JSON-escaped (``sk-ab\/cd...``, ``\u0073k-...``) inside an answer that
+is later decoded: :meth:`Redactor.redact_json` masks the decoded form too.
 
 :class:`RedactingStream` wraps a text stream (a rule's log, the terminal) and redacts
-each line before it is written; :func:`redacted_logging` redacts every log record of
+each line before it is written (a partial line waits for its end, so a key written in
+pieces is still seen whole); :func:`redacted_logging` redacts every log record of
 every library (the OpenAI SDK logs response headers at DEBUG level) when it is made,
 before any handler sees it. This module imports nothing of the package.
 """
@@ -21,6 +26,7 @@ from __future__ import annotations
 
 import contextlib
 import io
+import json
 import logging
 import os
 import re
@@ -28,7 +34,9 @@ import traceback
 
 MIN_RUN = 8  # a run this long of a key's characters is redacted wherever it appears
 MASK = "[REDACTED]"
-_CREDENTIAL_NAME = re.compile(r"API_?KEY|_TOKEN$|^TOKEN$|SECRET|PASSWORD|_AUTH$", re.IGNORECASE)
+_CREDENTIAL_NAME = re.compile(
+    r"API_?KEY|APIKEY|TOKEN|SECRET|PASSW(?:OR)?D|CREDENTIAL|PRIVATE_?KEY|ACCESS_?KEY|(?:^|_)AUTH(?:_|$)|JWT"
+    r"|(?:^|_)PAT$|_KEY$", re.IGNORECASE)
 
 
 def secret_names(extra=()) -> list[str]:
@@ -59,8 +67,17 @@ class Redactor:
         """``text`` with every key run masked (non-strings are returned as they are)."""
         if not self._grams or not isinstance(text, str) or len(text) < MIN_RUN:
             return text
-        if not any(p in text for p in self._probes):
-            return text
+        # masking can make a new run where a key holds the mask's own characters ("...D]x..."): repeat
+        for _ in range(8):
+            if not any(p in text for p in self._probes):
+                break
+            clean = self._mask(text)
+            if clean == text:
+                break
+            text = clean
+        return text
+
+    def _mask(self, text: str) -> str:
         grams, n = self._grams, MIN_RUN
         spans = []  # merged [start, end) of characters covered by some secret gram
         for i in range(len(text) - n + 1):
@@ -78,6 +95,20 @@ class Redactor:
             last = end
         out.append(text[last:])
         return "".join(out)
+
+    def redact_json(self, text):
+        """:meth:`redact`, and if ``text`` is JSON whose *decoded* strings hold a key run (a key written with
+        escapes, ``\\/`` or ``\\u0073``, that no reader of the raw text sees), ``text`` re-serialised from
+        the decoded value with those runs masked."""
+        text = self.redact(text)
+        if not self._grams or not isinstance(text, str) or "\\" not in text:
+            return text
+        try:
+            decoded = json.loads(text, strict=False)
+        except (ValueError, RecursionError):
+            return text
+        clean = self.redact_obj(decoded)
+        return text if clean == decoded else json.dumps(clean, ensure_ascii=False)
 
     def redact_obj(self, obj):
         """Redact every string inside nested dicts/lists/tuples (keys too)."""
@@ -99,14 +130,33 @@ class RedactingStream(io.TextIOBase):
     def writable(self) -> bool:
         return True
 
+    #: a partial line longer than this is passed on at a flush even without its end (a key is far shorter)
+    HOLD = 4096
+
     def write(self, s: str) -> int:
         self._pending += s
-        if "\n" in self._pending:
-            done, _, self._pending = self._pending.rpartition("\n")
-            self.target.write(self.redactor.redact(done + "\n"))
+        end = max(self._pending.rfind("\n"), self._pending.rfind("\r"))
+        if end >= 0:  # whole lines (a progress bar's "\r" ends one too) go on at once
+            done, self._pending = self._pending[:end + 1], self._pending[end + 1:]
+            self.target.write(self.redactor.redact(done))
         return len(s)
 
     def flush(self) -> None:
+        """Pass on whole lines only: a key written in pieces with a flush after each is seen whole at the
+        line's end. A very long partial line is passed on, all but its last characters."""
+        if len(self._pending) > self.HOLD:
+            clean = self.redactor.redact(self._pending)
+            if clean == self._pending:
+                keep = MIN_RUN - 1  # these may be the start of a key the next write completes
+                self.target.write(self._pending[:-keep])
+                self._pending = self._pending[-keep:]
+            else:
+                self.target.write(clean)
+                self._pending = ""
+        self.target.flush()
+
+    def drain(self) -> None:
+        """Pass on everything, the partial last line too (when the stream is done)."""
         if self._pending:
             self.target.write(self.redactor.redact(self._pending))
             self._pending = ""
@@ -117,6 +167,10 @@ class RedactingStream(io.TextIOBase):
 
     def isatty(self) -> bool:
         return self.target.isatty()
+
+    @property
+    def encoding(self):  # tqdm picks its bar characters by the stream's encoding
+        return getattr(self.target, "encoding", None)
 
 
 @contextlib.contextmanager

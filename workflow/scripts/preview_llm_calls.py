@@ -6,7 +6,7 @@ sys.path.insert(0, str(Path(snakemake.scriptdir).parent))
 import pandas as pd  # noqa: E402
 
 from heart import adversarial, completions, io, judging, llm, pairs, screening, tagging  # noqa: E402
-from heart.runtime import logged  # noqa: E402
+from heart.runtime import logged, tell  # noqa: E402
 
 with logged(snakemake.log[0], snakemake) as log:
     engine = llm.Engine(snakemake.params.models.values(), snakemake.params.llm)
@@ -58,4 +58,4 @@ with logged(snakemake.log[0], snakemake) as log:
     summary = (f"{int(table['to_call'].sum())} calls to make ({int(table['cached'].sum())} cached); "
                f"estimated cost at most ${total:.2f} (null prices count as 0)")
     log.info("LLM call preview:\n%s\n%s", text, summary)
-    print(f"\nLLM call preview\n{text}\n{summary}\n", file=sys.__stderr__)
+    tell(f"\nLLM call preview\n{text}\n{summary}\n", snakemake)
