@@ -81,3 +81,10 @@ def test_an_unquoted_comma_in_the_human_file_is_named(tmp_path):
     path.write_text("item_id,contributor_id,text\ni1,p1,That sounds hard, really hard.\n")
     with pytest.raises(ValueError, match=r"completions.csv, line 2: has 4 fields, the header 3; .*double-quoted"):
         completions.import_humans(path, items())
+
+
+def test_an_absent_human_system_says_whether_there_was_a_file():
+    empty = {"human": completions._static_rows([], "human", "human", [])}
+    assert completions.summarize(empty, "h.csv")["note"].item() == "absent: no human completions file at h.csv"
+    note = completions.summarize(empty, "h.csv", human_file=True)["note"].item()
+    assert note.startswith("absent: h.csv holds no usable completions")

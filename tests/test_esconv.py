@@ -96,7 +96,7 @@ BAD_CASES = {
     "score_negative_int": (_set([0, "survey_score", "seeker", "initial_emotion_intensity"], -1), 0,
                            "survey_score.seeker.initial_emotion_intensity: expected a rating from 0 to 5"),
     "score_huge_int": (_set([3, "dialog", 3, "annotation", "feedback"], 10**30), 3, "dialog[3].annotation.feedback: "
-                       "expected a rating from 0 to 5"),
+                       "a number of 31 digits; expected a rating from 0 to 5"),
     "score_float": (_set([4, "survey_score", "seeker", "empathy"], 2.5), 4, "survey_score.seeker.empathy"),
     "lone_surrogate": (_set([5, "dialog", 2, "content"], "I feel \ud800 bad"), 5,
                        "dialog[2].content: contains a lone surrogate U+D800"),
@@ -104,8 +104,21 @@ BAD_CASES = {
                        "dialog[1].content: contains the control character U+0000"),
     "control_in_situation": (_set([2, "situation"], "bell \x07"), 2, "situation: contains the control character U+0007"),
     "zero_width_only": (_set([7, "dialog", 0, "content"], "\u200b\u200d \ufeff"), 7,
-                        "dialog[0].content: is empty or blank (white space or zero-width characters only)"),
+                        "dialog[0].content: is empty or blank (white space or invisible characters only)"),
     "zero_width_label": (_set([1, "problem_type"], "\u2060"), 1, "problem_type: is empty or blank"),
+    # found by a second review: each crashed, or passed, before
+    "score_digits_and_newline": (_set([1, "survey_score", "seeker", "empathy"], "4\n"), 1,
+                                 "survey_score.seeker.empathy: expected a rating from 0 to 5 written as digits"),
+    "huge_int_in_an_unknown_key": (_set([0, "seeker_question1"], -(10**40)), 0,
+                                   "seeker_question1: a number of 41 digits"),
+    "blank_situation": (_set([3, "situation"], " \u200b "), 3, "situation: is empty or blank"),
+    "hangul_filler_only": (_set([6, "dialog", 2, "content"], "\u3164\u2800\ufe0f"), 6, "dialog[2].content: is empty"),
+    "tag_characters_only": (_set([5, "emotion_type"], "\U000e0061\U000e0062"), 5, "emotion_type: is empty"),
+    "c1_control_in_content": (_set([4, "dialog", 1, "content"], "hi \x9b31m there"), 4,
+                              "dialog[1].content: contains the control character U+009B"),
+    "escape_in_a_key": (_set([2, "\x1b[2J"], "x"), 2, "'\\x1b[2J': contains the control character U+001B"),
+    "surrogate_in_a_key": (_set([1, "survey_score", "seeker", "\udfff"], "3"), 1,
+                           "survey_score.seeker.'\\udfff': contains a lone surrogate U+DFFF"),
     "seeker_only": (lambda d: d[4].__setitem__("dialog", [u for u in d[4]["dialog"] if u["speaker"] == "seeker"]), 4,
                     "dialog: has only seeker utterances; a conversation needs a seeker and a supporter"),
 }
@@ -179,6 +192,22 @@ def _raw_edit(text: str, case: str) -> str:
     raise KeyError(case)
 
 
+@pytest.mark.parametrize("content, expected", [
+    (b'{"a": 1, "a": 2}', r"a: the key appears twice in one object"),
+    (b'{"a": {"b": 1, "b": 2}}', r"a\.b: the key appears twice in one object"),
+    (b'[{"x": ' + b"7" * 5000 + b"}]", r"conversation 0, x: a number of 5000 digits"),  # int() refuses > 4300
+    (b'[{"survey_score": {"seeker": {"empathy": -' + b"9" * 40 + b"}}}]",
+     r"conversation 0, survey_score\.seeker\.empathy: a number of 40 digits; expected a rating from 0 to 5"),
+    (b'{"a": 1}'[:0] + b"[" + b'{"\\ud800": 1, "\\ud800": 2}' + b"]",
+     r"conversation 0, '\\ud800': the key appears twice"),
+])
+def test_hostile_top_levels_are_named(tmp_path, content, expected):
+    bad = tmp_path / "x.json"
+    bad.write_bytes(content)
+    with pytest.raises(esconv.ESConvFormatError, match=rf"^{bad}: {expected}"):
+        esconv.read_raw(bad)
+
+
 @pytest.mark.parametrize("case, expected", [
     ("duplicate_key", r"conversation 2, emotion_type: the key appears twice in one object"),
     ("duplicate_nested_key", r"conversation 3, dialog\[\d+\]\.content: the key appears twice"),
@@ -244,3 +273,17 @@ def test_real_failed_esconv_speaker_listener():
     assert set(conversations["speaker_vocabulary"]) == {"speaker/listener"}
     assert set(turns["role"]) == {"seeker", "supporter"}
     assert (turns["text"].str.strip() != "").all()
+
+
+def test_the_schemas_blank_text_is_the_readers_blank_text():
+    """esconv.schema.yaml's text pattern and heart.io.INVISIBLE agree on every code point."""
+    import re
+    import sys
+
+    from heart import io
+
+    schema = re.compile(esconv._TEXT_PATTERN)
+    differ = [hex(c) for c in range(sys.maxunicode + 1) if not 0xD800 <= c <= 0xDFFF
+              and bool(schema.search(chr(c))) == io.is_blank(chr(c))]
+    assert differ == []
+    assert io.is_blank("\u3164 \u2800\ufe0f\U000e0061\u200b") and not io.is_blank("\u3164 a")

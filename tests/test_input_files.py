@@ -55,6 +55,9 @@ COMMON = {
                     .replace(b"affirmation,1", b"affirmation,\xe4"), r", line 3: not valid UTF-8 \(byte \d+"),
     "nul_byte": (lambda h, r: h + r.replace(b"i1", b"i\x001", 1), r", line 2: field 'item_id' contains the control "
                  r"character U\+0000"),
+    "c1_control": (lambda h, r: h + r.replace(b"i1", "i\u009b1".encode(), 1),  # CSI: drives a terminal
+                   r", line 2: field 'item_id' contains the control character U\+009B"),
+    "utf16_be_no_bom": (lambda h, r: (h + r).decode().encode("utf-16-be"), r"looks like UTF-16; save it as UTF-8"),
     "open_quote_truncated": (lambda h, r: h + r + b'i2,"c2,unterminated\n', r", line 3: not readable as CSV .*"
                              r"truncated"),
     "extra_field": (lambda h, r: h + r + r.rstrip(b"\n") + b",extra\n", r", line 3: has \d+ fields, the header \d+;"
@@ -86,9 +89,9 @@ def test_a_byte_order_mark_and_a_multiline_quoted_field_are_fine(tmp_path, kind)
         table, violations = read(kind, path)
         assert table["text"].tolist() == ["Two\nlines"] and violations["line"].tolist() == [4]
         # separators that str.splitlines would break at are ordinary characters of a field
-        path.write_bytes(HEADERS[kind] + "i1,c1,a\u2028b\x85c\u2029d\ni2,c1,fine\n".encode())
+        path.write_bytes(HEADERS[kind] + "i1,c1,a\u2028b\u2029d\ni2,c1,fine\n".encode())
         table, violations = read(kind, path)
-        assert table["text"].tolist() == ["a\u2028b\x85c\u2029d", "fine"] and violations.empty
+        assert table["text"].tolist() == ["a\u2028b\u2029d", "fine"] and violations.empty
 
 
 def test_unknown_columns_are_refused_where_a_typo_would_change_the_meaning(tmp_path):
@@ -115,6 +118,18 @@ def test_unknown_columns_are_refused_where_a_typo_would_change_the_meaning(tmp_p
     (b"r1,i1,m1,m2,2,", r"line 2: field 'seconds_spent' is ''"),
     (b"\xe2\x80\x8b,i1,m1,m2,2,30", r"line 2: field 'rater_id' is empty"),
     (b"r1,i1,m1,m2,2,30\nr1,i1,m1,m2,4,20", r"lines 2 and 3: rater 'r1' judged the same shown pair of an item twice"),
+    # found by a second review: accepted before
+    (b"r1,i1,m1,m2,\xef\xbc\x95,30", r"line 2: field 'choice' is '\uff15'; expected 1-5"),  # a full-width 5
+    (b"r1,i1,m1,m2,3.0,30", r"line 2: field 'choice' is '3.0'"),
+    (b"r1,i1,m1,m2,+2,30", r"line 2: field 'choice' is '\+2'"),
+    (b"r1,i1,m1,m2,2,1_000", r"line 2: field 'seconds_spent' is '1_000'"),
+    (b"r1,i1,m1,m2,2,1e3", r"line 2: field 'seconds_spent' is '1e3'"),
+    (b"r1,i1,m1,m2,2,30\nR1,i1,m1,m2,4,20", r"lines 2 and 3: fields 'rater_id' and 'rater_id' are 'r1' and 'R1', "
+                                            r"which differ only in case"),
+    (b"r1,i1,m1,m2,2,30\n r1 ,i1,m1,m2,4,20", r"lines 2 and 3: rater 'r1' judged the same shown pair"),
+    (b"r1,i1,m1,M2,2,30\nr2,i1,m2,m1,4,20", r"lines 2 and 3: fields 'shown_b' and 'shown_a' are 'M2' and 'm2'"),
+], "completions": [
+    (b"i1,c1,Hello.\ni1,C1,Hi.", r"lines 2 and 3: fields 'contributor_id' and 'contributor_id' are 'c1' and 'C1'"),
 ], "labels": [
     (b"i3,m,,affirmation,1", r"line 2: fields 'item_id', 'system', 'contributor_id' \(i3, m, -\) name no completion"),
     (b"i1,human,c9,affirmation,1", r"line 2: .*\(i1, human, c9\) name no completion"),
@@ -123,6 +138,20 @@ def test_unknown_columns_are_refused_where_a_typo_would_change_the_meaning(tmp_p
 ]}.items() for r, e in cases])
 def test_bad_values_are_named(tmp_path, kind, row, expected):
     fails(tmp_path, kind, HEADERS[kind] + row + b"\n", expected)
+
+
+def test_ids_are_trimmed_so_a_contributor_cannot_repeat_a_context_with_a_space(tmp_path):
+    path = tmp_path / "c.csv"
+    path.write_bytes(HEADERS["completions"] + "i1,c1,Hello.\ni1, c1\u200b ,Hi again.\n".encode())
+    table, violations = read("completions", path)
+    assert table["contributor_id"].tolist() == ["c1"]
+    assert violations[["line", "problem"]].values.tolist() == [[3, "contributor already completed this context"]]
+
+
+@pytest.mark.parametrize("kind", sorted(HEADERS))
+def test_a_field_too_long_for_csv_is_named_as_such(tmp_path, kind):
+    row = GOOD_ROW[kind].replace(b"i1", b'"' + b"x" * 200_000 + b'"', 1)
+    fails(tmp_path, kind, HEADERS[kind] + row, r", line 2: a field is longer than 131,072 characters")
 
 
 def test_a_quality_check_side_must_be_a_or_b_and_checks_may_repeat(tmp_path):
@@ -151,3 +180,36 @@ def test_a_failing_script_leaves_none_of_its_tables(tmp_path):
     assert sorted(p.name for p in tmp_path.iterdir()) == []
     io.write_tables([(good, tmp_path / "a.parquet", "human_raters"), (good, tmp_path / "b.parquet", "human_raters")])
     assert sorted(p.name for p in tmp_path.iterdir()) == ["a.parquet", "b.parquet"]
+
+
+@pytest.mark.parametrize("blocked", ["first", "last"])
+def test_a_failing_move_takes_back_the_tables_already_moved(tmp_path, monkeypatch, blocked):
+    """A move that fails (here: a full disk on one rename) leaves every path as it was before the call."""
+    import errno
+    import os
+
+    good = pd.DataFrame({"rater_id": ["r1"], "n_judgments": [1], "n_qc": [0], "qc_failed": [0],
+                         "qc_fail_share": [None], "median_seconds": [3.0], "excluded": [False], "reason": [""]})
+    paths = [tmp_path / f"{k}.parquet" for k in ("a", "b", "c")]
+    io.write_table(good.assign(reason="old"), paths[1], "human_raters")  # an older b exists, a and c do not
+    target = paths[0] if blocked == "first" else paths[2]
+    real = os.replace
+
+    def replace(src, dst):
+        if str(dst) == str(target):
+            raise OSError(errno.ENOSPC, "No space left on device")
+        return real(src, dst)
+
+    monkeypatch.setattr(os, "replace", replace)
+    with pytest.raises(OSError, match="No space"):
+        io.write_tables([(good, p, "human_raters") for p in paths])
+    monkeypatch.setattr(os, "replace", real)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["b.parquet"]  # no temporary or backup file either
+    assert io.read_table(paths[1])["reason"].tolist() == ["old"]
+    # a directory in the way of the first table: the same
+    paths[0].mkdir()
+    (paths[0] / "x").write_text("")
+    with pytest.raises(OSError):
+        io.write_tables([(good, p, "human_raters") for p in paths])
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["a.parquet", "b.parquet"]
+    assert io.read_table(paths[1])["reason"].tolist() == ["old"] and not paths[2].exists()

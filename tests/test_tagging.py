@@ -85,3 +85,12 @@ def test_spot_check_errors_name_row_and_field(tmp_path):
     path.write_text("item_id,system,strategy,present\ni1,m,chit_chat,maybe\n")
     with pytest.raises(ValueError, match=r"line 2: field 'present' is 'maybe'"):
         tagging.read_spot_checks(path, TAXONOMY)
+
+
+def test_a_spot_check_file_with_only_its_header_gives_an_absent_f1(tmp_path):
+    taxonomy = {"strategies": [{"key": "affirmation"}, {"key": "self_care"}]}
+    path = tmp_path / "labels.csv"
+    path.write_text("item_id,system,contributor_id,strategy,present\n")
+    assert tagging.read_spot_checks(path, taxonomy).empty
+    table = tagging.absent_f1(taxonomy)
+    assert table["status"].eq("absent").all() and table["f1"].isna().all() and table["strategy"].tolist()[-1] == "macro"

@@ -87,6 +87,13 @@ def test_human_completions_imported_with_violations(workflow_copy):
     assert v["problem"].tolist() == ["contributor already completed this context"]
     assert io.read_table(wf.root / "results/completions/systems.parquet").set_index("system").loc["human", "status"] == "present"
 
+    # a directory where the file should be is named as unreadable, not taken for "no human completions"
+    human.unlink()
+    human.mkdir()
+    proc = wf.snakemake("results/completions/human.parquet", *cfg, check=False)
+    assert proc.returncode != 0 and f"{human}: cannot be read (Is a directory)" in proc.stderr
+    assert not (wf.root / "results/completions/human.parquet").exists()
+
 
 # --- an API model: a real OpenAI-compatible server on 127.0.0.1 ------------------------
 

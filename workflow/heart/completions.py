@@ -117,7 +117,7 @@ def import_humans(path, items: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame
         the file, the line and the field.
     """
     path = Path(path)
-    df = io.read_records(path, HUMAN_COLUMNS, allow_extra=True)
+    df = io.read_records(path, HUMAN_COLUMNS, allow_extra=True, ids=("item_id", "contributor_id"))
     problems = []
     known = set(items["item_id"])
     for row in df.itertuples():
@@ -139,8 +139,12 @@ def import_humans(path, items: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame
     return table, violations
 
 
-def summarize(tables: dict[str, pd.DataFrame], human_path) -> pd.DataFrame:
-    """One row per system: source, present/absent, completions, items covered, and a note."""
+def summarize(tables: dict[str, pd.DataFrame], human_path, human_file: bool = False) -> pd.DataFrame:
+    """One row per system: source, present/absent, completions, items covered, and a note.
+
+    ``human_file``: whether a file was found at ``human_path`` (an absent human system then says that
+    nothing in it could be used, not that there is no file).
+    """
     rows = []
     for system, t in tables.items():
         source = "human" if system == "human" else "dataset" if system == "original" else "model"
@@ -148,7 +152,8 @@ def summarize(tables: dict[str, pd.DataFrame], human_path) -> pd.DataFrame:
         if system == "human":
             note = (f"{t['contributor_id'].nunique()} contributors, "
                     f"{t.groupby('item_id').size().mean():.1f} per item" if present
-                    else f"absent: no human completions file at {human_path}")
+                    else f"absent: {human_path} holds no usable completions (see human_violations.parquet)"
+                    if human_file else f"absent: no human completions file at {human_path}")
         elif source == "model":
             note = f"model {t['model'].iloc[0]}, prompt {t['prompt_template'].iloc[0]}" if present else "absent"
         else:

@@ -66,8 +66,10 @@ def _text_pattern() -> str:
 
 
 _TEXT_PATTERN = _text_pattern()
-#: lone surrogates (unencodable: "\\ud800" is valid JSON) and control characters other than tab and line breaks
-_BAD_CHARS = re.compile("[\ud800-\udfff\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
+_SCORE_DIGITS = yaml.safe_load(SCHEMA_PATH.read_text())["$defs"]["score"]["anyOf"][0]["enum"]
+#: lone surrogates (unencodable: "\\ud800" is valid JSON) and C0/C1 control characters other than tab and
+#: line breaks (ESC and CSI can drive a terminal; the real ESConv has none)
+_BAD_CHARS = re.compile("[\ud800-\udfff\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]")
 _UNDECODABLE = re.compile("[\udc80-\udcff]")  # bytes that were not UTF-8, as surrogateescape decodes them
 
 
@@ -95,13 +97,15 @@ def _describe(error: jsonschema.ValidationError) -> tuple[str, str]:
     if kind == "type":
         expected = error.validator_value
         return _field_name(path), f"expected {expected}, got {type(value).__name__} {value!r:.60}"
+    if kind == "enum" and error.validator_value == _SCORE_DIGITS:
+        return _field_name(path), f"expected a rating from 0 to 5 written as digits, got {value!r:.60}"
     if kind == "enum":
         allowed = ", ".join(map(str, error.validator_value))
         return _field_name(path), f"unknown value {value!r:.60} (expected one of: {allowed})"
     if kind == "minItems":
         return _field_name(path), "is empty"
     if kind == "pattern" and error.validator_value == _TEXT_PATTERN:
-        return _field_name(path), "is empty or blank (white space or zero-width characters only)"
+        return _field_name(path), "is empty or blank (white space or invisible characters only)"
     if kind in ("anyOf", "pattern", "minimum", "maximum"):
         return _field_name(path), f"expected a rating from 0 to 5 written as digits, got {value!r:.60}"
     return _field_name(path), error.message
@@ -184,6 +188,34 @@ def _pairs_hook(found: list):
     return hook
 
 
+MAX_DIGITS = 30  # an integer longer than this is no rating (and beyond 4,300 digits Python refuses it)
+
+
+class _HugeNumber:
+    """An integer of more than :data:`MAX_DIGITS` digits, kept as its digit count for the message."""
+
+    def __init__(self, digits: str):
+        self.digits = len(digits.lstrip("-"))
+
+
+def _parse_int(digits: str):
+    return _HugeNumber(digits) if len(digits) > MAX_DIGITS else int(digits)
+
+
+def _find_huge(obj):
+    """(path, node) of the first integer too long to be read, or None."""
+    return next(((p, v) for p, v in _walk(obj) if isinstance(v, _HugeNumber)), None)
+
+
+def _locate(where) -> tuple[int | None, str]:
+    """(conversation index, field) of a location in the whole file: the first step is the conversation
+    only when the file is an array."""
+    where = list(where)
+    if where and isinstance(where[0], int):
+        return where[0], _field_name(where[1:])
+    return None, format_path(where) or "(top level)"
+
+
 def _find_duplicates(obj):
     """(path, key) of the first object with a key twice, in document order; None if there is none."""
     return next(((p, v.keys_twice[0]) for p, v in _walk(obj) if isinstance(v, _Duplicates)), None)
@@ -226,8 +258,8 @@ def read_raw(path: str | Path) -> list[dict]:
         lossy = raw.decode("utf-8", errors="surrogateescape")
         where = f"byte {exc.start}"
         try:
-            loc = _find_undecodable(json.loads(lossy))
-        except (json.JSONDecodeError, RecursionError):
+            loc = _find_undecodable(json.loads(lossy, parse_int=_parse_int))
+        except (ValueError, RecursionError):
             loc = None
         if loc and isinstance(loc[0], int):
             raise _fail(path, loc[0], _field_name(loc[1:]), f"not valid UTF-8 ({where})") from None
@@ -237,7 +269,7 @@ def read_raw(path: str | Path) -> list[dict]:
         raise ESConvFormatError(f"{path}: file is empty")
     duplicates: list[_Duplicates] = []
     try:
-        data = json.loads(text, object_pairs_hook=_pairs_hook(duplicates))
+        data = json.loads(text, object_pairs_hook=_pairs_hook(duplicates), parse_int=_parse_int)
     except json.JSONDecodeError as exc:
         index = _conversation_index_at(text, exc.pos)
         problem = f"invalid JSON at line {exc.lineno}, column {exc.colno}: {exc.msg}"
@@ -248,10 +280,13 @@ def read_raw(path: str | Path) -> list[dict]:
         raise _fail(path, index, "json", f"nested more than {MAX_DEPTH} levels deep (at character {pos}); "
                     "ESConv nests 5 levels") from None
     if duplicates:
-        first = _find_duplicates(data)
-        index, where, key = (first[0][0], first[0][1:], first[1]) if first else (None, (), duplicates[0].keys_twice[0])
-        raise _fail(path, index, _field_name(list(where) + [key]),
+        where, key = _find_duplicates(data) or ((), duplicates[0].keys_twice[0])
+        raise _fail(path, *_locate([*where, key]),
                     "the key appears twice in one object (a JSON reader keeps one silently); remove one") from None
+    huge = _find_huge(data)
+    if huge:
+        raise _fail(path, *_locate(huge[0]), f"a number of {huge[1].digits} digits; expected a rating "
+                    "from 0 to 5") from None
     if not isinstance(data, list):
         raise ESConvFormatError(
             f"{path}: top level must be a JSON array of conversations, got {type(data).__name__}"

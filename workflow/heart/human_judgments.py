@@ -15,9 +15,9 @@ rater and every exclusion with its reason is listed in the raters table.
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
-import numpy as np
 import pandas as pd
 
 from heart import io
@@ -46,11 +46,8 @@ def _split_ref(ref: str) -> tuple[str, str | None]:
 MAX_SECONDS = 86_400  # a judgment that took more than a day is a unit error (milliseconds?), not a rater
 
 
-def _number(value) -> float:
-    try:
-        return float(value)
-    except (TypeError, ValueError):
-        return float("nan")
+_CHOICE = re.compile(r"[1-5]", re.ASCII)
+_SECONDS = re.compile(r"[0-9]+(?:\.[0-9]+)?", re.ASCII)  # plain decimal digits: no 1e3, 1_000, NaN or "٤"
 
 
 def read(path) -> pd.DataFrame:
@@ -63,7 +60,7 @@ def read(path) -> pd.DataFrame:
     """
     path = Path(path)
     try:
-        table = io.read_records(path, REQUIRED, OPTIONAL)
+        table = io.read_records(path, REQUIRED, OPTIONAL, ids=("rater_id", "item_id", ("shown_a", "shown_b"), "pair_id"))
     except io.RecordError as exc:
         raise HumanJudgmentError(str(exc)) from None
     for row in table.itertuples():
@@ -71,12 +68,10 @@ def read(path) -> pd.DataFrame:
         for col in ("rater_id", "item_id", "shown_a", "shown_b"):
             if io.is_blank(getattr(row, col)):
                 raise HumanJudgmentError(f"{where}: field {col!r} is empty")
-        choice = _number(row.choice)
-        if not (np.isfinite(choice) and choice.is_integer() and int(choice) in CHOICES):
+        if not _CHOICE.fullmatch(row.choice.strip()):
             raise HumanJudgmentError(f"{where}: field 'choice' is {row.choice!r}; expected 1-5 "
                                      f"(1 = {CHOICES[1]!r} ... 5 = {CHOICES[5]!r})")
-        seconds = _number(row.seconds_spent)
-        if not (np.isfinite(seconds) and 0 <= seconds <= MAX_SECONDS):
+        if not (_SECONDS.fullmatch(row.seconds_spent.strip()) and float(row.seconds_spent) <= MAX_SECONDS):
             raise HumanJudgmentError(f"{where}: field 'seconds_spent' is {row.seconds_spent!r}; "
                                      f"expected a number of seconds from 0 to {MAX_SECONDS}")
         if row.qc_expected not in ("", "A", "B"):
@@ -93,8 +88,8 @@ def read(path) -> pd.DataFrame:
                                  "judged the same shown pair of an item twice; keep one judgment")
     for col in OPTIONAL:
         table[col] = table[col].replace("", None)
-    table["choice"] = table["choice"].astype(float).astype(int)
-    table["seconds_spent"] = table["seconds_spent"].astype(float)
+    table["choice"] = table["choice"].str.strip().astype(int)
+    table["seconds_spent"] = table["seconds_spent"].str.strip().astype(float)
     return table
 
 

@@ -14,7 +14,9 @@ import hashlib
 import json
 import os
 import re
+import shutil
 import tempfile
+import unicodedata
 from functools import lru_cache
 from io import StringIO
 from pathlib import Path
@@ -39,11 +41,9 @@ def atomic_path(dest):
         dest.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{dest.name}.", suffix=".tmp", dir=dest.parent)
     os.close(fd)
-    umask = os.umask(0)
-    os.umask(umask)
     try:
         yield tmp
-        os.chmod(tmp, 0o666 & ~umask)  # mkstemp makes 0600; give the file ordinary permissions
+        os.chmod(tmp, 0o666 & ~_umask())  # mkstemp makes 0600; give the file ordinary permissions
         os.replace(tmp, dest)
     finally:
         with contextlib.suppress(FileNotFoundError):
@@ -51,10 +51,21 @@ def atomic_path(dest):
 
 
 def format_path(parts) -> str:
-    """A JSON location as people read it: ``["dialog", 4, "content"]`` -> ``dialog[4].content``."""
+    """A JSON location as people read it: ``["dialog", 4, "content"]`` -> ``dialog[4].content``.
+
+    A key that is not plain printable text (a control character, a lone surrogate, a zero-width
+    character, a dot ...) is shown quoted with escapes, so an error message naming it can neither drive
+    a terminal nor fail to be written.
+    """
     out = ""
     for part in parts:
-        out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else str(part))
+        if isinstance(part, int):
+            out += f"[{part}]"
+            continue
+        name = str(part)
+        if not (name.isprintable() and name and not re.search(r"[\s.\[\]'\"]", name)):
+            name = ascii(name) if not name.isascii() else repr(name)
+        out += f".{name}" if out else name
     return out
 
 
@@ -152,14 +163,64 @@ def write_table(df: pd.DataFrame, path, name: str, provenance: dict | None = Non
 
 
 def write_tables(tables, provenance: dict | None = None) -> None:
-    """Write several ``(df, path, name)`` tables all or none: every table is checked and written to a
-    temporary file first, and only when all of them succeeded are they moved onto their paths."""
-    prepared = [(_prepared(df, name, provenance), path) for df, path, name in tables]
-    with contextlib.ExitStack() as stack:
-        temps = [(stack.enter_context(atomic_path(path)), table) for table, path in prepared]
-        for tmp, table in temps:
+    """Write several ``(df, path, name)`` tables all or none.
+
+    Every table is checked and written to a temporary file beside its path first; only when all of them
+    succeeded are they moved onto their paths, in order. Should a move fail (a full disk, a directory
+    in the way), the tables already moved are taken back: a path that held an older file gets it back
+    (kept as a hard link until the end), one that held nothing is removed. Only a kill between two
+    renames can leave a mix, as with any set of files.
+    """
+    prepared = [(_prepared(df, name, provenance), Path(path)) for df, path, name in tables]
+    temps = []
+    try:
+        for table, path in prepared:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+            os.close(fd)
+            temps.append(tmp)
             pq.write_table(table, tmp)
-    # leaving the stack renames each temporary file onto its path; a failure above removed them all
+            os.chmod(tmp, 0o666 & ~_umask())
+        _move_all(list(zip(temps, (p for _, p in prepared))))
+    finally:
+        for tmp in temps:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(tmp)
+
+
+def _umask() -> int:
+    umask = os.umask(0)
+    os.umask(umask)
+    return umask
+
+
+def _move_all(moves) -> None:
+    """``os.replace`` each (temporary, destination) in order; on a failure, undo the ones done and re-raise."""
+    done = []  # (destination, backup of what it held or None)
+    try:
+        for tmp, dest in moves:
+            backup = None
+            if dest.is_file():
+                backup = f"{tmp}.previous"
+                try:
+                    os.link(dest, backup)
+                except OSError:  # a filesystem without hard links
+                    shutil.copy2(dest, backup)
+            done.append((dest, backup))
+            os.replace(tmp, dest)
+    except BaseException:
+        for dest, backup in reversed(done):
+            with contextlib.suppress(OSError):
+                if backup:
+                    os.replace(backup, dest)
+                else:
+                    os.unlink(dest)
+        raise
+    finally:
+        for _, backup in done:
+            if backup:
+                with contextlib.suppress(FileNotFoundError):
+                    os.unlink(backup)
 
 
 def read_table(path) -> pd.DataFrame:
@@ -182,13 +243,17 @@ def require_text(path, where: str, entry: dict, fields) -> None:
             raise ValueError(f"{path}: {where}.{field} must be a non-empty string")
 
 
-#: characters that show nothing: a text made only of these and white space is blank
-INVISIBLE = "\u00ad\u200b-\u200f\u2060-\u2064\ufeff"
-_VISIBLE = re.compile(rf"[^\s{INVISIBLE}]")
+#: characters that show nothing (a regular-expression class body): a text made only of these and white
+#: space is blank. Format characters (zero-width, bidirectional marks, word joiner, tags), fillers
+#: (Hangul, Braille blank), combining grapheme joiner and variation selectors.
+INVISIBLE = ("\u00ad\u034f\u061c\u115f\u1160\u17b4\u17b5\u180b-\u180f\u200b-\u200f\u202a-\u202e"
+             "\u2060-\u206f\u2800\u3164\ufe00-\ufe0f\ufeff\uffa0\U0001d173-\U0001d17a"
+             "\U000e0000-\U000e007f\U000e0100-\U000e01ef")
+_VISIBLE = re.compile(f"[^\\s{INVISIBLE}]")
 
 
 def is_blank(text) -> bool:
-    """True for a text with nothing visible in it (white space and zero-width characters only)."""
+    """True for a text with nothing visible in it (white space and invisible characters only: see INVISIBLE)."""
     return not isinstance(text, str) or _VISIBLE.search(text) is None
 
 
@@ -198,11 +263,12 @@ class RecordError(ValueError):
 
 CSV_HINT = ("fields holding commas, quotes or line breaks must be double-quoted, and the file must be UTF-8 "
             "(a byte-order mark is accepted)")
-_CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
+#: C0 and C1 control characters other than tab and line breaks (they can drive a terminal or hide text)
+_CONTROL = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]")
 
 
 def _decode(path: Path, raw: bytes) -> str:
-    if raw.startswith((b"\xff\xfe", b"\xfe\xff")) or (len(raw) > 1 and raw[1:2] == b"\x00"):
+    if raw.startswith((b"\xff\xfe", b"\xfe\xff")) or (len(raw) > 1 and b"\x00" in raw[:2]):
         raise RecordError(f"{path}: looks like UTF-16; save it as UTF-8 ({CSV_HINT})")
     try:
         return raw.decode("utf-8-sig")
@@ -212,7 +278,10 @@ def _decode(path: Path, raw: bytes) -> str:
                           f"{raw[exc.start:exc.start + 1]!r}); save the file as UTF-8") from None
 
 
-def read_records(path, required, optional=(), allow_extra: bool = False) -> pd.DataFrame:
+_EDGES = re.compile(f"^[\\s{INVISIBLE}]+|[\\s{INVISIBLE}]+$")
+
+
+def read_records(path, required, optional=(), allow_extra: bool = False, ids=()) -> pd.DataFrame:
     """Read a user-supplied CSV file strictly: every value a string ("" when empty), plus ``line``.
 
     ``line`` is the file line on which each record starts (the header is line 1). Errors name the
@@ -221,6 +290,11 @@ def read_records(path, required, optional=(), allow_extra: bool = False) -> pd.D
     file), a record with more or fewer fields than the header, a repeated or missing column, and — unless
     ``allow_extra`` — a column the format does not know (a misspelt optional column would otherwise be
     ignored without a word). Blank lines are skipped.
+
+    ``ids`` names the identifier columns (a name, or a tuple of names whose values are one vocabulary,
+    e.g. the two shown systems): their values are NFC-normalised and stripped of surrounding white
+    space and invisible characters, and two spellings that differ only in case are an error (``c1`` and
+    ``C1`` would otherwise count as two contributors, or let one judge a pair twice).
     """
     path = Path(path)
     expected = f"expected {', '.join(required)}" + (f" (+ optional {', '.join(optional)})" if optional else "")
@@ -245,6 +319,10 @@ def read_records(path, required, optional=(), allow_extra: bool = False) -> pd.D
                 lines.append(start)
             start = reader.line_num + 1
     except csv.Error as exc:
+        if "field larger than field limit" in str(exc):
+            raise RecordError(f"{path}, line {start}: a field is longer than {csv.field_size_limit():,} characters; "
+                              "a quote opened and never closed takes in the rest of the file; "
+                              f"{CSV_HINT}") from None
         raise RecordError(f"{path}, line {start}: not readable as CSV ({exc}); the file may be truncated; "
                           f"{CSV_HINT}") from None
     header = [h.strip() for h in header]
@@ -268,7 +346,26 @@ def read_records(path, required, optional=(), allow_extra: bool = False) -> pd.D
         if col not in table.columns:
             table[col] = ""
     table["line"] = lines
+    for group in ids:
+        group = (group,) if isinstance(group, str) else tuple(group)
+        for col in group:
+            table[col] = [_EDGES.sub("", unicodedata.normalize("NFC", v)) for v in table[col]]
+        _same_but_for_case(path, table, group)
     return table.reset_index(drop=True)
+
+
+def _same_but_for_case(path, table: pd.DataFrame, columns) -> None:
+    """Error when two values of ``columns`` (one vocabulary) differ only in case."""
+    first: dict[str, tuple[str, str, int]] = {}
+    for row in table[[*columns, "line"]].itertuples(index=False):
+        line = row[-1]
+        for col, value in zip(columns, row[:-1]):
+            seen = first.setdefault(value.casefold(), (value, col, line))
+            if seen[0] != value:
+                lines = f"line {line}" if seen[2] == line else f"lines {seen[2]} and {line}"
+                raise RecordError(f"{path}, {lines}: fields {seen[1]!r} and {col!r} are {seen[0]!r} "
+                                  f"and {value!r}, which differ only in case; ids are compared exactly, so write "
+                                  "one id one way")
 
 
 def read_csv(path, **kwargs) -> pd.DataFrame:

@@ -111,7 +111,8 @@ def read_spot_checks(path, taxonomy: dict, completions: pd.DataFrame | None = No
     completion that does not exist is an error too; so is a (completion, strategy) labelled twice.
     """
     path = Path(path)
-    table = io.read_records(path, SPOT_CHECK_REQUIRED, SPOT_CHECK_OPTIONAL)
+    table = io.read_records(path, SPOT_CHECK_REQUIRED, SPOT_CHECK_OPTIONAL,
+                            ids=("item_id", "system", "contributor_id", "strategy"))
     known = set(keys(taxonomy))
     refs = None
     if completions is not None:
@@ -141,6 +142,12 @@ def read_spot_checks(path, taxonomy: dict, completions: pd.DataFrame | None = No
     table["present"] = present
     table["contributor_id"] = table["contributor_id"].replace("", None)
     return table
+
+
+def absent_f1(taxonomy: dict) -> pd.DataFrame:
+    """The F1 table when there are no human labels: every strategy and the macro row "absent", F1 null."""
+    return pd.DataFrame([{"strategy": k, "status": "absent", "n": 0, "tp": 0, "fp": 0, "fn": 0, "f1": None}
+                         for k in [*keys(taxonomy), "macro"]])
 
 
 def f1_scores(tags: pd.DataFrame, spot: pd.DataFrame, taxonomy: dict) -> pd.DataFrame:

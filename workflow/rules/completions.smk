@@ -63,7 +63,7 @@ rule human_completions:
         item_table="results/items/items.parquet",
         humans=lambda wc: (
             [config["human_completions"]["path"]]
-            if Path(config["human_completions"]["path"]).is_file()
+            if Path(config["human_completions"]["path"]).exists()
             else []
         ),
     output:
@@ -87,6 +87,8 @@ rule summarize_systems:
     params:
         systems=SYSTEMS,
         human_path=config["human_completions"]["path"],
+        # the note tells "no file" from "a file with nothing usable in it"
+        human_file=Path(config["human_completions"]["path"]).exists(),
     log:
         "logs/completions/summarize_systems.log",
     conda:

@@ -23,7 +23,8 @@ with logged(snakemake.log[0], snakemake) as log:
     human = io.read_table(snakemake.input.human)
     raters = io.read_table(snakemake.input.raters)
     if raters.empty:
-        note = f"absent: no human judgments ({snakemake.params.human_path} does not exist)"
+        note = (f"absent: {snakemake.params.human_path} holds no judgments" if snakemake.params.human_file
+                else f"absent: no human judgments ({snakemake.params.human_path} does not exist)")
     else:
         note = (f"{int((~raters['excluded']).sum())} of {len(raters)} raters kept after quality control "
                 "(results/judging/human_raters.parquet)")
