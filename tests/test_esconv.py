@@ -96,7 +96,7 @@ BAD_CASES = {
     "score_negative_int": (_set([0, "survey_score", "seeker", "initial_emotion_intensity"], -1), 0,
                            "survey_score.seeker.initial_emotion_intensity: expected a rating from 0 to 5"),
     "score_huge_int": (_set([3, "dialog", 3, "annotation", "feedback"], 10**30), 3, "dialog[3].annotation.feedback: "
-                       "a number of 31 digits; expected a rating from 0 to 5"),
+                       "a number of 31 digits; no ESConv field holds one (ratings are 0 to 5)"),
     "score_float": (_set([4, "survey_score", "seeker", "empathy"], 2.5), 4, "survey_score.seeker.empathy"),
     "lone_surrogate": (_set([5, "dialog", 2, "content"], "I feel \ud800 bad"), 5,
                        "dialog[2].content: contains a lone surrogate U+D800"),
@@ -111,6 +111,9 @@ BAD_CASES = {
                                  "survey_score.seeker.empathy: expected a rating from 0 to 5 written as digits"),
     "huge_int_in_an_unknown_key": (_set([0, "seeker_question1"], -(10**40)), 0,
                                    "seeker_question1: a number of 41 digits"),
+    "score_whole_float": (_set([2, "survey_score", "seeker", "empathy"], 5.0), 2,
+                          "survey_score.seeker.empathy: expected a rating from 0 to 5 written as digits, got "
+                          "Decimal('5.0')"),  # as a float, 5.0 (or 4.99999999999999999999) passed as 5
     "blank_situation": (_set([3, "situation"], " \u200b "), 3, "situation: is empty or blank"),
     "hangul_filler_only": (_set([6, "dialog", 2, "content"], "\u3164\u2800\ufe0f"), 6, "dialog[2].content: is empty"),
     "tag_characters_only": (_set([5, "emotion_type"], "\U000e0061\U000e0062"), 5, "emotion_type: is empty"),
@@ -196,8 +199,10 @@ def _raw_edit(text: str, case: str) -> str:
     (b'{"a": 1, "a": 2}', r"a: the key appears twice in one object"),
     (b'{"a": {"b": 1, "b": 2}}', r"a\.b: the key appears twice in one object"),
     (b'[{"x": ' + b"7" * 5000 + b"}]", r"conversation 0, x: a number of 5000 digits"),  # int() refuses > 4300
+    (b'[{"deep": ' + b"[" * 500 + b"]" * 500 + b"}]", r"conversation 0, json: nested more than 64 levels deep "
+     r"\(under deep\[0\]\[0\]\)"),  # within what the JSON reader follows, beyond what the workflow accepts
     (b'[{"survey_score": {"seeker": {"empathy": -' + b"9" * 40 + b"}}}]",
-     r"conversation 0, survey_score\.seeker\.empathy: a number of 40 digits; expected a rating from 0 to 5"),
+     r"conversation 0, survey_score\.seeker\.empathy: a number of 40 digits; no ESConv field holds one"),
     (b'{"a": 1}'[:0] + b"[" + b'{"\\ud800": 1, "\\ud800": 2}' + b"]",
      r"conversation 0, '\\ud800': the key appears twice"),
 ])
@@ -287,3 +292,7 @@ def test_the_schemas_blank_text_is_the_readers_blank_text():
               and bool(schema.search(chr(c))) == io.is_blank(chr(c))]
     assert differ == []
     assert io.is_blank("\u3164 \u2800\ufe0f\U000e0061\u200b") and not io.is_blank("\u3164 a")
+    import unicodedata
+
+    assert all(io.is_blank(chr(c)) for c in range(sys.maxunicode + 1)
+               if not 0xD800 <= c <= 0xDFFF and unicodedata.category(chr(c)) == "Cf")  # every format character

@@ -124,12 +124,12 @@ def test_unknown_columns_are_refused_where_a_typo_would_change_the_meaning(tmp_p
     (b"r1,i1,m1,m2,+2,30", r"line 2: field 'choice' is '\+2'"),
     (b"r1,i1,m1,m2,2,1_000", r"line 2: field 'seconds_spent' is '1_000'"),
     (b"r1,i1,m1,m2,2,1e3", r"line 2: field 'seconds_spent' is '1e3'"),
-    (b"r1,i1,m1,m2,2,30\nR1,i1,m1,m2,4,20", r"lines 2 and 3: fields 'rater_id' and 'rater_id' are 'r1' and 'R1', "
+    (b"r1,i1,m1,m2,2,30\nR1,i1,m1,m2,4,20", r"lines 2 and 3: field 'rater_id' has 'r1' and 'R1', "
                                             r"which differ only in case"),
     (b"r1,i1,m1,m2,2,30\n r1 ,i1,m1,m2,4,20", r"lines 2 and 3: rater 'r1' judged the same shown pair"),
-    (b"r1,i1,m1,M2,2,30\nr2,i1,m2,m1,4,20", r"lines 2 and 3: fields 'shown_b' and 'shown_a' are 'M2' and 'm2'"),
+    (b"r1,i1,m1,M2,2,30\nr2,i1,m2,m1,4,20", r"lines 2 and 3: fields 'shown_b' and 'shown_a' have 'M2' and 'm2'"),
 ], "completions": [
-    (b"i1,c1,Hello.\ni1,C1,Hi.", r"lines 2 and 3: fields 'contributor_id' and 'contributor_id' are 'c1' and 'C1'"),
+    (b"i1,c1,Hello.\ni1,C1,Hi.", r"lines 2 and 3: field 'contributor_id' has 'c1' and 'C1'"),
 ], "labels": [
     (b"i3,m,,affirmation,1", r"line 2: fields 'item_id', 'system', 'contributor_id' \(i3, m, -\) name no completion"),
     (b"i1,human,c9,affirmation,1", r"line 2: .*\(i1, human, c9\) name no completion"),
@@ -140,12 +140,21 @@ def test_bad_values_are_named(tmp_path, kind, row, expected):
     fails(tmp_path, kind, HEADERS[kind] + row + b"\n", expected)
 
 
-def test_ids_are_trimmed_so_a_contributor_cannot_repeat_a_context_with_a_space(tmp_path):
+def test_ids_are_normalised_so_a_contributor_cannot_repeat_a_context_in_disguise(tmp_path):
     path = tmp_path / "c.csv"
-    path.write_bytes(HEADERS["completions"] + "i1,c1,Hello.\ni1, c1\u200b ,Hi again.\n".encode())
+    path.write_bytes(HEADERS["completions"] + "i1,c1,Hello.\ni1, c1\u200b ,Hi again.\ni1,c\u20601,Hi.\n"
+                     "i1,\uff43\uff11,Full width.\n".encode())
     table, violations = read("completions", path)
     assert table["contributor_id"].tolist() == ["c1"]
-    assert violations[["line", "problem"]].values.tolist() == [[3, "contributor already completed this context"]]
+    assert violations[["line", "problem"]].values.tolist() == [[k, "contributor already completed this context"]
+                                                                for k in (3, 4, 5)]
+    # the digits of a number may be padded with spaces or tabs, nothing else
+    judged = tmp_path / "j.csv"
+    judged.write_bytes(HEADERS["judgments"] + b"r1,i1,m1,m2, 2\t,30 \n")
+    assert read("judgments", judged)[["choice", "seconds_spent"]].values.tolist() == [[2, 30.0]]
+    judged.write_bytes(HEADERS["judgments"] + "r1,i1,m1,m2,\u00a02,30\n".encode())
+    with pytest.raises(ValueError, match=re.escape("field 'choice' is '\\xa02'")):
+        read("judgments", judged)
 
 
 @pytest.mark.parametrize("kind", sorted(HEADERS))
@@ -213,3 +222,20 @@ def test_a_failing_move_takes_back_the_tables_already_moved(tmp_path, monkeypatc
         io.write_tables([(good, p, "human_raters") for p in paths])
     assert sorted(p.name for p in tmp_path.iterdir()) == ["a.parquet", "b.parquet"]
     assert io.read_table(paths[1])["reason"].tolist() == ["old"] and not paths[2].exists()
+
+
+def test_an_undone_move_puts_back_a_symbolic_link_too(tmp_path, monkeypatch):
+    import errno
+    import os
+
+    good = pd.DataFrame({"rater_id": ["r1"], "n_judgments": [1], "n_qc": [0], "qc_failed": [0],
+                         "qc_fail_share": [None], "median_seconds": [3.0], "excluded": [False], "reason": [""]})
+    a, b = tmp_path / "a.parquet", tmp_path / "b.parquet"
+    a.symlink_to(tmp_path / "nowhere.parquet")  # a dangling link was there before
+    real = os.replace
+    monkeypatch.setattr(os, "replace", lambda s, d: (_ for _ in ()).throw(OSError(errno.EIO, "I/O error"))
+                        if str(d) == str(b) else real(s, d))
+    with pytest.raises(OSError, match="I/O error"):
+        io.write_tables([(good, a, "human_raters"), (good, b, "human_raters")])
+    assert a.is_symlink() and os.readlink(a) == str(tmp_path / "nowhere.parquet")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["a.parquet"]

@@ -45,9 +45,22 @@ def test_secrets_are_the_configured_and_the_credential_named_variables(monkeypat
                      "WATSONX_APIKEY", "AWS_SECRET_ACCESS_KEY", "AZURE_AD_TOKEN", "DATABRICKS_TOKEN"]
     for name in litellm_reads:
         monkeypatch.setenv(name, f"value-of-{name}")
+    # names that hold where a secret is (a path, a socket, a URL), and litellm's own tokenizer cache: their
+    # values are ordinary words and paths that masking would cut out of every answer and traceback
+    import litellm  # noqa: F401 - sets TIKTOKEN_CACHE_DIR on import
+
+    where = {"GOOGLE_APPLICATION_CREDENTIALS": __file__, "HF_TOKEN_PATH": "/root/.cache/huggingface/token",
+             "SSH_AUTH_SOCK": "/run/user/1000/keyring/ssh", "AWS_SHARED_CREDENTIALS_FILE": "/home/a/.aws/credentials",
+             "ACTIONS_ID_TOKEN_REQUEST_URL": "https://example.invalid/token"}
+    for name, value in where.items():
+        monkeypatch.setenv(name, value)
     names = secret_names(["MY_PROVIDER_KEY_VAR"])
     assert {"MY_PROVIDER_KEY_VAR", "SOMEONE_API_KEY", "HF_TOKEN", *litellm_reads} <= set(names)
-    assert "HOME_PAGE" not in names
+    assert not {"HOME_PAGE", "TIKTOKEN_CACHE_DIR", *where} & set(names)
+    assert Redactor.from_env().redact("care packages; tokenizers aside") == "care packages; tokenizers aside"
+    # a configured key variable is a secret whatever its value looks like
+    monkeypatch.setenv("ODD_KEY_VAR", __file__)
+    assert "ODD_KEY_VAR" in secret_names(["ODD_KEY_VAR"])
     r = Redactor.from_env(["MY_PROVIDER_KEY_VAR"])
     assert key_pieces(r.redact(KEY)) == [] and r.redact("https://example.invalid/a-long-path").endswith("long-path")
 
@@ -75,19 +88,30 @@ def test_redacting_stream_masks_keys_split_across_writes():
 
 
 def test_redacting_stream_sees_a_key_written_in_pieces_with_a_flush_after_each():
-    """A flush passes on whole lines only: pieces of 5 characters, each flushed, are still one key at the end."""
+    """A flush passes on all but a possible start of a key: pieces of 5 characters, each flushed, never
+    reach the target as a run; text that cannot start a key goes on at once (a progress bar's frame)."""
     out = stdio.StringIO()
     stream = RedactingStream(out, Redactor([KEY]))
     for i in range(0, len(KEY), 5):
         stream.write(KEY[i:i + 5])
         stream.flush()
-    stream.write(" and then a progress bar\r")
-    assert out.getvalue() == "[REDACTED] and then a progress bar\r"
-    # a very long line without an end is passed on at a flush, all but a possible key start
-    stream.write("x" * 5000 + KEY[:7])
+    stream.write(" and then a progress bar [####]")
     stream.flush()
-    stream.write(KEY[7:] + "\n")
-    assert key_pieces(out.getvalue()) == [] and out.getvalue().endswith("x[REDACTED]\n")
+    assert out.getvalue().startswith("[REDACTED]") and out.getvalue().endswith(" and then a progress bar [####]")
+    # a long line that already held a key, then a partial echo cut by a flush (7 + 7 characters)
+    stream.write("x" * 5000 + " key " + KEY + " echoed again: " + KEY[:7])
+    stream.flush()
+    stream.write(KEY[7:14] + " (cut)\n")
+    stream.drain()
+    assert key_pieces(out.getvalue()) == [] and out.getvalue().endswith("again: [REDACTED] (cut)\n")
+    for cut in range(1, 20):  # every split point of a partial echo, each piece flushed
+        out = stdio.StringIO()
+        stream = RedactingStream(out, Redactor([KEY]))
+        stream.write("echo " + KEY[3:3 + cut])
+        stream.flush()
+        stream.write(KEY[3 + cut:3 + 20] + " end")
+        stream.drain()
+        assert key_pieces(out.getvalue()) == [], cut
 
 
 def test_masking_never_leaves_a_new_run_beside_the_mask():
@@ -111,6 +135,17 @@ def test_a_key_hidden_by_json_escapes_is_masked_in_the_decoded_answer():
     parsed, error = llm.parse_structured(answer, schema, r)  # the schema error quotes the decoded value
     assert parsed is None and key_pieces(error) == [] and "[REDACTED]" in error
     assert r.redact_json("not json \\u0041 " + KEY[:10]) == "not json \\u0041 " + MASK
+    # a duplicate member that shadows the escaped key, JSON in a code fence, and JSON too deep to walk
+    for text in ('{"rationale": "' + escaped + '", "rationale": "fine"}', '```json\n{"r": "' + escaped + '"}\n```',
+                 "[" * 900 + '"' + escaped + '"' + "]" * 900):
+        clean = r.redact_json(text)
+        assert key_pieces(clean) == [] and key_pieces(clean.replace("\\", "")) == []
+        pairs = []
+        try:
+            json.loads(clean, object_pairs_hook=pairs.extend)
+        except (ValueError, RecursionError):
+            pass
+        assert key_pieces(str(pairs)) == []
 
 
 def test_logged_masks_the_log_the_traceback_and_the_terminal(tmp_path, monkeypatch, capsys):
@@ -270,3 +305,17 @@ def test_an_interrupt_while_waiting_to_retry_prints_no_key(fake_llm, tmp_path):
     out, err = proc.communicate(timeout=30)
     assert proc.returncode == 130 and "interrupted" in err and "KeyboardInterrupt" in log.read_text()
     assert key_pieces(out + err + log.read_text()) == []
+
+
+def test_an_exit_message_is_redacted_too(tmp_path, monkeypatch, capsys):
+    monkeypatch.setenv("HEART_TEST_API_KEY", KEY)
+    with pytest.raises(SystemExit) as exit_:
+        with logged(tmp_path / "x.log"):
+            raise SystemExit(f"provider said {KEY}")
+    assert exit_.value.code == 1
+    captured = capsys.readouterr()
+    assert "provider said [REDACTED]" in captured.err and key_pieces(captured.err + captured.out) == []
+    with pytest.raises(SystemExit) as exit_:
+        with logged(tmp_path / "y.log"):
+            raise SystemExit(3)  # an exit status passes as it is
+    assert exit_.value.code == 3

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+from decimal import Decimal
 import re
 import urllib.error
 import urllib.request
@@ -163,7 +164,21 @@ def _find_undecodable(obj):
     return next((p for p, v in _walk(obj) if isinstance(v, str) and _UNDECODABLE.search(v)), None)
 
 
-MAX_DEPTH = 64  # reported when the JSON reader runs out of stack; ESConv itself nests 5 levels
+MAX_DEPTH = 64  # deeper nesting is refused (ESConv itself nests 5 levels; the JSON reader stops near 1,000)
+
+
+def _too_deep(obj):
+    """The path of the first value nested deeper than :data:`MAX_DEPTH`, or None (without recursion)."""
+    stack = [((), obj)]
+    while stack:
+        path, node = stack.pop()
+        if len(path) > MAX_DEPTH:
+            return path
+        if isinstance(node, dict):
+            stack.extend((path + (k,), v) for k, v in reversed(list(node.items())))
+        elif isinstance(node, list):
+            stack.extend((path + (i,), v) for i, v in reversed(list(enumerate(node))))
+    return None
 
 
 class _Duplicates(dict):
@@ -246,6 +261,8 @@ def read_raw(path: str | Path) -> list[dict]:
         message names the file and, where it can be located, the conversation.
     """
     path = Path(path)
+    if path.is_dir():
+        raise ESConvFormatError(f"{path}: is a directory; expected the file ESConv.json")
     if not path.is_file():
         raise ESConvFormatError(
             f"{path}: file not found. Point the workflow at a copy of ESConv.json with "
@@ -258,7 +275,7 @@ def read_raw(path: str | Path) -> list[dict]:
         lossy = raw.decode("utf-8", errors="surrogateescape")
         where = f"byte {exc.start}"
         try:
-            loc = _find_undecodable(json.loads(lossy, parse_int=_parse_int))
+            loc = _find_undecodable(json.loads(lossy, parse_int=_parse_int, parse_float=Decimal))
         except (ValueError, RecursionError):
             loc = None
         if loc and isinstance(loc[0], int):
@@ -269,7 +286,10 @@ def read_raw(path: str | Path) -> list[dict]:
         raise ESConvFormatError(f"{path}: file is empty")
     duplicates: list[_Duplicates] = []
     try:
-        data = json.loads(text, object_pairs_hook=_pairs_hook(duplicates), parse_int=_parse_int)
+        # a number with a fraction or exponent stays a Decimal, which the schema's integer ratings refuse:
+        # as a float, 5.0 or 4.99999999999999999999 would pass as the rating 5
+        data = json.loads(text, object_pairs_hook=_pairs_hook(duplicates), parse_int=_parse_int,
+                          parse_float=Decimal)
     except json.JSONDecodeError as exc:
         index = _conversation_index_at(text, exc.pos)
         problem = f"invalid JSON at line {exc.lineno}, column {exc.colno}: {exc.msg}"
@@ -279,14 +299,20 @@ def read_raw(path: str | Path) -> list[dict]:
         index = _conversation_index_at(text, pos)
         raise _fail(path, index, "json", f"nested more than {MAX_DEPTH} levels deep (at character {pos}); "
                     "ESConv nests 5 levels") from None
+    deep = _too_deep(data)
+    if deep:
+        index = deep[0] if isinstance(deep[0], int) else None
+        under = format_path(deep[1:4] if index is not None else deep[:3])
+        raise _fail(path, index, "json", f"nested more than {MAX_DEPTH} levels deep (under {under}); "
+                    "ESConv nests 5 levels") from None
     if duplicates:
         where, key = _find_duplicates(data) or ((), duplicates[0].keys_twice[0])
         raise _fail(path, *_locate([*where, key]),
                     "the key appears twice in one object (a JSON reader keeps one silently); remove one") from None
     huge = _find_huge(data)
     if huge:
-        raise _fail(path, *_locate(huge[0]), f"a number of {huge[1].digits} digits; expected a rating "
-                    "from 0 to 5") from None
+        raise _fail(path, *_locate(huge[0]), f"a number of {huge[1].digits} digits; no ESConv field holds "
+                    "one (ratings are 0 to 5)") from None
     if not isinstance(data, list):
         raise ESConvFormatError(
             f"{path}: top level must be a JSON array of conversations, got {type(data).__name__}"

@@ -194,27 +194,50 @@ def _umask() -> int:
     return umask
 
 
+def _keep_previous(dest: Path, backup: str) -> str | None:
+    """Keep what ``dest`` holds (a file or a symbolic link) as ``backup``; None when it holds nothing."""
+    if not os.path.lexists(dest):
+        return None
+    try:
+        os.link(dest, backup, follow_symlinks=False)
+    except OSError:  # a filesystem without hard links
+        try:
+            shutil.copy2(dest, backup, follow_symlinks=False)
+        except BaseException:
+            with contextlib.suppress(OSError):
+                os.unlink(backup)
+            raise
+    return backup
+
+
 def _move_all(moves) -> None:
-    """``os.replace`` each (temporary, destination) in order; on a failure, undo the ones done and re-raise."""
-    done = []  # (destination, backup of what it held or None)
+    """``os.replace`` each (temporary, destination) in order; on a failure, undo the ones done and re-raise.
+
+    What a destination held (a file or a symbolic link, dangling or not) is kept as a hard link beside
+    it until the end; if putting it back fails, that copy is left in place and named in the error.
+    """
+    done = []  # (destination, backup of what it held or None), for each one moved
     try:
         for tmp, dest in moves:
-            backup = None
-            if dest.is_file():
-                backup = f"{tmp}.previous"
-                try:
-                    os.link(dest, backup)
-                except OSError:  # a filesystem without hard links
-                    shutil.copy2(dest, backup)
+            backup = _keep_previous(dest, f"{tmp}.previous")
+            try:
+                os.replace(tmp, dest)
+            except BaseException:
+                if backup:  # the destination is unchanged
+                    os.unlink(backup)
+                raise
             done.append((dest, backup))
-            os.replace(tmp, dest)
-    except BaseException:
+    except BaseException as exc:
         for dest, backup in reversed(done):
-            with contextlib.suppress(OSError):
+            try:
                 if backup:
                     os.replace(backup, dest)
                 else:
                     os.unlink(dest)
+            except OSError as undo:
+                exc.add_note(f"while undoing: {dest} could not be restored ({undo})"
+                             + (f"; its previous content is kept in {backup}" if backup else ""))
+                done = [d for d in done if d[0] != dest]
         raise
     finally:
         for _, backup in done:
@@ -244,11 +267,12 @@ def require_text(path, where: str, entry: dict, fields) -> None:
 
 
 #: characters that show nothing (a regular-expression class body): a text made only of these and white
-#: space is blank. Format characters (zero-width, bidirectional marks, word joiner, tags), fillers
-#: (Hangul, Braille blank), combining grapheme joiner and variation selectors.
-INVISIBLE = ("\u00ad\u034f\u061c\u115f\u1160\u17b4\u17b5\u180b-\u180f\u200b-\u200f\u202a-\u202e"
-             "\u2060-\u206f\u2800\u3164\ufe00-\ufe0f\ufeff\uffa0\U0001d173-\U0001d17a"
-             "\U000e0000-\U000e007f\U000e0100-\U000e01ef")
+#: space is blank. Every format character (Unicode category Cf: zero-width, bidirectional marks, word
+#: joiner, tags ...), fillers (Hangul, Braille blank), combining grapheme joiner, variation selectors.
+INVISIBLE = ("\u00ad\u034f\u0600-\u0605\u061c\u06dd\u070f\u0890\u0891\u08e2\u115f\u1160\u17b4\u17b5"
+             "\u180b-\u180f\u200b-\u200f\u202a-\u202e\u2060-\u206f\u2800\u3164\ufe00-\ufe0f\ufeff\uffa0"
+             "\ufff9-\ufffb\U000110bd\U000110cd\U00013430-\U0001343f\U0001bca0-\U0001bca3"
+             "\U0001d173-\U0001d17a\U000e0000-\U000e007f\U000e0100-\U000e01ef")
 _VISIBLE = re.compile(f"[^\\s{INVISIBLE}]")
 
 
@@ -268,7 +292,8 @@ _CONTROL = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]")
 
 
 def _decode(path: Path, raw: bytes) -> str:
-    if raw.startswith((b"\xff\xfe", b"\xfe\xff")) or (len(raw) > 1 and b"\x00" in raw[:2]):
+    # a byte-order mark, or one NUL in the first two bytes (ASCII text in UTF-16, either byte order)
+    if raw.startswith((b"\xff\xfe", b"\xfe\xff")) or (len(raw) > 1 and raw[:2].count(b"\x00") == 1):
         raise RecordError(f"{path}: looks like UTF-16; save it as UTF-8 ({CSV_HINT})")
     try:
         return raw.decode("utf-8-sig")
@@ -278,7 +303,14 @@ def _decode(path: Path, raw: bytes) -> str:
                           f"{raw[exc.start:exc.start + 1]!r}); save the file as UTF-8") from None
 
 
-_EDGES = re.compile(f"^[\\s{INVISIBLE}]+|[\\s{INVISIBLE}]+$")
+_EDGES = re.compile(f"^\\s+|\\s+$")
+_INVISIBLES = re.compile(f"[{INVISIBLE}]")
+
+
+def normalise_id(value: str) -> str:
+    """An identifier as it is compared: NFKC (full-width ``ｒ１`` is ``r1``), invisible characters removed
+    (``r\\u200b1`` is ``r1``), surrounding white space stripped."""
+    return _EDGES.sub("", _INVISIBLES.sub("", unicodedata.normalize("NFKC", value)))
 
 
 def read_records(path, required, optional=(), allow_extra: bool = False, ids=()) -> pd.DataFrame:
@@ -292,9 +324,9 @@ def read_records(path, required, optional=(), allow_extra: bool = False, ids=())
     ignored without a word). Blank lines are skipped.
 
     ``ids`` names the identifier columns (a name, or a tuple of names whose values are one vocabulary,
-    e.g. the two shown systems): their values are NFC-normalised and stripped of surrounding white
-    space and invisible characters, and two spellings that differ only in case are an error (``c1`` and
-    ``C1`` would otherwise count as two contributors, or let one judge a pair twice).
+    e.g. the two shown systems): their values pass :func:`normalise_id`, and two spellings that differ
+    only in case are an error (``c1`` and ``C1`` would otherwise count as two contributors, or let one
+    rater judge a pair twice).
     """
     path = Path(path)
     expected = f"expected {', '.join(required)}" + (f" (+ optional {', '.join(optional)})" if optional else "")
@@ -349,7 +381,7 @@ def read_records(path, required, optional=(), allow_extra: bool = False, ids=())
     for group in ids:
         group = (group,) if isinstance(group, str) else tuple(group)
         for col in group:
-            table[col] = [_EDGES.sub("", unicodedata.normalize("NFC", v)) for v in table[col]]
+            table[col] = [normalise_id(v) for v in table[col]]
         _same_but_for_case(path, table, group)
     return table.reset_index(drop=True)
 
@@ -363,9 +395,9 @@ def _same_but_for_case(path, table: pd.DataFrame, columns) -> None:
             seen = first.setdefault(value.casefold(), (value, col, line))
             if seen[0] != value:
                 lines = f"line {line}" if seen[2] == line else f"lines {seen[2]} and {line}"
-                raise RecordError(f"{path}, {lines}: fields {seen[1]!r} and {col!r} are {seen[0]!r} "
-                                  f"and {value!r}, which differ only in case; ids are compared exactly, so write "
-                                  "one id one way")
+                fields = f"field {col!r} has" if seen[1] == col else f"fields {seen[1]!r} and {col!r} have"
+                raise RecordError(f"{path}, {lines}: {fields} {seen[0]!r} and {value!r}, which differ only in "
+                                  "case; ids are compared exactly, so write one id one way")
 
 
 def read_csv(path, **kwargs) -> pd.DataFrame:

@@ -185,7 +185,8 @@ class ResponseCache:
             entries[path.stem] = json.loads(path.read_text())
         rows = []
         for k, e in sorted(entries.items()):
-            clean = redactor.redact_obj({f: v for f, v in e.items() if f != "text"})
+            # "parsed" is left out: whoever replays an entry parses its (redacted) text again
+            clean = redactor.redact_obj({f: v for f, v in e.items() if f not in ("text", "parsed")})
             if "text" in e:
                 clean["text"] = redactor.redact_json(e["text"])
             rows.append({"key": k, "model": clean.get("model"), "entry": json.dumps(clean)})
@@ -470,10 +471,11 @@ def parse_structured(text: str, schema: dict | None, redactor: Redactor | None =
 def _clean_hit(entry: dict, schema: dict | None, redactor: Redactor) -> dict:
     """A cached entry as a fresh answer would be: every field redacted (the text JSON-aware), and read
     with today's parser (a parser fix needs no new call)."""
-    clean = redactor.redact_obj({k: v for k, v in entry.items() if k != "text"})
+    clean = redactor.redact_obj({k: v for k, v in entry.items() if k not in ("text", "parsed")})
     clean["text"] = redactor.redact_json(entry["text"])
+    clean["parsed"], parse_error = parse_structured(clean["text"], schema, redactor)
     if schema is not None:
-        clean["parsed"], clean["parse_error"] = parse_structured(clean["text"], schema, redactor)
+        clean["parse_error"] = parse_error
     return clean
 
 

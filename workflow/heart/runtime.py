@@ -65,9 +65,17 @@ def logged(log_path, smk=None, name: str = "heart"):
         root.setLevel(logging.INFO)
         try:
             yield logging.getLogger(name)
-        except (Exception, KeyboardInterrupt) as exc:
-            # also an interrupt (Ctrl-C, scancel --signal=INT): Python would print its traceback, with the
-            # provider's exception chained to it, to the real stderr after this block, unredacted
+        except SystemExit as exc:
+            if exc.code is None or isinstance(exc.code, int):
+                raise
+            # sys.exit("message") would print the message to the real stderr after this block, unredacted
+            print(terminal_safe(redactor.redact(f"\nERROR: {exc.code}\n(full traceback in {log_path})")),
+                  file=terminal)
+            traceback.print_exc(file=fh)
+            raise SystemExit(1) from None
+        except BaseException as exc:
+            # also an interrupt (Ctrl-C, scancel --signal=INT) or a cancellation: Python would print its
+            # traceback, with the provider's exception chained to it, to the real stderr, unredacted
             traceback.print_exc(file=fh)
             what = "interrupted" if isinstance(exc, KeyboardInterrupt) else f"ERROR ({type(exc).__name__}): {exc}"
             print(terminal_safe(redactor.redact(f"\n{what}\n(full traceback in {log_path})")), file=terminal)

@@ -39,11 +39,34 @@ _CREDENTIAL_NAME = re.compile(
     r"|(?:^|_)PAT$|_KEY$", re.IGNORECASE)
 
 
+#: credential-like names that hold where a secret is, not the secret (a path, a URL, a socket), and
+#: litellm's own TIKTOKEN_CACHE_DIR: masking their values would mask ordinary words and paths
+_NOT_A_SECRET = re.compile(r"_(?:FILE|PATH|DIR|SOCK|URL|URI|ENDPOINT|HOST|PORT)$|^TIKTOKEN_", re.IGNORECASE)
+
+
 def secret_names(extra=()) -> list[str]:
-    """Environment variables whose values are treated as secrets: ``extra`` and every credential-named one."""
+    """Environment variables whose values are treated as secrets: ``extra`` (named by the config: always)
+    and every credential-named one whose value is not a path that exists (``GOOGLE_APPLICATION_CREDENTIALS``
+    names a file; its words must not be masked in every answer and traceback)."""
     names = {n for n in extra if n}
-    names |= {n for n in os.environ if _CREDENTIAL_NAME.search(n)}
+    for name, value in os.environ.items():
+        if _CREDENTIAL_NAME.search(name) and not _NOT_A_SECRET.search(name) and not _is_path(value):
+            names.add(name)
     return sorted(names)
+
+
+def _is_path(value: str) -> bool:
+    return value.startswith(("/", "~", "./")) and os.path.exists(os.path.expanduser(value))
+
+
+_ESCAPE = re.compile(r"\\(?:u([0-9a-fA-F]{4})|(.))", re.DOTALL)
+_SIMPLE = {"n": "\n", "t": "\t", "r": "\r", "b": "\b", "f": "\f"}
+
+
+def _unescaped(text: str) -> str:
+    """``text`` with JSON string escapes undone wherever they stand (a reader's view of hidden characters)."""
+    return _ESCAPE.sub(lambda m: chr(int(m.group(1), 16)) if m.group(1) else _SIMPLE.get(m.group(2), m.group(2)),
+                       text)
 
 
 class Redactor:
@@ -97,18 +120,34 @@ class Redactor:
         return "".join(out)
 
     def redact_json(self, text):
-        """:meth:`redact`, and if ``text`` is JSON whose *decoded* strings hold a key run (a key written with
-        escapes, ``\\/`` or ``\\u0073``, that no reader of the raw text sees), ``text`` re-serialised from
-        the decoded value with those runs masked."""
+        """:meth:`redact`, and key runs hidden by JSON escapes (``\\/``, ``\\u0073``) that a reader would decode.
+
+        When the text with its escapes undone holds a key run, a JSON text is re-serialised from its
+        decoded value with the runs masked (what any JSON reader gets is then clean, duplicate members
+        included); any other text, or JSON too deep to walk, is given with its escapes undone and masked.
+        """
         text = self.redact(text)
         if not self._grams or not isinstance(text, str) or "\\" not in text:
             return text
-        try:
-            decoded = json.loads(text, strict=False)
-        except (ValueError, RecursionError):
+        flat = _unescaped(text)
+        if self.redact(flat) == flat:
             return text
-        clean = self.redact_obj(decoded)
-        return text if clean == decoded else json.dumps(clean, ensure_ascii=False)
+        try:
+            out = json.dumps(self.redact_obj(json.loads(text, strict=False)), ensure_ascii=False)
+            if self.redact(_unescaped(out)) == _unescaped(out):
+                return out
+        except (ValueError, RecursionError):
+            pass
+        return self.redact(flat)
+
+    def key_tail(self, text: str) -> int:
+        """Length of the longest ending of ``text`` that occurs in a secret, if shorter than MIN_RUN (else 0:
+        a longer one is a run, masked where it stands)."""
+        for n in range(min(len(text), MIN_RUN - 1), 0, -1):
+            piece = text[-n:]
+            if any(piece in secret for secret in self.secrets):
+                return n if len(text) < MIN_RUN or not any(text[-MIN_RUN:] in s for s in self.secrets) else 0
+        return 0
 
     def redact_obj(self, obj):
         """Redact every string inside nested dicts/lists/tuples (keys too)."""
@@ -130,9 +169,6 @@ class RedactingStream(io.TextIOBase):
     def writable(self) -> bool:
         return True
 
-    #: a partial line longer than this is passed on at a flush even without its end (a key is far shorter)
-    HOLD = 4096
-
     def write(self, s: str) -> int:
         self._pending += s
         end = max(self._pending.rfind("\n"), self._pending.rfind("\r"))
@@ -142,17 +178,14 @@ class RedactingStream(io.TextIOBase):
         return len(s)
 
     def flush(self) -> None:
-        """Pass on whole lines only: a key written in pieces with a flush after each is seen whole at the
-        line's end. A very long partial line is passed on, all but its last characters."""
-        if len(self._pending) > self.HOLD:
-            clean = self.redactor.redact(self._pending)
-            if clean == self._pending:
-                keep = MIN_RUN - 1  # these may be the start of a key the next write completes
-                self.target.write(self._pending[:-keep])
-                self._pending = self._pending[-keep:]
-            else:
-                self.target.write(clean)
-                self._pending = ""
+        """Pass on what is pending but its longest ending that is a piece of a key (under MIN_RUN
+        characters): a key written in pieces, with a flush after each, is still seen whole. No run of key
+        characters can then straddle two pieces passed on."""
+        tail = self.redactor.key_tail(self._pending)
+        head = self._pending[:len(self._pending) - tail]
+        if head:
+            self.target.write(self.redactor.redact(head))
+            self._pending = self._pending[len(head):]
         self.target.flush()
 
     def drain(self) -> None:

@@ -1,4 +1,5 @@
 # Helpers only: config validation, input functions. No rules here.
+import os
 import re
 import sys
 from pathlib import Path

@@ -63,7 +63,7 @@ rule human_completions:
         item_table="results/items/items.parquet",
         humans=lambda wc: (
             [config["human_completions"]["path"]]
-            if Path(config["human_completions"]["path"]).exists()
+            if os.path.lexists(config["human_completions"]["path"])
             else []
         ),
     output:
@@ -88,7 +88,7 @@ rule summarize_systems:
         systems=SYSTEMS,
         human_path=config["human_completions"]["path"],
         # the note tells "no file" from "a file with nothing usable in it"
-        human_file=Path(config["human_completions"]["path"]).exists(),
+        human_file=os.path.lexists(config["human_completions"]["path"]),
     log:
         "logs/completions/summarize_systems.log",
     conda:

@@ -75,7 +75,7 @@ rule human_judgments:
         pair_table="results/judging/pairs.parquet",
         humans=lambda wc: (
             [config["human_judgments"]["path"]]
-            if Path(config["human_judgments"]["path"]).exists()
+            if os.path.lexists(config["human_judgments"]["path"])
             else []
         ),
     output:
@@ -107,7 +107,7 @@ rule combine_judgments:
         judge_families={j: config["models"][c["model"]]["family"] for j, c in config["judging"]["judges"].items()},
         exclude_own_family=config["judging"]["exclude_own_family"],
         human_path=config["human_judgments"]["path"],
-        human_file=Path(config["human_judgments"]["path"]).exists(),
+        human_file=os.path.lexists(config["human_judgments"]["path"]),
     log:
         "logs/judging/combine_judgments.log",
     conda:

@@ -53,7 +53,7 @@ rule strategy_f1:
         tags="results/tagging/{tagger}.parquet",
         taxonomy=workflow.source_path(f"../resources/taxonomy/{config['tagging']['taxonomy']}.yaml"),
         spot_checks=lambda wc: (
-            [config["tagging"]["spot_checks"]] if Path(config["tagging"]["spot_checks"]).exists() else []
+            [config["tagging"]["spot_checks"]] if os.path.lexists(config["tagging"]["spot_checks"]) else []
         ),
     output:
         "results/tagging/{tagger}_f1.parquet",
