@@ -121,8 +121,11 @@ def prepare(req: Request, neutralise: Neutraliser) -> tuple[Request, int]:
     its role (content, content parts, a ``name`` a template may render); and how many were."""
     messages, total = [], 0
     for m in req.messages:
-        fields = {k: v for k, v in m.items() if k != "role"}
-        clean, n = _neutralised(fields, neutralise)
+        if m.keys() == {"role", "content"} and isinstance(m["content"], str):  # what the workflow builds
+            content, n = neutralise(m["content"])
+            clean = {"content": content}
+        else:
+            clean, n = _neutralised({k: v for k, v in m.items() if k != "role"}, neutralise)
         messages.append({**m, **clean})
         total += n
     return (dataclasses.replace(req, messages=tuple(messages)), total) if total else (req, 0)
