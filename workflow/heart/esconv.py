@@ -18,10 +18,10 @@ from __future__ import annotations
 
 import hashlib
 import json
-from decimal import Decimal
 import re
 import urllib.error
 import urllib.request
+from decimal import Decimal
 from functools import lru_cache
 from pathlib import Path
 
@@ -54,20 +54,18 @@ class ESConvFormatError(ValueError):
     """Raised when an ESConv file cannot be read; the message names file, record and field."""
 
 
+_SCHEMA = yaml.safe_load(SCHEMA_PATH.read_text())
+
+
 @lru_cache(maxsize=1)
 def _validator() -> jsonschema.protocols.Validator:
-    schema = yaml.safe_load(SCHEMA_PATH.read_text())
-    cls = jsonschema.validators.validator_for(schema)
-    cls.check_schema(schema)
-    return cls(schema)
+    cls = jsonschema.validators.validator_for(_SCHEMA)
+    cls.check_schema(_SCHEMA)
+    return cls(_SCHEMA)
 
 
-def _text_pattern() -> str:
-    return yaml.safe_load(SCHEMA_PATH.read_text())["$defs"]["text"]["pattern"]
-
-
-_TEXT_PATTERN = _text_pattern()
-_SCORE_DIGITS = yaml.safe_load(SCHEMA_PATH.read_text())["$defs"]["score"]["anyOf"][0]["enum"]
+_TEXT_PATTERN = _SCHEMA["$defs"]["text"]["pattern"]
+_SCORE_DIGITS = _SCHEMA["$defs"]["score"]["anyOf"][0]["enum"]
 #: lone surrogates (unencodable: "\\ud800" is valid JSON) and C0/C1 control characters other than tab and
 #: line breaks (ESC and CSI can drive a terminal; the real ESConv has none)
 _BAD_CHARS = re.compile("[\ud800-\udfff\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]")
@@ -168,7 +166,20 @@ MAX_DEPTH = 64  # deeper nesting is refused (ESConv itself nests 5 levels; the J
 
 
 def _too_deep(obj):
-    """The path of the first value nested deeper than :data:`MAX_DEPTH`, or None (without recursion)."""
+    """The path of the first value nested deeper than :data:`MAX_DEPTH`, or None (without recursion).
+
+    Depths alone are followed (no path per node: this runs on every file); the path is rebuilt only for
+    a file that is too deep.
+    """
+    stack = [(0, obj)]
+    while stack:
+        depth, node = stack.pop()
+        if depth > MAX_DEPTH:
+            break
+        children = node.values() if isinstance(node, dict) else node if isinstance(node, list) else ()
+        stack.extend((depth + 1, child) for child in children if isinstance(child, (dict, list)) or depth == MAX_DEPTH)
+    else:
+        return None
     stack = [((), obj)]
     while stack:
         path, node = stack.pop()
@@ -213,8 +224,15 @@ class _HugeNumber:
         self.digits = len(digits.lstrip("-"))
 
 
-def _parse_int(digits: str):
-    return _HugeNumber(digits) if len(digits) > MAX_DIGITS else int(digits)
+def _int_hook(found: list):
+    """A ``parse_int`` that keeps a number of more than :data:`MAX_DIGITS` digits as a :class:`_HugeNumber`
+    (also listed in ``found``, so that only a file holding one is searched for where)."""
+    def hook(digits: str):
+        if len(digits) <= MAX_DIGITS:
+            return int(digits)
+        found.append(_HugeNumber(digits))
+        return found[-1]
+    return hook
 
 
 def _find_huge(obj):
@@ -275,7 +293,7 @@ def read_raw(path: str | Path) -> list[dict]:
         lossy = raw.decode("utf-8", errors="surrogateescape")
         where = f"byte {exc.start}"
         try:
-            loc = _find_undecodable(json.loads(lossy, parse_int=_parse_int, parse_float=Decimal))
+            loc = _find_undecodable(json.loads(lossy, parse_int=_int_hook([]), parse_float=Decimal))
         except (ValueError, RecursionError):
             loc = None
         if loc and isinstance(loc[0], int):
@@ -285,10 +303,11 @@ def read_raw(path: str | Path) -> list[dict]:
     if not text.strip():
         raise ESConvFormatError(f"{path}: file is empty")
     duplicates: list[_Duplicates] = []
+    huge_numbers: list[_HugeNumber] = []
     try:
         # a number with a fraction or exponent stays a Decimal, which the schema's integer ratings refuse:
         # as a float, 5.0 or 4.99999999999999999999 would pass as the rating 5
-        data = json.loads(text, object_pairs_hook=_pairs_hook(duplicates), parse_int=_parse_int,
+        data = json.loads(text, object_pairs_hook=_pairs_hook(duplicates), parse_int=_int_hook(huge_numbers),
                           parse_float=Decimal)
     except json.JSONDecodeError as exc:
         index = _conversation_index_at(text, exc.pos)
@@ -309,7 +328,7 @@ def read_raw(path: str | Path) -> list[dict]:
         where, key = _find_duplicates(data) or ((), duplicates[0].keys_twice[0])
         raise _fail(path, *_locate([*where, key]),
                     "the key appears twice in one object (a JSON reader keeps one silently); remove one") from None
-    huge = _find_huge(data)
+    huge = _find_huge(data) if huge_numbers else None
     if huge:
         raise _fail(path, *_locate(huge[0]), f"a number of {huge[1].digits} digits; no ESConv field holds "
                     "one (ratings are 0 to 5)") from None
