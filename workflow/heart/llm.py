@@ -188,10 +188,7 @@ class ResponseCache:
             entries[path.stem] = json.loads(path.read_text())
         rows = []
         for k, e in sorted(entries.items()):
-            # "parsed" is left out: whoever replays an entry parses its (redacted) text again
-            clean = redactor.redact_obj({f: v for f, v in e.items() if f not in ("text", "parsed")})
-            if "text" in e:
-                clean["text"] = redactor.redact_json(e["text"])
+            clean = redacted_entry(e, redactor)  # "parsed" is left out: a replay parses the text again
             rows.append({"key": k, "model": clean.get("model"), "entry": json.dumps(clean)})
         with atomic_path(dest) as tmp:
             pd.DataFrame(rows, columns=["key", "model", "entry"]).to_parquet(tmp, index=False)
@@ -471,11 +468,19 @@ def parse_structured(text: str, schema: dict | None, redactor: Redactor | None =
     return parsed, None
 
 
-def _clean_hit(entry: dict, schema: dict | None, redactor: Redactor) -> dict:
-    """A cached entry as a fresh answer would be: every field redacted (the text JSON-aware), and read
-    with today's parser (a parser fix needs no new call)."""
+def redacted_entry(entry: dict, redactor: Redactor) -> dict:
+    """A cache entry with every field redacted, its text JSON-aware, and without ``parsed`` (which is
+    derived from the text, and re-derived by whoever reads the entry)."""
     clean = redactor.redact_obj({k: v for k, v in entry.items() if k not in ("text", "parsed")})
-    clean["text"] = redactor.redact_json(entry["text"])
+    if "text" in entry:
+        clean["text"] = redactor.redact_json(entry["text"])
+    return clean
+
+
+def _clean_hit(entry: dict, schema: dict | None, redactor: Redactor) -> dict:
+    """A cached entry as a fresh answer would be: redacted (:func:`redacted_entry`), and read with today's
+    parser (a parser fix needs no new call)."""
+    clean = redacted_entry(entry, redactor)
     clean["parsed"], parse_error = parse_structured(clean["text"], schema, redactor)
     if schema is not None:
         clean["parse_error"] = parse_error
