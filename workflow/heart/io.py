@@ -37,13 +37,10 @@ class TableSchemaError(ValueError):
 def atomic_path(dest):
     """Yield a temporary path beside ``dest``; move it onto ``dest`` only if the block succeeds."""
     dest = Path(dest)
-    if not dest.parent.is_dir():
-        dest.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{dest.name}.", suffix=".tmp", dir=dest.parent)
-    os.close(fd)
+    tmp = _temp_beside(dest)
     try:
         yield tmp
-        os.chmod(tmp, 0o666 & ~_umask())  # mkstemp makes 0600; give the file ordinary permissions
+        _ordinary_permissions(tmp)
         os.replace(tmp, dest)
     finally:
         with contextlib.suppress(FileNotFoundError):
@@ -175,12 +172,9 @@ def write_tables(tables, provenance: dict | None = None) -> None:
     temps = []
     try:
         for table, path in prepared:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-            os.close(fd)
-            temps.append(tmp)
-            pq.write_table(table, tmp)
-            os.chmod(tmp, 0o666 & ~_umask())
+            temps.append(_temp_beside(path))
+            pq.write_table(table, temps[-1])
+            _ordinary_permissions(temps[-1])
         _move_all(list(zip(temps, (p for _, p in prepared))))
     finally:
         for tmp in temps:
@@ -188,10 +182,19 @@ def write_tables(tables, provenance: dict | None = None) -> None:
                 os.unlink(tmp)
 
 
-def _umask() -> int:
+def _temp_beside(dest: Path) -> str:
+    """A new empty temporary file in ``dest``'s folder (made if need be), to be moved onto ``dest``."""
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{dest.name}.", suffix=".tmp", dir=dest.parent)
+    os.close(fd)
+    return tmp
+
+
+def _ordinary_permissions(path) -> None:
+    """mkstemp makes 0600; give the file the permissions of any file this process creates."""
     umask = os.umask(0)
     os.umask(umask)
-    return umask
+    os.chmod(path, 0o666 & ~umask)
 
 
 def _keep_previous(dest: Path, backup: str) -> str | None:
@@ -303,14 +306,13 @@ def _decode(path: Path, raw: bytes) -> str:
                           f"{raw[exc.start:exc.start + 1]!r}); save the file as UTF-8") from None
 
 
-_EDGES = re.compile(f"^\\s+|\\s+$")
 _INVISIBLES = re.compile(f"[{INVISIBLE}]")
 
 
 def normalise_id(value: str) -> str:
     """An identifier as it is compared: NFKC (full-width ``ｒ１`` is ``r1``), invisible characters removed
     (``r\\u200b1`` is ``r1``), surrounding white space stripped."""
-    return _EDGES.sub("", _INVISIBLES.sub("", unicodedata.normalize("NFKC", value)))
+    return _INVISIBLES.sub("", unicodedata.normalize("NFKC", value)).strip()
 
 
 def read_records(path, required, optional=(), allow_extra: bool = False, ids=()) -> pd.DataFrame:
