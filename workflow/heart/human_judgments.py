@@ -63,15 +63,17 @@ def read(path) -> pd.DataFrame:
         table = io.read_records(path, REQUIRED, OPTIONAL, ids=("rater_id", "item_id", ("shown_a", "shown_b"), "pair_id"))
     except io.RecordError as exc:
         raise HumanJudgmentError(str(exc)) from None
+    for col in ("choice", "seconds_spent"):  # numbers may be padded with spaces or tabs, nothing else
+        table[col] = table[col].str.strip(" \t")
     for row in table.itertuples():
         where = f"{path}, line {row.line}"
         for col in ("rater_id", "item_id", "shown_a", "shown_b"):
             if io.is_blank(getattr(row, col)):
                 raise HumanJudgmentError(f"{where}: field {col!r} is empty")
-        if not _CHOICE.fullmatch(row.choice.strip(" \t")):
+        if not _CHOICE.fullmatch(row.choice):
             raise HumanJudgmentError(f"{where}: field 'choice' is {row.choice!r}; expected 1-5 "
                                      f"(1 = {CHOICES[1]!r} ... 5 = {CHOICES[5]!r})")
-        if not (_SECONDS.fullmatch(row.seconds_spent.strip(" \t")) and float(row.seconds_spent) <= MAX_SECONDS):
+        if not (_SECONDS.fullmatch(row.seconds_spent) and float(row.seconds_spent) <= MAX_SECONDS):
             raise HumanJudgmentError(f"{where}: field 'seconds_spent' is {row.seconds_spent!r}; "
                                      f"expected a number of seconds from 0 to {MAX_SECONDS}")
         if row.qc_expected not in ("", "A", "B"):
@@ -88,8 +90,8 @@ def read(path) -> pd.DataFrame:
                                  "judged the same shown pair of an item twice; keep one judgment")
     for col in OPTIONAL:
         table[col] = table[col].replace("", None)
-    table["choice"] = table["choice"].str.strip(" \t").astype(int)
-    table["seconds_spent"] = table["seconds_spent"].str.strip(" \t").astype(float)
+    table["choice"] = table["choice"].astype(int)
+    table["seconds_spent"] = table["seconds_spent"].astype(float)
     return table
 
 

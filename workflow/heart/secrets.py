@@ -144,11 +144,12 @@ class Redactor:
     def key_tail(self, text: str) -> int:
         """Length of the longest ending of ``text`` that occurs in a secret, if shorter than MIN_RUN (else 0:
         a longer one is a run, masked where it stands)."""
-        for n in range(min(len(text), MIN_RUN - 1), 0, -1):
-            piece = text[-n:]
-            if any(piece in secret for secret in self.secrets):
-                return n if len(text) < MIN_RUN or not any(text[-MIN_RUN:] in s for s in self.secrets) else 0
-        return 0
+        def in_a_secret(piece):
+            return any(piece in secret for secret in self.secrets)
+
+        if len(text) >= MIN_RUN and in_a_secret(text[-MIN_RUN:]):
+            return 0
+        return next((n for n in range(min(len(text), MIN_RUN - 1), 0, -1) if in_a_secret(text[-n:])), 0)
 
     def redact_obj(self, obj):
         """Redact every string inside nested dicts/lists/tuples (keys too)."""
