@@ -89,6 +89,12 @@ def system_families():
     return {**families, "original": "dataset", "human": "human"}
 
 
+def optional_file(path):
+    """[path] if anything is at ``path`` (a directory too: its reader names the problem), else [] (the
+    data are absent, and the outputs say so)."""
+    return [path] if os.path.lexists(path) else []
+
+
 def replay_input():
     return [config["llm"]["replay"]] if config["llm"]["replay"] else []
 

@@ -61,11 +61,7 @@ rule original_completions:
 rule human_completions:
     input:
         item_table="results/items/items.parquet",
-        humans=lambda wc: (
-            [config["human_completions"]["path"]]
-            if os.path.lexists(config["human_completions"]["path"])
-            else []
-        ),
+        humans=optional_file(config["human_completions"]["path"]),
     output:
         completions="results/completions/human.parquet",
         violations="results/completions/human_violations.parquet",
@@ -88,7 +84,7 @@ rule summarize_systems:
         systems=SYSTEMS,
         human_path=config["human_completions"]["path"],
         # the note tells "no file" from "a file with nothing usable in it"
-        human_file=os.path.lexists(config["human_completions"]["path"]),
+        human_file=bool(optional_file(config["human_completions"]["path"])),
     log:
         "logs/completions/summarize_systems.log",
     conda:

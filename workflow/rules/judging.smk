@@ -73,11 +73,7 @@ rule merge_judgments:
 rule human_judgments:
     input:
         pair_table="results/judging/pairs.parquet",
-        humans=lambda wc: (
-            [config["human_judgments"]["path"]]
-            if os.path.lexists(config["human_judgments"]["path"])
-            else []
-        ),
+        humans=optional_file(config["human_judgments"]["path"]),
     output:
         judgments="results/judging/human.parquet",
         raters="results/judging/human_raters.parquet",
@@ -107,7 +103,7 @@ rule combine_judgments:
         judge_families={j: config["models"][c["model"]]["family"] for j, c in config["judging"]["judges"].items()},
         exclude_own_family=config["judging"]["exclude_own_family"],
         human_path=config["human_judgments"]["path"],
-        human_file=os.path.lexists(config["human_judgments"]["path"]),
+        human_file=bool(optional_file(config["human_judgments"]["path"])),
     log:
         "logs/judging/combine_judgments.log",
     conda:

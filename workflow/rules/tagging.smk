@@ -52,9 +52,7 @@ rule strategy_f1:
     input:
         tags="results/tagging/{tagger}.parquet",
         taxonomy=workflow.source_path(f"../resources/taxonomy/{config['tagging']['taxonomy']}.yaml"),
-        spot_checks=lambda wc: (
-            [config["tagging"]["spot_checks"]] if os.path.lexists(config["tagging"]["spot_checks"]) else []
-        ),
+        spot_checks=optional_file(config["tagging"]["spot_checks"]),
     output:
         "results/tagging/{tagger}_f1.parquet",
     params:
