@@ -3,7 +3,7 @@
 import pandas as pd
 import pytest
 
-from heart import completions, io
+from heart import completions, tableio
 
 
 def items():
@@ -70,7 +70,7 @@ def test_import_humans_names_missing_column(tmp_path):
 
 
 def test_summarize_says_humans_are_absent():
-    t = {"original": completions.original_table(items()), "human": io.empty_like("completions")}
+    t = {"original": completions.original_table(items()), "human": tableio.empty_like("completions")}
     s = completions.summarize(t, human_path="resources/human/completions.csv").set_index("system")
     assert s.loc["human", "status"] == "absent" and "no human completions file" in s.loc["human", "note"]
     assert s.loc["original", "n_completions"] == 2

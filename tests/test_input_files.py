@@ -1,6 +1,6 @@
 """Malformed user-supplied CSV files: every failure names the file, the line and the field (hardening).
 
-The three formats of ``resources/human/README.md`` share one strict reader (heart.io.read_records);
+The three formats of ``resources/human/README.md`` share one strict reader (heart.tableio.read_records);
 each case below is a file a person could plausibly hand the workflow.
 """
 
@@ -9,7 +9,7 @@ import re
 import pandas as pd
 import pytest
 
-from heart import completions, human_judgments, io, tagging
+from heart import completions, human_judgments, tableio, tagging
 
 TAXONOMY = {"strategies": [{"key": "affirmation"}, {"key": "self_care"}]}
 ITEMS = pd.DataFrame({"item_id": ["i1", "i2"]})
@@ -184,10 +184,10 @@ def test_a_failing_script_leaves_none_of_its_tables(tmp_path):
     good = pd.DataFrame({"rater_id": ["r1"], "n_judgments": [1], "n_qc": [0], "qc_failed": [0], "qc_fail_share": [None],
                          "median_seconds": [3.0], "excluded": [False], "reason": [""]})
     bad = good.drop(columns="reason")
-    with pytest.raises(io.TableSchemaError):
-        io.write_tables([(good, tmp_path / "a.parquet", "human_raters"), (bad, tmp_path / "b.parquet", "human_raters")])
+    with pytest.raises(tableio.TableSchemaError):
+        tableio.write_tables([(good, tmp_path / "a.parquet", "human_raters"), (bad, tmp_path / "b.parquet", "human_raters")])
     assert sorted(p.name for p in tmp_path.iterdir()) == []
-    io.write_tables([(good, tmp_path / "a.parquet", "human_raters"), (good, tmp_path / "b.parquet", "human_raters")])
+    tableio.write_tables([(good, tmp_path / "a.parquet", "human_raters"), (good, tmp_path / "b.parquet", "human_raters")])
     assert sorted(p.name for p in tmp_path.iterdir()) == ["a.parquet", "b.parquet"]
 
 
@@ -200,7 +200,7 @@ def test_a_failing_move_takes_back_the_tables_already_moved(tmp_path, monkeypatc
     good = pd.DataFrame({"rater_id": ["r1"], "n_judgments": [1], "n_qc": [0], "qc_failed": [0],
                          "qc_fail_share": [None], "median_seconds": [3.0], "excluded": [False], "reason": [""]})
     paths = [tmp_path / f"{k}.parquet" for k in ("a", "b", "c")]
-    io.write_table(good.assign(reason="old"), paths[1], "human_raters")  # an older b exists, a and c do not
+    tableio.write_table(good.assign(reason="old"), paths[1], "human_raters")  # an older b exists, a and c do not
     target = paths[0] if blocked == "first" else paths[2]
     real = os.replace
 
@@ -211,17 +211,17 @@ def test_a_failing_move_takes_back_the_tables_already_moved(tmp_path, monkeypatc
 
     monkeypatch.setattr(os, "replace", replace)
     with pytest.raises(OSError, match="No space"):
-        io.write_tables([(good, p, "human_raters") for p in paths])
+        tableio.write_tables([(good, p, "human_raters") for p in paths])
     monkeypatch.setattr(os, "replace", real)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["b.parquet"]  # no temporary or backup file either
-    assert io.read_table(paths[1])["reason"].tolist() == ["old"]
+    assert tableio.read_table(paths[1])["reason"].tolist() == ["old"]
     # a directory in the way of the first table: the same
     paths[0].mkdir()
     (paths[0] / "x").write_text("")
     with pytest.raises(OSError):
-        io.write_tables([(good, p, "human_raters") for p in paths])
+        tableio.write_tables([(good, p, "human_raters") for p in paths])
     assert sorted(p.name for p in tmp_path.iterdir()) == ["a.parquet", "b.parquet"]
-    assert io.read_table(paths[1])["reason"].tolist() == ["old"] and not paths[2].exists()
+    assert tableio.read_table(paths[1])["reason"].tolist() == ["old"] and not paths[2].exists()
 
 
 def test_an_undone_move_puts_back_a_symbolic_link_too(tmp_path, monkeypatch):
@@ -236,6 +236,6 @@ def test_an_undone_move_puts_back_a_symbolic_link_too(tmp_path, monkeypatch):
     monkeypatch.setattr(os, "replace", lambda s, d: (_ for _ in ()).throw(OSError(errno.EIO, "I/O error"))
                         if str(d) == str(b) else real(s, d))
     with pytest.raises(OSError, match="I/O error"):
-        io.write_tables([(good, a, "human_raters"), (good, b, "human_raters")])
+        tableio.write_tables([(good, a, "human_raters"), (good, b, "human_raters")])
     assert a.is_symlink() and os.readlink(a) == str(tmp_path / "nowhere.parquet")
     assert sorted(p.name for p in tmp_path.iterdir()) == ["a.parquet"]

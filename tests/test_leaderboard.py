@@ -4,7 +4,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from heart import agreement, io, leaderboard, multiple_testing, simulate
+from heart import agreement, leaderboard, multiple_testing, simulate, tableio
 
 
 @pytest.fixture(scope="module")
@@ -15,14 +15,14 @@ def sim():
 def test_simulated_tables_say_so(sim):
     j, _ = sim
     assert j.attrs["simulated"] and j["judge"].str.contains("sim-").all()
-    io.to_arrow(j, "judgments")  # the simulation has the real table's schema
+    tableio.to_arrow(j, "judgments")  # the simulation has the real table's schema
 
 
 def test_every_scope_lists_every_system_and_recovers_the_truth(sim):
     j, theta = sim
     ratings, sep = leaderboard.leaderboard(j, n_boot=50, seed=0)
-    io.to_arrow(ratings, "ratings")
-    io.to_arrow(sep, "separability")
+    tableio.to_arrow(ratings, "ratings")
+    tableio.to_arrow(sep, "separability")
     n_sources = 3 + j.loc[j["judge_kind"] == "llm", "judge"].nunique()
     assert len(sep) == 6 * 3 * n_sources
     assert ratings.groupby(["axis", "subset", "source"]).size().eq(theta.size).all()
@@ -67,7 +67,7 @@ def test_headline_has_figure_4s_columns(sim):
     j, _ = sim
     ratings, _ = leaderboard.leaderboard(j, n_boot=20)
     head = leaderboard.headline(ratings)
-    io.to_arrow(head, "leaderboard")
+    tableio.to_arrow(head, "leaderboard")
     assert list(head["elo"]) == sorted(head["elo"], reverse=True)
     assert head[[f"{a}_pct" for a in "HEART"]].stack().between(0, 100).all()
 
@@ -78,7 +78,7 @@ def test_multiple_testing_adjusts_within_families_only():
     b = pd.DataFrame({"measure": ["z_mean"], "r": [0.3], "ci_low": 0.1, "ci_high": 0.5, "p_value": [0.04],
                       "family": "factor_win_correlation", "status": "ok"})
     out = multiple_testing.collect({"bias_position": a, "factor_correlations": b})
-    io.to_arrow(out, "tests")
+    tableio.to_arrow(out, "tests")
     pos = out[out.family == "position_bias"].set_index("test")["p_adj"]
     expected, _ = agreement.bh([0.01, 0.04, 0.03])
     assert np.allclose(pos[["x", "y", "z"]], expected)

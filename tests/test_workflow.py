@@ -11,7 +11,7 @@ import pytest
 import yaml
 
 from conftest import FIXTURES, SHARED_ESCONV_DIR, needs_shared
-from heart import io
+from heart import tableio
 
 pytestmark = pytest.mark.workflow
 
@@ -76,13 +76,13 @@ DATA_TARGETS = ["results/items/regular.parquet", "results/data/esconv_source.par
 def test_run_rerun_and_incremental_rebuild(workflow_copy):
     wf = workflow_copy
     wf.snakemake(*DATA_TARGETS, *tiny_config())
-    items = io.read_table(wf.root / "results/items/regular.parquet")
-    audit = io.read_table(wf.root / "results/items/screening_audit.parquet")
-    source = io.read_table(wf.root / "results/data/esconv_source.parquet")
+    items = tableio.read_table(wf.root / "results/items/regular.parquet")
+    audit = tableio.read_table(wf.root / "results/items/screening_audit.parquet")
+    source = tableio.read_table(wf.root / "results/data/esconv_source.parquet")
     assert len(items) == 4 and set(items["subset"]) == {"regular"}
     assert (audit["decision"] == "kept").sum() == 4
     assert source.loc[0, "sha256"] == hashlib.sha256(TINY.read_bytes()).hexdigest()
-    assert io.provenance_of(wf.root / "results/items/regular.parquet")["lexicon_version"] == 1
+    assert tableio.provenance_of(wf.root / "results/items/regular.parquet")["lexicon_version"] == 1
     assert "24 regular items" not in (wf.root / "logs/items/screen_items.log").read_text()
 
     # a no-op rerun schedules nothing
@@ -95,7 +95,7 @@ def test_run_rerun_and_incremental_rebuild(workflow_copy):
 
     # a different item count reruns screening only, and the rerun picks other ids
     wf.snakemake(*DATA_TARGETS, *tiny_config(n=5))
-    assert len(io.read_table(wf.root / "results/items/regular.parquet")) == 5
+    assert len(tableio.read_table(wf.root / "results/items/regular.parquet")) == 5
     assert wf.jobs(*DATA_TARGETS, *tiny_config(n=5)) == {}
 
 
@@ -143,7 +143,7 @@ def test_download_rule_checks_sha256(workflow_copy, http_server):
     assert not (workflow_copy.root / "resources/esconv/ESConv.json").exists()
     workflow_copy.snakemake("results/data/esconv_source.parquet",
                             "--config", f"esconv={{url: '{url}', sha256: '{good}'}}")
-    source = io.read_table(workflow_copy.root / "results/data/esconv_source.parquet")
+    source = tableio.read_table(workflow_copy.root / "results/data/esconv_source.parquet")
     assert source.loc[0, "path"] == "resources/esconv/ESConv.json" and bool(source.loc[0, "matches_upstream"])
 
 
@@ -161,8 +161,8 @@ def test_default_config_on_real_esconv(workflow_copy):
     wf = workflow_copy
     cfg = ["--config", f"esconv={{local_copy: {SHARED_ESCONV_DIR / 'ESConv.json'}}}"]
     wf.snakemake(*DATA_TARGETS, *cfg)
-    items = io.read_table(wf.root / "results/items/regular.parquet")
-    conversations = io.read_table(wf.root / "results/data/conversations.parquet")
+    items = tableio.read_table(wf.root / "results/items/regular.parquet")
+    conversations = tableio.read_table(wf.root / "results/data/conversations.parquet")
     assert len(conversations) == 1300
     n = yaml.safe_load((wf.root / "config/config.yaml").read_text())["regular_items"]["n"]
     assert len(items) == n and items["item_id"].is_unique

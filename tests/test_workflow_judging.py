@@ -13,7 +13,7 @@ import pytest
 import yaml
 
 import llm_test_server as srv
-from heart import io
+from heart import tableio
 from test_workflow_llm import api_config
 
 pytestmark = pytest.mark.workflow
@@ -62,7 +62,7 @@ def test_judging_and_tagging_with_a_fake_judge(workflow_copy, judge_server):
     args = judging_config(wf, base)
     env = {"HEART_TEST_API_KEY": "sk-judge-test"}
     wf.snakemake("results/items/items.parquet", *args, env=env)
-    ids = io.read_table(wf.root / "results/items/items.parquet")["item_id"].tolist()
+    ids = tableio.read_table(wf.root / "results/items/items.parquet")["item_id"].tolist()
     human = wf.root / "resources/human"
     human.mkdir(parents=True)
     texts = {f"person-{k}": f"That sounds so hard{', really' * k}." for k in (1, 2, 3)}
@@ -78,7 +78,7 @@ def test_judging_and_tagging_with_a_fake_judge(workflow_copy, judge_server):
     (human / "judgments.csv").write_text("rater_id,item_id,shown_a,shown_b,choice,seconds_spent,rationale,qc_expected\n"
                                          + judged)
     wf.snakemake(*args, env=env)
-    r = lambda p: io.read_table(wf.root / p)  # noqa: E731
+    r = lambda p: tableio.read_table(wf.root / p)  # noqa: E731
 
     pairs = r("results/judging/pairs.parquet")
     assert (pairs.groupby("item_id").size() == 3 + 2 * 3).all()  # 3 among remote-a/b, original; 2 models x 3 humans
@@ -187,7 +187,7 @@ def test_figures_tables_report_and_notebook(workflow_copy, judge_server):
         assert pdf.read_bytes()[:5] == b"%PDF-", name
     assert "<html" in (wf.root / "results/figures/example_pair.html").read_text().lower()
 
-    systems = set(io.read_table(wf.root / "results/stats/leaderboard.parquet")["system"])
+    systems = set(tableio.read_table(wf.root / "results/stats/leaderboard.parquet")["system"])
     board = pd.read_csv(wf.root / "results/tables/leaderboard.csv")
     assert set(board["System"]) == systems == {"remote-a", "remote-b", "original"}
     table1 = pd.read_csv(wf.root / "results/tables/table1.csv")
@@ -208,13 +208,13 @@ def test_figures_tables_report_and_notebook(workflow_copy, judge_server):
     assert set(ns["board"]["system"]) == systems and ns["fig"].axes
 
     # every Parquet carries its provenance
-    prov = io.provenance_of(wf.root / "results/judging/llm/fake-judge.parquet")
+    prov = tableio.provenance_of(wf.root / "results/judging/llm/fake-judge.parquet")
     assert prov["rule"] == "merge_judgments" and prov["shard_rule"] == "judge_pairs" and prov["shards"] == ["1of1"]
     assert prov["workflow_version"] and len(prov["config_sha256"]) == 64
     assert prov["packages"]["pandas"] == pd.__version__ and len(prov["esconv_sha256"]) == 64
     assert set(prov["resources_sha256"]) == {"workflow/resources/rubric/heart.yaml",
                                              "workflow/resources/prompts/judge/heart_pairwise.md"}
-    assert io.provenance_of(wf.root / "results/stats/ratings.parquet")["rule"] == "ratings"
+    assert tableio.provenance_of(wf.root / "results/stats/ratings.parquet")["rule"] == "ratings"
 
     # a figure's style reruns that figure only
     style = wf.root / "workflow/resources/figures/fig4_leaderboard.yaml"
@@ -227,11 +227,11 @@ def test_family_exclusion_leaves_a_judge_nothing_of_its_own(workflow_copy, judge
     wf = workflow_copy
     args = judging_config(wf, base, exclude_own_family=True)
     wf.snakemake(*args, env={"HEART_TEST_API_KEY": "k"})
-    verdicts = io.read_table(wf.root / "results/judging/llm/fake-judge.parquet")
-    pairs = io.read_table(wf.root / "results/judging/pairs.parquet")
+    verdicts = tableio.read_table(wf.root / "results/judging/llm/fake-judge.parquet")
+    pairs = tableio.read_table(wf.root / "results/judging/pairs.parquet")
     # the judge's family ("test") made remote-a and remote-b, and every pair holds one of them
     assert len(verdicts) == 0 and len(pairs) == 3 * 3
-    sources = io.read_table(wf.root / "results/judging/sources.parquet").set_index("judge")
+    sources = tableio.read_table(wf.root / "results/judging/sources.parquet").set_index("judge")
     assert sources.loc["fake-judge", "status"] == "absent"
     assert sources.loc["fake-judge", "n_excluded_family"] == len(pairs)
     assert sources.loc["human", "status"] == "absent" and "does not exist" in sources.loc["human", "note"]
@@ -261,8 +261,8 @@ def test_one_models_decoding_params_rerun_its_completions_and_their_judgments_on
     wf.snakemake(*args, env=env)
     assert (wf.root / "results/completions/remote-a.parquet").stat().st_mtime_ns == a_mtime
 
-    pairs = io.read_table(wf.root / "results/judging/pairs.parquet")
-    verdicts = io.read_table(wf.root / "results/judging/llm/fake-judge.parquet").merge(pairs, on="pair_id")
+    pairs = tableio.read_table(wf.root / "results/judging/pairs.parquet")
+    verdicts = tableio.read_table(wf.root / "results/judging/llm/fake-judge.parquet").merge(pairs, on="pair_id")
     with_b = verdicts[(verdicts["system_a"] == "remote-b") | (verdicts["system_b"] == "remote-b")]
     n_items = pairs["item_id"].nunique()
     expected = n_items + with_b["cache_key"].nunique() + n_items  # completions, judge calls, tagging
@@ -285,10 +285,10 @@ def test_shards_merge_to_the_same_tables_and_share_one_cache(workflow_copy, judg
     wf.snakemake(*args, env=env)
     tables = ("results/completions/remote-a.parquet", "results/completions/remote-b.parquet",
               "results/judging/llm/fake-judge.parquet", "results/tagging/fake-tagger.parquet")
-    sharded = {t: io.read_table(wf.root / t) for t in tables}
+    sharded = {t: tableio.read_table(wf.root / t) for t in tables}
     # the shards split the items: each item's completion is in exactly one shard file
-    items = io.read_table(wf.root / "results/items/items.parquet")["item_id"].tolist()
-    split = [io.read_table(wf.root / f"results/shards/completions/remote-a/{k}of3.parquet")["item_id"].tolist()
+    items = tableio.read_table(wf.root / "results/items/items.parquet")["item_id"].tolist()
+    split = [tableio.read_table(wf.root / f"results/shards/completions/remote-a/{k}of3.parquet")["item_id"].tolist()
              for k in (1, 2, 3)]
     assert sorted(sum(split, [])) == sorted(items) and len(sharded[tables[0]]) == len(items)
     # nothing was paid twice although shards ran side by side: one cache file per paid call
@@ -302,7 +302,7 @@ def test_shards_merge_to_the_same_tables_and_share_one_cache(workflow_copy, judg
     wf.snakemake(*args, env=env)
     assert sum(state.ok.values()) == paid
     for t in tables:
-        one = io.read_table(wf.root / t)
+        one = tableio.read_table(wf.root / t)
         assert one["from_cache"].all(), t
         pd.testing.assert_frame_equal(one.drop(columns="from_cache"), sharded[t].drop(columns="from_cache"), obj=t)
-    assert io.provenance_of(wf.root / tables[2])["shards"] == ["1of1"]
+    assert tableio.provenance_of(wf.root / tables[2])["shards"] == ["1of1"]

@@ -12,7 +12,7 @@ import yaml
 
 import llm_test_server as srv
 from conftest import FIXTURES, SNAKEMAKE
-from heart import io
+from heart import tableio
 
 pytestmark = pytest.mark.workflow
 TINY = FIXTURES / "esconv_tiny.json"
@@ -22,7 +22,7 @@ def test_default_pipeline_on_the_local_model(workflow_copy):
     wf = workflow_copy
     cfg = ["--config", f"esconv={{local_copy: {TINY}}}", "regular_items={n: 3, seed: 1}", "adversarial_items={n: 2}"]
     wf.snakemake(*cfg)
-    r = lambda p: io.read_table(wf.root / p)  # noqa: E731
+    r = lambda p: tableio.read_table(wf.root / p)  # noqa: E731
     items, attempts = r("results/items/items.parquet"), r("results/items/adversarial_attempts.parquet")
     adv = items[items["subset"] == "adversarial"]
     assert (items["subset"] == "regular").sum() == 3
@@ -75,17 +75,17 @@ def test_human_completions_imported_with_violations(workflow_copy):
     wf = workflow_copy
     cfg = ["--config", f"esconv={{local_copy: {TINY}}}", "regular_items={n: 3, seed: 1}", "adversarial_items={n: 0}"]
     wf.snakemake("results/items/items.parquet", *cfg)
-    ids = io.read_table(wf.root / "results/items/items.parquet")["item_id"].tolist()
+    ids = tableio.read_table(wf.root / "results/items/items.parquet")["item_id"].tolist()
     human = wf.root / "resources/human/completions.csv"
     human.parent.mkdir(parents=True)
     rows = [f"{i},c{k},Reply {k} to {i}. That sounds hard." for i in ids for k in (1, 2, 3)]
     human.write_text("item_id,contributor_id,text\n" + "\n".join(rows + [f"{ids[0]},c1,again"]) + "\n")
     wf.snakemake("results/completions/systems.parquet", *cfg)
-    h = io.read_table(wf.root / "results/completions/human.parquet")
-    v = io.read_table(wf.root / "results/completions/human_violations.parquet")
+    h = tableio.read_table(wf.root / "results/completions/human.parquet")
+    v = tableio.read_table(wf.root / "results/completions/human_violations.parquet")
     assert len(h) == 3 * len(ids) and h.groupby("item_id")["contributor_id"].nunique().eq(3).all()
     assert v["problem"].tolist() == ["contributor already completed this context"]
-    assert io.read_table(wf.root / "results/completions/systems.parquet").set_index("system").loc["human", "status"] == "present"
+    assert tableio.read_table(wf.root / "results/completions/systems.parquet").set_index("system").loc["human", "status"] == "present"
 
     # a directory where the file should be is named as unreadable, not taken for "no human completions"
     human.unlink()
@@ -124,7 +124,7 @@ def test_api_key_is_used_but_never_written(workflow_copy, api_server):
     key = f"sk-heart-test-{os.getpid()}-{time.time_ns()}"
     wf.snakemake(*api_config(wf, base), env={"HEART_TEST_API_KEY": key})
     assert state.auth[f"Bearer {key}"] > 0  # the server got the key from the environment
-    c = io.read_table(wf.root / "results/completions/remote-a.parquet")
+    c = tableio.read_table(wf.root / "results/completions/remote-a.parquet")
     assert len(c) == 3 and c["text"].str.startswith("I hear you.").all()
     leaks = subprocess.run(["grep", "-rl", "--binary-files=text", key, "results", "logs", ".snakemake",
                             "resources", "benchmarks", "api.yaml"], cwd=wf.root, capture_output=True, text=True)
@@ -135,7 +135,7 @@ def test_api_key_is_used_but_never_written(workflow_copy, api_server):
     (other.root / "published.parquet").write_bytes((wf.root / "results/llm_cache.parquet").read_bytes())
     other.snakemake(*api_config(other, "http://127.0.0.1:9/v1", replay="published.parquet"),
                     env={"HEART_TEST_API_KEY": None})
-    replayed = io.read_table(other.root / "results/completions/remote-a.parquet")
+    replayed = tableio.read_table(other.root / "results/completions/remote-a.parquet")
     assert replayed["from_cache"].all() and replayed["text"].tolist() == c["text"].tolist()
 
 
@@ -166,7 +166,7 @@ def test_kill_9_then_rerun_pays_for_nothing_twice(workflow_copy):
     server.shutdown()
     # the rerun called exactly what was not cached: nothing that succeeded was paid for twice
     assert sum(state.ok.values()) - answered == 6 - cached
-    c = io.read_table(wf.root / "results/completions/remote-a.parquet")
+    c = tableio.read_table(wf.root / "results/completions/remote-a.parquet")
     assert len(c) == 6 and c["from_cache"].sum() == cached
 
 
@@ -197,7 +197,7 @@ def test_stage_through_a_llama_cpp_server_on_loopback(workflow_copy):
         args = api_config(wf, base, n=2, concurrency=1, model="openai/smol", api_key_env=None,
                           params={"temperature": 0, "max_tokens": 40})
         wf.snakemake("results/completions/remote-a.parquet", *args)
-        c = io.read_table(wf.root / "results/completions/remote-a.parquet")
+        c = tableio.read_table(wf.root / "results/completions/remote-a.parquet")
         assert len(c) == 2 and c["text"].str.split().map(len).ge(2).all()
         assert set(c["model"]) == {"openai/smol"} and c["ttft_s"].notna().all()
     finally:
@@ -263,7 +263,7 @@ def test_an_echoing_provider_leaves_no_key_fragment_in_any_file_or_output(workfl
     targets = [f"results/completions/{s}.parquet" for s in ["remote-a", *(f"{n}-a" for n in failing)]]
     proc = wf.snakemake(*targets, "--keep-going", *args, check=False, env={"HEART_TEST_API_KEY": KEY})
     assert proc.returncode != 0 and state.auth[f"Bearer {KEY}"] > 0
-    good = io.read_table(wf.root / "results/completions/remote-a.parquet")
+    good = tableio.read_table(wf.root / "results/completions/remote-a.parquet")
     assert len(good) == 2 and good["raw_text"].str.contains("[REDACTED]", regex=False).all()
     assert [t for t in targets if (wf.root / t).exists()] == targets[:1]
     assert "retrying" in (wf.root / "logs/completions/e500-a/1of1.log").read_text()  # retries were logged too
@@ -286,9 +286,9 @@ def test_an_echoing_provider_leaves_no_key_fragment_in_any_file_or_output(workfl
     targets = ["results/judging/llm/echo-judge.parquet", "results/tagging/echo-tagger.parquet",
                "results/preview/llm_calls.parquet", "results/llm_cache.parquet"]
     proc = wf.snakemake(*targets, *args, env={"HEART_TEST_API_KEY": KEY})
-    verdicts = io.read_table(wf.root / targets[0])
+    verdicts = tableio.read_table(wf.root / targets[0])
     assert verdicts["parse_ok"].all() and verdicts["rationale"].str.endswith("[REDACTED]").all()
-    tags = io.read_table(wf.root / targets[1])
+    tags = tableio.read_table(wf.root / targets[1])
     assert tags["parse_ok"].all() and tags["evidence"].str.endswith("[REDACTED]").all()
     printed += proc.stdout + proc.stderr
     assert key_pieces(printed) == []

@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pandas as pd
 
-from heart import io
-from heart.io import table_schema
+from heart import tableio
+from heart.tableio import table_schema
 from heart.llm import Request
 
 ROLE_TO_CHAT = {"seeker": "user", "supporter": "assistant"}
@@ -112,20 +112,20 @@ def import_humans(path, items: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame
 
     Raises
     ------
-    heart.io.RecordError
-        The file cannot be read as the format (see :func:`heart.io.read_records`); the message names
+    heart.tableio.RecordError
+        The file cannot be read as the format (see :func:`heart.tableio.read_records`); the message names
         the file, the line and the field.
     """
     path = Path(path)
-    df = io.read_records(path, HUMAN_COLUMNS, allow_extra=True, ids=("item_id", "contributor_id"))
+    df = tableio.read_records(path, HUMAN_COLUMNS, allow_extra=True, ids=("item_id", "contributor_id"))
     problems = []
     known = set(items["item_id"])
     for row in df.itertuples():
         if row.item_id not in known:
             problems.append((row.line, row.item_id, row.contributor_id, "unknown item_id"))
-        elif io.is_blank(row.text):
+        elif tableio.is_blank(row.text):
             problems.append((row.line, row.item_id, row.contributor_id, "empty text"))
-        elif io.is_blank(row.contributor_id):
+        elif tableio.is_blank(row.contributor_id):
             problems.append((row.line, row.item_id, row.contributor_id, "empty contributor_id"))
     bad_lines = {p[0] for p in problems}
     ok = df[~df["line"].isin(bad_lines)]

@@ -12,7 +12,7 @@ from pathlib import Path
 import jsonschema
 import yaml
 
-from heart.io import format_path
+from heart.tableio import format_path
 
 SCHEMA_PATH = Path(__file__).resolve().parent.parent / "schemas" / "config.schema.yaml"
 

@@ -29,7 +29,8 @@ import jsonschema
 import pandas as pd
 import yaml
 
-from heart.io import atomic_path, format_path, sha256_file
+from heart.atomic import atomic_path, sha256_file
+from heart.tableio import format_path
 
 SCHEMA_PATH = Path(__file__).resolve().parent.parent / "schemas" / "esconv.schema.yaml"
 

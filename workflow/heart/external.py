@@ -39,7 +39,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-from heart import io
+from heart import tableio
 from heart.factors import fisher_ci
 
 TEST_FAMILY = "external_correlates"
@@ -54,7 +54,7 @@ RESULT_COLUMNS = ["family", "test", "x", "y", "method", "status", "exploratory",
 def load_models(path=MODELS_CSV) -> pd.DataFrame:
     """The metadata resource, checked; errors name the file, row and field."""
     path = Path(path)
-    table = io.read_csv(path, dtype=str, keep_default_na=False, na_values=[""])
+    table = tableio.read_csv(path, dtype=str, keep_default_na=False, na_values=[""])
     missing = [c for c in MODEL_COLUMNS if c not in table.columns]
     if missing:
         raise ValueError(f"{path}: missing column(s) {', '.join(missing)}; "

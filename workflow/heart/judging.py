@@ -38,7 +38,7 @@ import numpy as np
 import pandas as pd
 import yaml
 
-from heart import io
+from heart import tableio
 from heart.llm import Request
 
 ORDERS = ("AB", "BA")
@@ -53,7 +53,7 @@ def load_rubric(path) -> dict:
     """The rubric file (``workflow/resources/rubric/heart.yaml``), checked for the fields used."""
     rubric = yaml.safe_load(Path(path).read_text())
     for i, axis in enumerate(rubric.get("axes") or []):
-        io.require_text(path, f"axes[{i}]", axis, ("key", "name", "description", "high", "low"))
+        tableio.require_text(path, f"axes[{i}]", axis, ("key", "name", "description", "high", "low"))
     if not rubric.get("axes"):
         raise ValueError(f"{path}: axes must list the rubric's axes")
     return rubric

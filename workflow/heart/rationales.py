@@ -37,7 +37,7 @@ import pandas as pd
 import yaml
 from scipy import stats
 
-from heart import io
+from heart import tableio
 from heart.agreement import majority
 from heart.factors import fisher_ci
 from heart.pairs import completion_text
@@ -57,7 +57,7 @@ def load_codebook(path) -> list[dict]:
         raise ValueError(f"{path}: 'codes' must be a non-empty list")
     seen = set()
     for i, code in enumerate(codes):
-        io.require_text(path, f"codes[{i}]", code, ("key", "label", "axis", "micro_skill"))
+        tableio.require_text(path, f"codes[{i}]", code, ("key", "label", "axis", "micro_skill"))
         if code["key"] in seen:
             raise ValueError(f"{path}: codes[{i}].key {code['key']!r} is used twice")
         seen.add(code["key"])

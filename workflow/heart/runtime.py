@@ -43,13 +43,8 @@ def tell(text: str, smk=None) -> None:
 def logged(log_path, smk=None, name: str = "heart"):
     """Send logging and stderr to ``log_path``; echo a failure's message to the terminal.
 
-    With the script's ``snakemake`` object, the job's provenance (:mod:`heart.provenance`) is recorded
-    for every table it writes.
+    With the script's ``snakemake`` object, the keys of the configured models are masked too.
     """
-    if smk is not None:
-        from heart import provenance
-
-        provenance.set_from(smk)
     redactor = Redactor.from_env(key_env_names(getattr(smk, "config", None)))
     terminal, stdout = sys.stderr, sys.stdout
     # backslashreplace: an error quoting a lone surrogate from a hostile file must not fail the log itself

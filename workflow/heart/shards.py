@@ -92,7 +92,7 @@ def order_of(table: str, *, items: pd.DataFrame | None = None, pairs: pd.DataFra
 
 
 def merge_provenance(provenances: list[dict], paths: list[str]) -> dict:
-    """Provenance of a merged table from its shards' (each a :func:`heart.io.provenance_of` dict).
+    """Provenance of a merged table from its shards' (each a :func:`heart.tableio.provenance_of` dict).
 
     The shards must agree on what made them (resource hashes, prompt versions, model, ...), else the
     merge would mix two versions of a stage: that is an error naming the shard. Counts (keys ``n_*``)

@@ -12,7 +12,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from heart.io import atomic_path
+from heart.atomic import atomic_path
 
 
 def table1(leaderboard: pd.DataFrame, models: pd.DataFrame, external: pd.DataFrame) -> pd.DataFrame:

@@ -17,7 +17,7 @@ import numpy as np
 import pandas as pd
 import yaml
 
-from heart import io
+from heart import tableio
 from heart.llm import Request
 
 LABELS = ["present", "absent", "uncertain"]
@@ -29,7 +29,7 @@ def load_taxonomy(path) -> dict:
     tax = yaml.safe_load(Path(path).read_text())
     seen = set()
     for i, s in enumerate(tax.get("strategies") or []):
-        io.require_text(path, f"strategies[{i}]", s, ("key", "name", "definition", "example"))
+        tableio.require_text(path, f"strategies[{i}]", s, ("key", "name", "definition", "example"))
         if s["key"] in seen:
             raise ValueError(f"{path}: strategies[{i}].key {s['key']!r} is used twice")
         seen.add(s["key"])
@@ -111,8 +111,8 @@ def read_spot_checks(path, taxonomy: dict, completions: pd.DataFrame | None = No
     completion that does not exist is an error too; so is a (completion, strategy) labelled twice.
     """
     path = Path(path)
-    table = io.read_records(path, SPOT_CHECK_REQUIRED, SPOT_CHECK_OPTIONAL,
-                            ids=("item_id", "system", "contributor_id", "strategy"))
+    table = tableio.read_records(path, SPOT_CHECK_REQUIRED, SPOT_CHECK_OPTIONAL,
+                                 ids=("item_id", "system", "contributor_id", "strategy"))
     known = set(keys(taxonomy))
     refs = None
     if completions is not None:
@@ -122,7 +122,7 @@ def read_spot_checks(path, taxonomy: dict, completions: pd.DataFrame | None = No
     for row in table.itertuples():
         where = f"{path}, line {row.line}"
         for col in ("item_id", "system"):
-            if io.is_blank(getattr(row, col)):
+            if tableio.is_blank(getattr(row, col)):
                 raise ValueError(f"{where}: field {col!r} is empty")
         if row.strategy not in known:
             raise ValueError(f"{where}: field 'strategy' is {row.strategy!r}; "

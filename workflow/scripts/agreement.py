@@ -1,18 +1,15 @@
 """rule agreement: human–LLM, cross-judge and inter-human agreement, judge subsampling, trivial judges."""
-import sys
-from pathlib import Path
-
 import pandas as pd
 
-sys.path.insert(0, str(Path(snakemake.scriptdir).parent))
-from heart import agreement, io  # noqa: E402
-from heart.runtime import logged  # noqa: E402
+from heart import agreement, provenance, tableio
+from heart.runtime import logged
 
 with logged(snakemake.log[0], snakemake) as log:
+    job = provenance.collect(snakemake)
     s = snakemake.params.stats
     boot = {"n_boot": s["n_boot"], "seed": s["seed"]}
-    judgments = io.read_table(snakemake.input.judgments)
-    texts = pd.concat([io.read_table(p) for p in snakemake.input.completions], ignore_index=True)
+    judgments = tableio.read_table(snakemake.input.judgments)
+    texts = pd.concat([tableio.read_table(p) for p in snakemake.input.completions], ignore_index=True)
     tables = {
         "human_llm": agreement.human_llm_agreement(judgments, consensus=s["consensus"], **boot),
         "cross_judge": agreement.cross_judge_agreement(judgments, **boot),
@@ -23,5 +20,5 @@ with logged(snakemake.log[0], snakemake) as log:
     names = {"human_llm": "agreement_human_llm", "cross_judge": "agreement_cross_judge",
              "inter_human": "agreement_inter_human", "stability": "judge_stability", "trivial": "trivial_judges"}
     for key, table in tables.items():
-        io.write_table(table, snakemake.output[key], names[key])
+        tableio.write_table(table, snakemake.output[key], names[key], job)
         log.info("%s: %d rows, status %s", names[key], len(table), dict(table["status"].value_counts()))

@@ -1,27 +1,24 @@
 """rule combine_judgments: both orders combined per LLM judge, human judgments added; flip rates; sources."""
-import sys
-from pathlib import Path
-
 import pandas as pd
 
-sys.path.insert(0, str(Path(snakemake.scriptdir).parent))
-from heart import io, judging  # noqa: E402
-from heart.runtime import logged  # noqa: E402
+from heart import judging, provenance, tableio
+from heart.runtime import logged
 
 AXES = ["H", "E", "A", "R", "T"]
 
 with logged(snakemake.log[0], snakemake) as log:
-    pairs = io.read_table(snakemake.input.pair_table)
+    job = provenance.collect(snakemake)
+    pairs = tableio.read_table(snakemake.input.pair_table)
     combined, sources = [], []
     for judge, path in zip(snakemake.params.judges, snakemake.input.llm):
-        verdicts = io.read_table(path)
+        verdicts = tableio.read_table(path)
         c = judging.combine(verdicts, pairs, AXES)
         combined.append(c)
-        sources.append(judging.source_row(judge, verdicts, c, io.provenance_of(path).get("n_excluded_family", 0)))
+        sources.append(judging.source_row(judge, verdicts, c, tableio.provenance_of(path).get("n_excluded_family", 0)))
     combined = pd.concat(combined, ignore_index=True) if combined else judging.combine(
-        io.empty_like("judge_verdicts"), pairs, AXES)
-    human = io.read_table(snakemake.input.human)
-    raters = io.read_table(snakemake.input.raters)
+        tableio.empty_like("judge_verdicts"), pairs, AXES)
+    human = tableio.read_table(snakemake.input.human)
+    raters = tableio.read_table(snakemake.input.raters)
     if raters.empty:
         note = (f"absent: {snakemake.params.human_path} holds no judgments" if snakemake.params.human_file
                 else f"absent: no human judgments ({snakemake.params.human_path} does not exist)")
@@ -32,8 +29,8 @@ with logged(snakemake.log[0], snakemake) as log:
                     "n_pairs": int(human["pair_id"].nunique()), "n_excluded_family": 0, "n_unparsed": 0,
                     "n_inconsistent": 0, "note": note})
     table = judging.judgments(pairs, combined, human)
-    io.write_tables([(table, snakemake.output.judgments, "judgments"),
-                     (judging.flip_rates(combined, AXES), snakemake.output.flips, "flip_rates"),
-                     (pd.DataFrame(sources), snakemake.output.sources, "judge_sources")])
+    tableio.write_tables([(table, snakemake.output.judgments, "judgments"),
+                          (judging.flip_rates(combined, AXES), snakemake.output.flips, "flip_rates"),
+                          (pd.DataFrame(sources), snakemake.output.sources, "judge_sources")], job)
     for s in sources:
         log.info("%-24s %-7s %s", s["judge"], s["status"], s["note"])

@@ -1,11 +1,7 @@
 """rule export_llm_cache: the response cache as one Parquet file, for replay elsewhere."""
-import sys
-from pathlib import Path
-
-sys.path.insert(0, str(Path(snakemake.scriptdir).parent))
-from heart import llm  # noqa: E402
-from heart.runtime import key_env_names, logged  # noqa: E402
-from heart.secrets import Redactor  # noqa: E402
+from heart import llm
+from heart.runtime import key_env_names, logged
+from heart.secrets import Redactor
 
 with logged(snakemake.log[0], snakemake) as log:
     redactor = Redactor.from_env(key_env_names(snakemake.config))

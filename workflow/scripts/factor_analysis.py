@@ -1,16 +1,13 @@
 """rule factor_analysis: per-response axis z-scores, EFA loadings, Cronbach's alpha, correlation with wins."""
-import sys
-from pathlib import Path
-
 import pandas as pd
 
-sys.path.insert(0, str(Path(snakemake.scriptdir).parent))
-from heart import factors, io  # noqa: E402
-from heart.runtime import logged  # noqa: E402
+from heart import factors, provenance, tableio
+from heart.runtime import logged
 
 with logged(snakemake.log[0], snakemake) as log:
+    job = provenance.collect(snakemake)
     s = snakemake.params.stats
-    judgments = io.read_table(snakemake.input.judgments)
+    judgments = tableio.read_table(snakemake.input.judgments)
     scores = factors.response_scores(judgments)
     result = factors.efa(scores, n_factors=s["n_factors"])
     alpha = factors.cronbach_alpha(scores)
@@ -24,8 +21,8 @@ with logged(snakemake.log[0], snakemake) as log:
     loadings = loadings.reindex(columns=["variable", "factor", "loading", "communality"])
     correlations = factors.correlation_with_wins(scores, result if result.status == "ok" else None)
     score_table = scores.reset_index(drop=True)
-    io.write_tables([(score_table, snakemake.output.scores, "response_scores"),
-                     (loadings, snakemake.output.loadings, "factor_loadings"),
-                     (summary, snakemake.output.summary, "factor_summary"),
-                     (correlations, snakemake.output.correlations, "factor_correlations")])
+    tableio.write_tables([(score_table, snakemake.output.scores, "response_scores"),
+                          (loadings, snakemake.output.loadings, "factor_loadings"),
+                          (summary, snakemake.output.summary, "factor_summary"),
+                          (correlations, snakemake.output.correlations, "factor_correlations")], job)
     log.info("EFA %s (%s); alpha %s; %d responses", result.status, result.note, alpha["status"], len(scores))

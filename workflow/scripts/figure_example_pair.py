@@ -1,18 +1,16 @@
 """rule figure_example_pair: one judged pair as in the paper's Figures 2-3 (HTML and PNG/PDF)."""
-import sys
 from pathlib import Path
 
 import pandas as pd
 
-sys.path.insert(0, str(Path(snakemake.scriptdir).parent))
-from heart import figures, io, pairs, render  # noqa: E402
-from heart.io import atomic_path  # noqa: E402
-from heart.runtime import logged  # noqa: E402
+from heart import figures, pairs, render, tableio
+from heart.atomic import atomic_path
+from heart.runtime import logged
 
 with logged(snakemake.log[0], snakemake) as log, render.style(snakemake.input.style) as dpi:
-    judgments = io.read_table(snakemake.input.judgments)
-    items = io.read_table(snakemake.input.item_table).set_index("item_id")
-    comp = pd.concat([io.read_table(p) for p in snakemake.input.completions], ignore_index=True)
+    judgments = tableio.read_table(snakemake.input.judgments)
+    items = tableio.read_table(snakemake.input.item_table).set_index("item_id")
+    comp = pd.concat([tableio.read_table(p) for p in snakemake.input.completions], ignore_index=True)
     text = pairs.completion_text(comp)
     pair = figures.pick_example(judgments)
     if pair is None:

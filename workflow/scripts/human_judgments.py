@@ -1,12 +1,9 @@
 """rule human_judgments: import human pairwise judgments with rater QC, or record that there are none."""
-import sys
-from pathlib import Path
-
-sys.path.insert(0, str(Path(snakemake.scriptdir).parent))
-from heart import human_judgments, io  # noqa: E402
-from heart.runtime import logged  # noqa: E402
+from heart import human_judgments, provenance, tableio
+from heart.runtime import logged
 
 with logged(snakemake.log[0], snakemake) as log:
+    job = provenance.collect(snakemake)
     s = snakemake.params.settings
     if snakemake.input.humans:
         path = snakemake.input.humans[0]
@@ -15,10 +12,10 @@ with logged(snakemake.log[0], snakemake) as log:
                                                  s["max_median_seconds"])
         for r in raters[raters["excluded"]].itertuples():
             log.warning("rater %s excluded: %s", r.rater_id, r.reason)
-        table = human_judgments.orient(raw, io.read_table(snakemake.input.pair_table), raters, s["strength_map"], path)
+        table = human_judgments.orient(raw, tableio.read_table(snakemake.input.pair_table), raters, s["strength_map"], path)
         log.info("human: %d judgments from %d of %d raters", len(table), int((~raters["excluded"]).sum()), len(raters))
     else:
         log.warning("no human judgments: %s does not exist; human judges are absent", s["path"])
-        table, raters = io.empty_like("human_judgments"), io.empty_like("human_raters")
-    io.write_tables([(table, snakemake.output.judgments, "human_judgments"),
-                     (raters, snakemake.output.raters, "human_raters")])
+        table, raters = tableio.empty_like("human_judgments"), tableio.empty_like("human_raters")
+    tableio.write_tables([(table, snakemake.output.judgments, "human_judgments"),
+                          (raters, snakemake.output.raters, "human_raters")], job)

@@ -1,14 +1,12 @@
 """rule judge_pairs: one LLM judge's blinded verdicts on the pairs of a shard it may judge, in both orders."""
-import sys
-from pathlib import Path
-
 import pandas as pd
 
-sys.path.insert(0, str(Path(snakemake.scriptdir).parent))
-from heart import completions as completions_mod, io, judging, llm, pairs, shards  # noqa: E402
-from heart.runtime import logged  # noqa: E402
+from heart import completions as completions_mod, judging, llm, pairs, provenance, shards, tableio
+from heart.atomic import sha256_file
+from heart.runtime import logged
 
 with logged(snakemake.log[0], snakemake) as log:
+    job = provenance.collect(snakemake)
     engine = llm.Engine([snakemake.params.model], snakemake.params.llm)
     spec = next(iter(engine.specs.values()))
     judge = snakemake.params.judge
@@ -18,23 +16,23 @@ with logged(snakemake.log[0], snakemake) as log:
         raise ValueError(f"{snakemake.input.rubric}: the judgment tables hold the HEART axes H, E, A, R, T; "
                          f"this rubric has {axes}")
     template, version = completions_mod.template(snakemake.input.prompt)
-    rubric_version = io.sha256_file(snakemake.input.rubric)[:12]
+    rubric_version = sha256_file(snakemake.input.rubric)[:12]
     instructions = judging.system_prompt(template, rubric)
     shard = snakemake.params.shard
-    all_pairs = shards.select(io.read_table(snakemake.input.pair_table), shard)
+    all_pairs = shards.select(tableio.read_table(snakemake.input.pair_table), shard)
     keep = judging.eligible(all_pairs, spec.family, snakemake.params.families, snakemake.params.exclude_own_family)
     todo = all_pairs[keep]
     log.info("%s [%s] (%s, family %s): %d of %d pairs (%d left out by family exclusion)", judge, shard, spec.model,
              spec.family, len(todo), len(all_pairs), int((~keep).sum()))
-    items = io.read_table(snakemake.input.item_table)
-    texts = pairs.completion_text(pd.concat([io.read_table(p) for p in snakemake.input.completions]))
+    items = tableio.read_table(snakemake.input.item_table)
+    texts = pairs.completion_text(pd.concat([tableio.read_table(p) for p in snakemake.input.completions]))
     requests = judging.requests(todo, items, texts, spec.name, instructions, f"{version}+{rubric_version}",
                                 judging.response_schema(rubric, snakemake.params.rationale_max_chars), snakemake.params.both_orders,
                                 params=snakemake.params.call_params)
     results = engine.run(requests, desc=f"judging {judge} [{shard}]")
     table = judging.verdict_table(todo, judge, results, axes, snakemake.params.both_orders)
-    io.write_table(table, snakemake.output[0], "judge_verdicts",
-                   {"prompt_version": version, "rubric_version": rubric_version, "model": spec.model,
+    tableio.write_table(table, snakemake.output[0], "judge_verdicts",
+                        {**job, "prompt_version": version, "rubric_version": rubric_version, "model": spec.model,
                     "n_excluded_family": int((~keep).sum())})
     log.info("%s: %d verdicts (%d from cache), %d did not parse (kept with their raw text)", judge, len(table),
              int(table["from_cache"].sum()) if len(table) else 0, int((~table["parse_ok"]).sum()) if len(table) else 0)

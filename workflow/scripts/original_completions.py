@@ -1,12 +1,9 @@
 """rule original_completions: the dataset's real next supporter turn as a system."""
-import sys
-from pathlib import Path
-
-sys.path.insert(0, str(Path(snakemake.scriptdir).parent))
-from heart import completions, io  # noqa: E402
-from heart.runtime import logged  # noqa: E402
+from heart import completions, provenance, tableio
+from heart.runtime import logged
 
 with logged(snakemake.log[0], snakemake) as log:
-    table = completions.original_table(io.read_table(snakemake.input.item_table))
-    io.write_table(table, snakemake.output[0], "completions")
+    job = provenance.collect(snakemake)
+    table = completions.original_table(tableio.read_table(snakemake.input.item_table))
+    tableio.write_table(table, snakemake.output[0], "completions", job)
     log.info("original: %d completions", len(table))

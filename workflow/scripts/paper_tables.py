@@ -1,24 +1,20 @@
 """rule paper_tables: Table 1, the leaderboard, agreement, strategy diversity, factors and all tests (CSV + LaTeX)."""
-import sys
-from pathlib import Path
-
-sys.path.insert(0, str(Path(snakemake.scriptdir).parent))
-from heart import external, io, tables  # noqa: E402
-from heart.runtime import logged  # noqa: E402
+from heart import external, tableio, tables
+from heart.runtime import logged
 
 with logged(snakemake.log[0], snakemake) as log:
     i, o = snakemake.input, snakemake.output
-    board = io.read_table(i.leaderboard)
+    board = tableio.read_table(i.leaderboard)
     made = {
-        "table1": (tables.table1(board, external.load_models(i.models), io.read_table(i.external)),
+        "table1": (tables.table1(board, external.load_models(i.models), tableio.read_table(i.external)),
                    "HEART Elo, win rate and the Artificial Analysis Intelligence Index (paper Table 1)"),
         "leaderboard": (tables.leaderboard(board), "HEART leaderboard with both 95% intervals"),
-        "agreement": (tables.agreement(io.read_table(i.human_llm), io.read_table(i.cross_judge)),
+        "agreement": (tables.agreement(tableio.read_table(i.human_llm), tableio.read_table(i.cross_judge)),
                       "Human-LLM and cross-judge agreement"),
-        "strategy_diversity": (tables.strategy_diversity(io.read_table(i.diversity)), "Strategy diversity"),
-        "factors": (tables.factors(io.read_table(i.factor_summary), io.read_table(i.loadings)),
+        "strategy_diversity": (tables.strategy_diversity(tableio.read_table(i.diversity)), "Strategy diversity"),
+        "factors": (tables.factors(tableio.read_table(i.factor_summary), tableio.read_table(i.loadings)),
                     "Exploratory factor analysis of the HEART axes"),
-        "tests": (tables.tests(io.read_table(i.tests)),
+        "tests": (tables.tests(tableio.read_table(i.tests)),
                   "Every test: raw and Benjamini-Hochberg adjusted p-values within families"),
     }
     for name, (table, caption) in made.items():

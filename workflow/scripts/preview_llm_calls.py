@@ -1,18 +1,17 @@
 """rule preview_llm_calls: how many calls each LLM stage would make and roughly what they cost."""
-import sys
 from pathlib import Path
 
-sys.path.insert(0, str(Path(snakemake.scriptdir).parent))
-import pandas as pd  # noqa: E402
+import pandas as pd
 
-from heart import adversarial, completions, io, judging, llm, pairs, screening, tagging  # noqa: E402
-from heart.runtime import logged, tell  # noqa: E402
+from heart import adversarial, completions, judging, llm, pairs, provenance, screening, tableio, tagging
+from heart.runtime import logged, tell
 
 with logged(snakemake.log[0], snakemake) as log:
+    job = provenance.collect(snakemake)
     engine = llm.Engine(snakemake.params.models.values(), snakemake.params.llm)
     specs = engine.specs
-    conversations, turns = io.read_table(snakemake.input.conversations), io.read_table(snakemake.input.turns)
-    regular = io.read_table(snakemake.input.regular)
+    conversations, turns = tableio.read_table(snakemake.input.conversations), tableio.read_table(snakemake.input.turns)
+    regular = tableio.read_table(snakemake.input.regular)
     settings = snakemake.params.adversarial
     stages = {}
     if settings["n"] > 0:
@@ -52,7 +51,7 @@ with logged(snakemake.log[0], snakemake) as log:
                 stand_ins, cfg["model"], tagging.system_prompt(template, taxonomy), version,
                 tagging.response_schema(taxonomy), params=cfg["params"])
     table = llm.preview(specs, stages, engine.cache)
-    io.write_table(table, snakemake.output[0], "llm_preview")
+    tableio.write_table(table, snakemake.output[0], "llm_preview", job)
     text = table.to_string(index=False)
     total = table["est_max_cost_usd"].sum(min_count=1)
     summary = (f"{int(table['to_call'].sum())} calls to make ({int(table['cached'].sum())} cached); "

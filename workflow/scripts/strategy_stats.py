@@ -1,29 +1,26 @@
 """rule strategy_stats: strategy usage, diversity and human–model differences per tagger."""
-import sys
-from pathlib import Path
-
 import pandas as pd
 
-sys.path.insert(0, str(Path(snakemake.scriptdir).parent))
-from heart import io, strategy_stats, tagging  # noqa: E402
-from heart.runtime import logged  # noqa: E402
+from heart import provenance, strategy_stats, tableio, tagging
+from heart.runtime import logged
 
 with logged(snakemake.log[0], snakemake) as log:
+    job = provenance.collect(snakemake)
     s = snakemake.params.stats
-    tags = [io.read_table(p) for p in snakemake.input.tags]  # no tagger configured: no tags, every row "absent"
-    tags = pd.concat(tags, ignore_index=True) if tags else io.empty_like("strategy_tags")
+    tags = [tableio.read_table(p) for p in snakemake.input.tags]  # no tagger configured: no tags, every row "absent"
+    tags = pd.concat(tags, ignore_index=True) if tags else tableio.empty_like("strategy_tags")
     strategies = tagging.keys(tagging.load_taxonomy(snakemake.input.taxonomy))
-    systems = io.read_table(snakemake.input.systems)
+    systems = tableio.read_table(snakemake.input.systems)
     sources = dict(zip(systems["system"], systems["source"]))
     families = snakemake.params.families
-    items = io.read_table(snakemake.input.item_table)
+    items = tableio.read_table(snakemake.input.item_table)
     clusters = dict(zip(items["item_id"], items["conversation_id"]))
     usage = strategy_stats.usage(tags, families=families, sources=sources, strategies=strategies)
     diversity = strategy_stats.diversity(tags, families=families, sources=sources, strategies=strategies)
     differences = strategy_stats.human_vs_model(tags, sources=sources, clusters=clusters, n_boot=s["n_boot"],
                                                 seed=s["seed"])
-    io.write_tables([(usage, snakemake.output.usage, "strategy_usage"),
-                     (diversity, snakemake.output.diversity, "strategy_diversity"),
-                     (differences, snakemake.output.differences, "strategy_differences")])
+    tableio.write_tables([(usage, snakemake.output.usage, "strategy_usage"),
+                          (diversity, snakemake.output.diversity, "strategy_diversity"),
+                          (differences, snakemake.output.differences, "strategy_differences")], job)
     log.info("usage: %d rows; diversity: %d rows; human vs model: %s", len(usage), len(diversity),
              dict(differences["status"].value_counts()))

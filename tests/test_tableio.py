@@ -1,11 +1,11 @@
-"""heart.io: tables are checked against their schema and written atomically."""
+"""heart.tableio: tables are checked against their schema and written atomically."""
 
 import os
 
 import pandas as pd
 import pytest
 
-from heart import io
+from heart import atomic, tableio
 
 
 def source_df(**over):
@@ -17,10 +17,10 @@ def source_df(**over):
 
 def test_roundtrip_with_provenance(tmp_path):
     out = tmp_path / "sub" / "t.parquet"
-    io.write_table(source_df(), out, "esconv_source", {"esconv_sha256": "a" * 64})
-    back = io.read_table(out)
+    tableio.write_table(source_df(), out, "esconv_source", {"esconv_sha256": "a" * 64})
+    back = tableio.read_table(out)
     assert back.loc[0, "bytes"] == 10 and pd.isna(back.loc[0, "upstream_sha256"])
-    assert io.provenance_of(out) == {"esconv_sha256": "a" * 64}
+    assert tableio.provenance_of(out) == {"esconv_sha256": "a" * 64}
     assert oct(out.stat().st_mode & 0o777) == oct(0o666 & ~_umask())
     assert [p.name for p in out.parent.iterdir()] == ["t.parquet"]  # no temp file left
 
@@ -39,8 +39,8 @@ def _umask():
 ])
 def test_schema_violations_name_the_column(tmp_path, df, message):
     out = tmp_path / "t.parquet"
-    with pytest.raises(io.TableSchemaError, match=message):
-        io.write_table(df, out, "esconv_source")
+    with pytest.raises(tableio.TableSchemaError, match=message):
+        tableio.write_table(df, out, "esconv_source")
     assert not out.exists() and list(tmp_path.iterdir()) == []
 
 
@@ -48,7 +48,7 @@ def test_atomic_path_leaves_old_file_on_failure(tmp_path):
     out = tmp_path / "t.txt"
     out.write_text("old")
     with pytest.raises(RuntimeError):
-        with io.atomic_path(out) as tmp:
+        with atomic.atomic_path(out) as tmp:
             open(tmp, "w").write("half")
             raise RuntimeError("interrupted")
     assert out.read_text() == "old" and list(tmp_path.iterdir()) == [out]
@@ -68,7 +68,7 @@ def test_a_blank_field_of_a_versioned_resource_names_file_entry_and_field(tmp_pa
 
     module, func = load.split(":")
     loader = getattr(importlib.import_module(module), func)
-    src = Path(io.__file__).resolve().parents[1] / "resources" / resource
+    src = Path(tableio.__file__).resolve().parents[1] / "resources" / resource
     doc = yaml.safe_load(src.read_text())
     loader(src)  # the shipped file passes
     doc[listed][1][field] = "   "

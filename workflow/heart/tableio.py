@@ -1,4 +1,4 @@
-"""Atomic file output, hashing, and Parquet tables checked against their declared schema.
+"""Parquet tables checked against their declared schema.
 
 Every table the workflow writes has a JSON schema in ``workflow/schemas/tables/``;
 :func:`write_table` checks a DataFrame against it (columns, types, nulls), casts it
@@ -10,12 +10,9 @@ from __future__ import annotations
 
 import contextlib
 import csv
-import hashlib
 import json
 import os
 import re
-import shutil
-import tempfile
 import unicodedata
 from functools import lru_cache
 from io import StringIO
@@ -26,25 +23,13 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import yaml
 
+from heart.atomic import move_all, ordinary_permissions, temp_beside
+
 TABLE_SCHEMA_DIR = Path(__file__).resolve().parent.parent / "schemas" / "tables"
 
 
 class TableSchemaError(ValueError):
     """A DataFrame does not match the declared schema of the table it is written as."""
-
-
-@contextlib.contextmanager
-def atomic_path(dest):
-    """Yield a temporary path beside ``dest``; move it onto ``dest`` only if the block succeeds."""
-    dest = Path(dest)
-    tmp = _temp_beside(dest)
-    try:
-        yield tmp
-        _ordinary_permissions(tmp)
-        os.replace(tmp, dest)
-    finally:
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(tmp)
 
 
 def format_path(parts) -> str:
@@ -64,15 +49,6 @@ def format_path(parts) -> str:
             name = ascii(name) if not name.isascii() else repr(name)
         out += f".{name}" if out else name
     return out
-
-
-def sha256_file(path, chunk: int = 1 << 20) -> str:
-    """Hex sha256 of a file's bytes."""
-    h = hashlib.sha256()
-    with open(path, "rb") as fh:
-        while block := fh.read(chunk):
-            h.update(block)
-    return h.hexdigest()
 
 
 def _arrow_type(spec: dict, where: str) -> tuple[pa.DataType, bool]:
@@ -146,9 +122,6 @@ def empty_like(name: str) -> pd.DataFrame:
 def _prepared(df: pd.DataFrame, name: str, provenance: dict | None) -> pa.Table:
     table = to_arrow(df, name)
     meta = dict(table.schema.metadata or {})
-    from heart.provenance import context
-
-    provenance = {**context(), **(provenance or {})}
     if provenance:
         meta[b"heart.provenance"] = json.dumps(provenance, sort_keys=True, default=str).encode()
     return table.replace_schema_metadata(meta)
@@ -172,81 +145,14 @@ def write_tables(tables, provenance: dict | None = None) -> None:
     temps = []
     try:
         for table, path in prepared:
-            temps.append(_temp_beside(path))
+            temps.append(temp_beside(path))
             pq.write_table(table, temps[-1])
-            _ordinary_permissions(temps[-1])
-        _move_all(list(zip(temps, (p for _, p in prepared))))
+            ordinary_permissions(temps[-1])
+        move_all(list(zip(temps, (p for _, p in prepared))))
     finally:
         for tmp in temps:
             with contextlib.suppress(FileNotFoundError):
                 os.unlink(tmp)
-
-
-def _temp_beside(dest: Path) -> str:
-    """A new empty temporary file in ``dest``'s folder (made if need be), to be moved onto ``dest``."""
-    dest.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{dest.name}.", suffix=".tmp", dir=dest.parent)
-    os.close(fd)
-    return tmp
-
-
-def _ordinary_permissions(path) -> None:
-    """mkstemp makes 0600; give the file the permissions of any file this process creates."""
-    umask = os.umask(0)
-    os.umask(umask)
-    os.chmod(path, 0o666 & ~umask)
-
-
-def _keep_previous(dest: Path, backup: str) -> str | None:
-    """Keep what ``dest`` holds (a file or a symbolic link) as ``backup``; None when it holds nothing."""
-    if not os.path.lexists(dest):
-        return None
-    try:
-        os.link(dest, backup, follow_symlinks=False)
-    except OSError:  # a filesystem without hard links
-        try:
-            shutil.copy2(dest, backup, follow_symlinks=False)
-        except BaseException:
-            with contextlib.suppress(OSError):
-                os.unlink(backup)
-            raise
-    return backup
-
-
-def _move_all(moves) -> None:
-    """``os.replace`` each (temporary, destination) in order; on a failure, undo the ones done and re-raise.
-
-    What a destination held (a file or a symbolic link, dangling or not) is kept as a hard link beside
-    it until the end; if putting it back fails, that copy is left in place and named in the error.
-    """
-    done = []  # (destination, backup of what it held or None), for each one moved
-    try:
-        for tmp, dest in moves:
-            backup = _keep_previous(dest, f"{tmp}.previous")
-            try:
-                os.replace(tmp, dest)
-            except BaseException:
-                if backup:  # the destination is unchanged
-                    os.unlink(backup)
-                raise
-            done.append((dest, backup))
-    except BaseException as exc:
-        for dest, backup in reversed(done):
-            try:
-                if backup:
-                    os.replace(backup, dest)
-                else:
-                    os.unlink(dest)
-            except OSError as undo:
-                exc.add_note(f"while undoing: {dest} could not be restored ({undo})"
-                             + (f"; its previous content is kept in {backup}" if backup else ""))
-                done = [d for d in done if d[0] != dest]
-        raise
-    finally:
-        for _, backup in done:
-            if backup:
-                with contextlib.suppress(FileNotFoundError):
-                    os.unlink(backup)
 
 
 def read_table(path) -> pd.DataFrame:
