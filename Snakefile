@@ -35,6 +35,8 @@ include: "workflow/rules/judging.smk"
 include: "workflow/rules/tagging.smk"
 include: "workflow/rules/stats.smk"
 include: "workflow/rules/figures.smk"
+include: "workflow/rules/tables.smk"
+include: "workflow/rules/llm.smk"
 
 
 # merging shards reads and writes a few Parquet files: never worth a cluster job
@@ -70,5 +72,5 @@ rule all:
         "results/figures/example_pair.html",
         expand("results/tables/{table}.{ext}", ext=("csv", "tex"),
                table=("table1", "leaderboard", "agreement", "strategy_diversity", "factors", "tests")),
-        "results/llm_cache.parquet",
+        "results/llm/cache.parquet",
     default_target: True

@@ -59,7 +59,7 @@ JOBCOMP = SLURM_LOG / "jobcomp.log"
 # columns that depend on when and where a job ran (timings, whether the cache answered);
 # every other column of every Parquet table both runs made must be equal
 VOLATILE = {"ttft_s", "latency_s", "from_cache"}
-NOT_COMPARED = {"results/llm_cache.parquet"}  # the cache export (full run only): call records, not results
+NOT_COMPARED = {"results/llm/cache.parquet"}  # the cache export (full run only): call records, not results
 
 
 def sh(*cmd: str, **kw) -> subprocess.CompletedProcess:

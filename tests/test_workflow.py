@@ -35,7 +35,7 @@ ONCE = {"ingest_esconv": 1, "screen_items": 1, "make_adversarial_items": 1, "col
         "design_pairs": 1, "human_judgments": 1, "combine_judgments": 1, "ratings": 1, "agreement": 1,
         "bias_audits": 1, "strategy_stats": 1, "factor_analysis": 1, "external_correlations": 1,
         "rationale_codes": 1, "multiple_testing": 1, "paper_tables": 1,
-        **{f"figure_{f}": 1 for f in ("leaderboard", "elo_ttft", "strategies", "elo_forest", "agreement", "bias",
+        **{f"figure_{f}": 1 for f in ("leaderboard", "elo_ttft", "strategies", "elo_forest", "agreement", "bias_factors",
                                       "example_pair")}}
 
 
@@ -65,7 +65,7 @@ def test_paper_config_without_keys_names_them(workflow_copy):
     assert all(k in out for k in PAPER_KEYS)
     # replaying a published cache needs no keys
     proc = workflow_copy.snakemake("-n", "--configfile", "config/paper.yaml", "--config",
-                                   "llm={replay: results/llm_cache.parquet}", check=False,
+                                   "llm={replay: results/llm/cache.parquet}", check=False,
                                    env={k: None for k in PAPER_KEYS})
     assert "environment variables are requested" not in proc.stdout + proc.stderr
 

@@ -150,7 +150,7 @@ def test_judging_and_tagging_with_a_fake_judge(workflow_copy, judge_server):
     prompt.write_text(prompt.read_text() + "\nBe fair.\n")
     stats = {"ratings": 1, "agreement": 1, "bias_audits": 1, "factor_analysis": 1, "external_correlations": 1,
              "rationale_codes": 1, "multiple_testing": 1}
-    figures = {f"figure_{f}": 1 for f in ("leaderboard", "elo_ttft", "elo_forest", "agreement", "bias",
+    figures = {f"figure_{f}": 1 for f in ("leaderboard", "elo_ttft", "elo_forest", "agreement", "bias_factors",
                                           "example_pair")}
     assert wf.jobs(*args, env=env) == {"judge_pairs": 1, "merge_judgments": 1, "combine_judgments": 1,
                                        "export_llm_cache": 1, "all": 1, **stats, **figures, "paper_tables": 1}
@@ -288,7 +288,7 @@ def test_shards_merge_to_the_same_tables_and_share_one_cache(workflow_copy, judg
     sharded = {t: tableio.read_table(wf.root / t) for t in tables}
     # the shards split the items: each item's completion is in exactly one shard file
     items = tableio.read_table(wf.root / "results/items/items.parquet")["item_id"].tolist()
-    split = [tableio.read_table(wf.root / f"results/shards/completions/remote-a/{k}of3.parquet")["item_id"].tolist()
+    split = [tableio.read_table(wf.root / f"results/completions/shards/remote-a/{k}of3.parquet")["item_id"].tolist()
              for k in (1, 2, 3)]
     assert sorted(sum(split, [])) == sorted(items) and len(sharded[tables[0]]) == len(items)
     # nothing was paid twice although shards ran side by side: one cache file per paid call

@@ -41,7 +41,7 @@ def test_default_pipeline_on_the_local_model(workflow_copy):
     systems = r("results/completions/systems.parquet").set_index("system")
     assert systems.loc["human", "status"] == "absent" and "no human completions file" in systems.loc["human", "note"]
     assert (systems.loc[["smollm2-listener", "smollm2-brief", "original"], "status"] == "present").all()
-    exported = pd.read_parquet(wf.root / "results/llm_cache.parquet")
+    exported = pd.read_parquet(wf.root / "results/llm/cache.parquet")
     assert len(exported) == len(list((wf.root / "resources/llm_cache").rglob("*.json"))) > 0
 
     # judged and tagged offline by the local model: every (pair, order) has a verdict row, answers that
@@ -132,7 +132,7 @@ def test_api_key_is_used_but_never_written(workflow_copy, api_server):
 
     # a reviewer's checkout: no key, no server, only the published export
     other = type(wf)(wf.root.parent / "reviewer")
-    (other.root / "published.parquet").write_bytes((wf.root / "results/llm_cache.parquet").read_bytes())
+    (other.root / "published.parquet").write_bytes((wf.root / "results/llm/cache.parquet").read_bytes())
     other.snakemake(*api_config(other, "http://127.0.0.1:9/v1", replay="published.parquet"),
                     env={"HEART_TEST_API_KEY": None})
     replayed = tableio.read_table(other.root / "results/completions/remote-a.parquet")
@@ -284,7 +284,7 @@ def test_an_echoing_provider_leaves_no_key_fragment_in_any_file_or_output(workfl
     cfg["tagging"] = {"taggers": {"echo-tagger": {"model": "judge"}}}
     (wf.root / "api.yaml").write_text(yaml.safe_dump(cfg))
     targets = ["results/judging/llm/echo-judge.parquet", "results/tagging/echo-tagger.parquet",
-               "results/preview/llm_calls.parquet", "results/llm_cache.parquet"]
+               "results/llm/calls_preview.parquet", "results/llm/cache.parquet"]
     proc = wf.snakemake(*targets, *args, env={"HEART_TEST_API_KEY": KEY})
     verdicts = tableio.read_table(wf.root / targets[0])
     assert verdicts["parse_ok"].all() and verdicts["rationale"].str.endswith("[REDACTED]").all()

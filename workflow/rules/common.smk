@@ -42,7 +42,7 @@ for _name, _system in config["systems"].items():
         )
 
 
-# LLM stages run in shards (results/shards/<stage>/<name>/<k>of<n>.parquet), merged by a local rule
+# LLM stages run in shards (results/<stage>/shards/<name>/<k>of<n>.parquet), merged by a local rule
 SHARDS = shards.names(config["llm"]["shards"])
 # the engine's settings as the LLM scripts get them (the shard count is in their paths instead)
 ENGINE = {k: v for k, v in config["llm"].items() if k != "shards"}
@@ -85,6 +85,16 @@ def model_params(name):
 def uses_local_model(name):
     """1 if model ``name`` is served locally (resource local_llm: one such job at a time)."""
     return int(bool(config["models"][name]["local_gguf"]))
+
+
+def judge_families():
+    """Model family of every LLM judge."""
+    return {j: config["models"][c["model"]]["family"] for j, c in config["judging"]["judges"].items()}
+
+
+def taxonomy_file():
+    """The configured strategy taxonomy (a versioned resource: editing it reruns what reads it)."""
+    return workflow.source_path(f"../resources/taxonomy/{config['tagging']['taxonomy']}.yaml")
 
 
 def system_families():

@@ -10,7 +10,7 @@ rule generate_completions:
         ),
         replay=replay_input(),
     output:
-        "results/shards/completions/{system}/{shard}.parquet",
+        "results/completions/shards/{system}/{shard}.parquet",
     params:
         system=lambda wc: wc.system,
         shard=lambda wc: wc.shard,
@@ -32,7 +32,7 @@ rule generate_completions:
 rule merge_completions:
     input:
         item_table="results/items/items.parquet",
-        shards=expand("results/shards/completions/{{system}}/{shard}.parquet", shard=SHARDS),
+        shards=expand("results/completions/shards/{{system}}/{shard}.parquet", shard=SHARDS),
     output:
         "results/completions/{system}.parquet",
     params:
@@ -91,62 +91,3 @@ rule summarize_systems:
         "../../envs/data.yaml"
     script:
         "../scripts/summarize_systems.py"
-
-
-rule export_llm_cache:
-    input:
-        # re-export whenever a stage that calls models has run
-        "results/completions/systems.parquet",
-        "results/items/adversarial.parquet",
-        expand("results/judging/llm/{judge}.parquet", judge=JUDGES),
-        expand("results/tagging/{tagger}.parquet", tagger=TAGGERS),
-    output:
-        "results/llm_cache.parquet",
-    params:
-        cache_dir=config["llm"]["cache_dir"],
-    log:
-        "logs/completions/export_llm_cache.log",
-    conda:
-        "../../envs/llm.yaml"
-    script:
-        "../scripts/export_llm_cache.py"
-
-
-rule preview_llm_calls:
-    # on demand, before any paid call: snakemake results/preview/llm_calls.parquet
-    input:
-        conversations="results/data/conversations.parquet",
-        turns="results/data/turns.parquet",
-        regular="results/items/regular.parquet",
-        lexicon=workflow.source_path("../resources/screening/lexicon.yaml"),
-        adversarial_prompt=workflow.source_path("../resources/prompts/adversarial/rewrite_seeker.md"),
-        prompts=[
-            workflow.source_path(f"../resources/prompts/completion/{s['prompt']}.md")
-            for s in config["systems"].values()
-        ],
-        rubric=workflow.source_path(f"../resources/rubric/{config['judging']['rubric']}.yaml"),
-        judge_prompts=[
-            workflow.source_path(f"../resources/prompts/judge/{j['prompt']}.md")
-            for j in config["judging"]["judges"].values()
-        ],
-        taxonomy=workflow.source_path(f"../resources/taxonomy/{config['tagging']['taxonomy']}.yaml"),
-        tagging_prompts=[
-            workflow.source_path(f"../resources/prompts/tagging/{t['prompt']}.md")
-            for t in config["tagging"]["taggers"].values()
-        ],
-    output:
-        "results/preview/llm_calls.parquet",
-    params:
-        systems=config["systems"],
-        judging=config["judging"],
-        tagging=config["tagging"],
-        families=system_families(),
-        models={name: model_params(name) for name in used_models()},
-        adversarial=config["adversarial_items"],
-        llm=ENGINE,
-    log:
-        "logs/preview/preview_llm_calls.log",
-    conda:
-        "../../envs/llm.yaml"
-    script:
-        "../scripts/preview_llm_calls.py"

@@ -39,7 +39,7 @@ rule make_adversarial_items:
         model=model_params(config["adversarial_items"]["model"]),
         llm=ENGINE,
     resources:
-        local_llm=int(bool(config["models"][config["adversarial_items"]["model"]]["local_gguf"])),
+        local_llm=uses_local_model(config["adversarial_items"]["model"]),
     log:
         "logs/items/make_adversarial_items.log",
     benchmark:

@@ -31,7 +31,7 @@ rule judge_pairs:
         ),
         replay=replay_input(),
     output:
-        "results/shards/judging/{judge}/{shard}.parquet",
+        "results/judging/shards/{judge}/{shard}.parquet",
     params:
         judge=lambda wc: wc.judge,
         shard=lambda wc: wc.shard,
@@ -57,7 +57,7 @@ rule judge_pairs:
 rule merge_judgments:
     input:
         pair_table="results/judging/pairs.parquet",
-        shards=expand("results/shards/judging/{{judge}}/{shard}.parquet", shard=SHARDS),
+        shards=expand("results/judging/shards/{{judge}}/{shard}.parquet", shard=SHARDS),
     output:
         "results/judging/llm/{judge}.parquet",
     params:
@@ -100,7 +100,7 @@ rule combine_judgments:
     params:
         judges=JUDGES,
         families=system_families(),
-        judge_families={j: config["models"][c["model"]]["family"] for j, c in config["judging"]["judges"].items()},
+        judge_families=judge_families(),
         exclude_own_family=config["judging"]["exclude_own_family"],
         human_path=config["human_judgments"]["path"],
         human_file=bool(optional_file(config["human_judgments"]["path"])),

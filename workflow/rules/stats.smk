@@ -55,7 +55,7 @@ rule bias_audits:
     params:
         stats=STATS,
         families=system_families(),
-        judge_families={j: config["models"][c["model"]]["family"] for j, c in config["judging"]["judges"].items()},
+        judge_families=judge_families(),
     log:
         "logs/stats/bias_audits.log",
     conda:
@@ -67,7 +67,7 @@ rule bias_audits:
 rule strategy_stats:
     input:
         tags=expand("results/tagging/{tagger}.parquet", tagger=TAGGERS),
-        taxonomy=workflow.source_path(f"../resources/taxonomy/{config['tagging']['taxonomy']}.yaml"),
+        taxonomy=taxonomy_file(),
         systems="results/completions/systems.parquet",
         item_table="results/items/items.parquet",
     output:

@@ -5,13 +5,13 @@ rule tag_strategies:
     # the completions of one shard of the items (llm.shards); merge_tags joins the shards
     input:
         completions=expand("results/completions/{system}.parquet", system=SYSTEMS),
-        taxonomy=workflow.source_path(f"../resources/taxonomy/{config['tagging']['taxonomy']}.yaml"),
+        taxonomy=taxonomy_file(),
         prompt=lambda wc: workflow.source_path(
             f"../resources/prompts/tagging/{config['tagging']['taggers'][wc.tagger]['prompt']}.md"
         ),
         replay=replay_input(),
     output:
-        "results/shards/tagging/{tagger}/{shard}.parquet",
+        "results/tagging/shards/{tagger}/{shard}.parquet",
     params:
         tagger=lambda wc: wc.tagger,
         shard=lambda wc: wc.shard,
@@ -34,7 +34,7 @@ rule tag_strategies:
 rule merge_tags:
     input:
         item_table="results/items/items.parquet",
-        shards=expand("results/shards/tagging/{{tagger}}/{shard}.parquet", shard=SHARDS),
+        shards=expand("results/tagging/shards/{{tagger}}/{shard}.parquet", shard=SHARDS),
     output:
         "results/tagging/{tagger}.parquet",
     params:
@@ -51,7 +51,7 @@ rule merge_tags:
 rule strategy_f1:
     input:
         tags="results/tagging/{tagger}.parquet",
-        taxonomy=workflow.source_path(f"../resources/taxonomy/{config['tagging']['taxonomy']}.yaml"),
+        taxonomy=taxonomy_file(),
         spot_checks=optional_file(config["tagging"]["spot_checks"]),
     output:
         "results/tagging/{tagger}_f1.parquet",

@@ -1,4 +1,4 @@
-"""rule figure_bias: position, length and self-preference audits, order flips and factor loadings."""
+"""rule figure_bias_factors: position, length and self-preference audits, order flips and factor loadings."""
 from heart import figures, render, tableio
 from heart.runtime import logged
 

@@ -1,0 +1,61 @@
+# The LLM calls as a whole -> results/llm/: the response cache as one file to publish for replay,
+# and (on demand) a preview of every call a config would make, before any is paid for.
+
+
+rule export_llm_cache:
+    input:
+        # re-export whenever a stage that calls models has run
+        "results/completions/systems.parquet",
+        "results/items/adversarial.parquet",
+        expand("results/judging/llm/{judge}.parquet", judge=JUDGES),
+        expand("results/tagging/{tagger}.parquet", tagger=TAGGERS),
+    output:
+        "results/llm/cache.parquet",
+    params:
+        cache_dir=config["llm"]["cache_dir"],
+    log:
+        "logs/llm/export_llm_cache.log",
+    conda:
+        "../../envs/llm.yaml"
+    script:
+        "../scripts/export_llm_cache.py"
+
+
+rule preview_llm_calls:
+    # on demand, before any paid call: snakemake results/llm/calls_preview.parquet
+    input:
+        conversations="results/data/conversations.parquet",
+        turns="results/data/turns.parquet",
+        regular="results/items/regular.parquet",
+        lexicon=workflow.source_path("../resources/screening/lexicon.yaml"),
+        adversarial_prompt=workflow.source_path("../resources/prompts/adversarial/rewrite_seeker.md"),
+        prompts=[
+            workflow.source_path(f"../resources/prompts/completion/{s['prompt']}.md")
+            for s in config["systems"].values()
+        ],
+        rubric=workflow.source_path(f"../resources/rubric/{config['judging']['rubric']}.yaml"),
+        judge_prompts=[
+            workflow.source_path(f"../resources/prompts/judge/{j['prompt']}.md")
+            for j in config["judging"]["judges"].values()
+        ],
+        taxonomy=taxonomy_file(),
+        tagging_prompts=[
+            workflow.source_path(f"../resources/prompts/tagging/{t['prompt']}.md")
+            for t in config["tagging"]["taggers"].values()
+        ],
+    output:
+        "results/llm/calls_preview.parquet",
+    params:
+        systems=config["systems"],
+        judging=config["judging"],
+        tagging=config["tagging"],
+        families=system_families(),
+        models={name: model_params(name) for name in used_models()},
+        adversarial=config["adversarial_items"],
+        llm=ENGINE,
+    log:
+        "logs/llm/preview_llm_calls.log",
+    conda:
+        "../../envs/llm.yaml"
+    script:
+        "../scripts/preview_llm_calls.py"
