@@ -1,16 +1,23 @@
-"""Tests of heart.figures: bin colours, ordering, absent data, error bars, Figure 5 geometry, saving,
-and rendering at small (4 systems) and paper (21 systems) scale from SIMULATED tables."""
+"""Tests of the heart.figures modules: bin colours, ordering, absent data, error bars, Figure 5
+geometry, style files, saving, and rendering at small (4 systems) and paper (21 systems) scale from
+SIMULATED tables."""
 
 from __future__ import annotations
 
 import itertools
 import math
+import os
+import stat
 from pathlib import Path
 
+import matplotlib
 import numpy as np
 import pandas as pd
 import pytest
-from heart import agreement, figures, leaderboard, simulate, strategy_stats, tagging
+from heart import agreement, leaderboard, simulate, strategy_stats, tagging
+from heart.figures import agreement as agreement_figure
+from heart.figures import bias_factors, elo_forest, elo_ttft, example_pair, strategies, style
+from heart.figures import leaderboard as leaderboard_figure
 from matplotlib.colors import to_rgba
 from matplotlib.container import ErrorbarContainer
 from matplotlib.figure import Figure
@@ -30,8 +37,8 @@ def _scale(n_systems: int, n_items: int, pairs_per_item: int, human_pairs: int, 
                               human_pairs=human_pairs, seed=seed)
     ratings, _ = leaderboard.leaderboard(j, n_boot=20)
     systems = sorted(set(j["system_a"]) | set(j["system_b"]))
-    strategies = tagging.keys(tagging.load_taxonomy(TAXONOMY))
-    tags = simulate.strategy_tags(systems, strategies, n_items=min(n_items, 30), seed=seed)
+    keys = tagging.keys(tagging.load_taxonomy(TAXONOMY))
+    tags = simulate.strategy_tags(systems, keys, n_items=min(n_items, 30), seed=seed)
     models = [s for s in systems if s.startswith("sim-model")]
     families = {s: f"sim-family-{k % 4}" for k, s in enumerate(models)}
     usage = strategy_stats.usage(tags, families=families)
@@ -64,39 +71,39 @@ def _texts(fig: Figure) -> list[str]:
 def _lb(rows: list[dict]) -> pd.DataFrame:
     base = {"status": "ok", "elo_lo_asym": np.nan, "elo_hi_asym": np.nan, "elo_lo_boot": np.nan,
             "elo_hi_boot": np.nan, "n_comparisons": 10, "win_pct": 50.0,
-            **{f"{a}_pct": 50.0 for a in figures.AXES}}
+            **{f"{a}_pct": 50.0 for a in style.AXES}}
     return pd.DataFrame([{**base, **r} for r in rows])
 
 
 # --- Figure 4 ----------------------------------------------------------------------------------
 
 def test_bin_constants_and_edges():
-    assert len(figures.BIN_COLORS) == len(figures.BIN_LABELS) == len(figures.BIN_EDGES) + 1 == 6
-    assert figures.BIN_EDGES == (70.0, 65.0, 60.0, 55.0, 50.0)
+    assert len(style.BIN_COLORS) == len(style.BIN_LABELS) == len(style.BIN_EDGES) + 1 == 6
+    assert style.BIN_EDGES == (70.0, 65.0, 60.0, 55.0, 50.0)
     cases = {71: 0, 70.0: 0, 69.9: 1, 65: 1, 64.99: 1, 60: 2, 57: 3, 55: 3, 52: 4, 50.0: 4, 49.9: 5, 0: 5}
     for value, expected in cases.items():
-        assert figures.bin_index(value) == expected, value
-        assert figures.bin_color(value) == figures.BIN_COLORS[expected]
-    assert figures.bin_index(float("nan")) is None and figures.bin_color(None) is None
+        assert style.bin_index(value) == expected, value
+        assert style.bin_color(value) == style.BIN_COLORS[expected]
+    assert style.bin_index(float("nan")) is None and style.bin_color(None) is None
 
 
 def test_heatmap_cell_colours_follow_bins():
     lb = _lb([{"system": "s1", "elo": 1600.0, "H_pct": 71.0, "E_pct": 70.0, "A_pct": 49.9, "R_pct": 62.0,
                "T_pct": 55.0, "win_pct": 50.0}])
-    fig = figures.leaderboard_heatmap(lb)
+    fig = leaderboard_figure.leaderboard_heatmap(lb)
     expected = {"H_pct": 0, "E_pct": 0, "A_pct": 5, "R_pct": 2, "T_pct": 3, "win_pct": 4}
     for col, k in expected.items():
-        assert _cell(fig, "s1", col).get_facecolor() == to_rgba(figures.BIN_COLORS[k]), col
-    assert _cell(fig, "s1", "elo").get_facecolor() == to_rgba(figures.ELO_COLOR)
+        assert _cell(fig, "s1", col).get_facecolor() == to_rgba(style.BIN_COLORS[k]), col
+    assert _cell(fig, "s1", "elo").get_facecolor() == to_rgba(leaderboard_figure.ELO_COLOR)
     assert {"71.0", "70.0", "49.9", "1600.0"} <= set(_texts(fig))
 
 
 def test_heatmap_rows_by_elo_and_absent_rows_at_the_bottom():
     gone = {"system": "gone", "status": "absent", "elo": np.nan, "win_pct": np.nan,
-            **{f"{a}_pct": np.nan for a in figures.AXES}}
+            **{f"{a}_pct": np.nan for a in style.AXES}}
     lb = _lb([{"system": "mid", "elo": 1500.0}, gone, {"system": "top", "elo": 1650.0},
               {"system": "low", "elo": 1350.0}])
-    fig = figures.leaderboard_heatmap(lb, title_note=NOTE)
+    fig = leaderboard_figure.leaderboard_heatmap(lb, title_note=NOTE)
     ax = fig.axes[0]
     assert [t.get_text() for t in ax.get_yticklabels()] == ["top", "mid", "low", "gone"]
     # the absent row is one hatched rectangle with the word "absent"; no cell, no zero
@@ -109,9 +116,9 @@ def test_heatmap_rows_by_elo_and_absent_rows_at_the_bottom():
 
 def test_heatmap_missing_value_in_an_estimated_row_is_absent_not_zero():
     lb = _lb([{"system": "s1", "elo": 1500.0, "T_pct": np.nan}])
-    fig = figures.leaderboard_heatmap(lb)
+    fig = leaderboard_figure.leaderboard_heatmap(lb)
     cell = _cell(fig, "s1", "T_pct")
-    assert cell.get_hatch() and cell.get_facecolor() == to_rgba(figures.ABSENT_COLOR)
+    assert cell.get_hatch() and cell.get_facecolor() == to_rgba(style.ABSENT_COLOR)
     assert "absent" in _texts(fig) and "0.0" not in _texts(fig) and "nan" not in _texts(fig)
 
 
@@ -121,7 +128,7 @@ def _no_overlap(boxes) -> bool:
 
 def test_heatmap_tick_labels_do_not_overlap_at_paper_scale(large):
     assert len(large["leaderboard"]) == 21
-    fig = figures.leaderboard_heatmap(large["leaderboard"], title_note=NOTE)
+    fig = leaderboard_figure.leaderboard_heatmap(large["leaderboard"], title_note=NOTE)
     fig.canvas.draw()
     renderer = fig.canvas.get_renderer()
     ax = fig.axes[0]
@@ -144,19 +151,19 @@ def test_heatmap_tick_labels_do_not_overlap_at_paper_scale(large):
 @pytest.mark.parametrize("scale", ["small", "large"])
 def test_forest_two_error_bars_per_system_per_panel(scale, request):
     data = request.getfixturevalue(scale)
-    fig = figures.elo_forest(data["ratings"], title_note=NOTE)
+    fig = elo_forest.elo_forest(data["ratings"], title_note=NOTE)
     n = len(data["systems"])
     assert len(fig.axes) == 3
     for ax in fig.axes:
         bars = [c for c in ax.containers if isinstance(c, ErrorbarContainer)]
         assert len(bars) == 2 * n
-    assert [t.get_text() for t in fig.axes[0].get_yticklabels()] == figures.leaderboard_order(
+    assert [t.get_text() for t in fig.axes[0].get_yticklabels()] == style.leaderboard_order(
         data["ratings"][(data["ratings"]["axis"] == "overall") & (data["ratings"]["subset"] == "all")
                         & (data["ratings"]["source"] == "combined")])
 
 
 def test_forest_absent_scope_is_labelled_absent(small):
-    fig = figures.elo_forest(small["ratings"], source="human")
+    fig = elo_forest.elo_forest(small["ratings"], source="human")
     for ax in fig.axes:
         assert not [c for c in ax.containers if isinstance(c, ErrorbarContainer)]
         assert [t.get_text() for t in ax.texts].count("absent") == len(small["systems"])
@@ -176,7 +183,7 @@ def _points(n: int, seed: int = 1) -> pd.DataFrame:
 def test_elo_vs_ttft_log_x_mean_line_and_markers():
     pts = _points(12)
     pts.loc[0, "ttft_s"] = np.nan  # not plotted, listed in the footnote
-    fig = figures.elo_vs_ttft(pts, title_note=NOTE)
+    fig = elo_ttft.elo_vs_ttft(pts, title_note=NOTE)
     ax = fig.axes[0]
     assert ax.get_xscale() == "log"
     mean = [ln for ln in ax.lines if ln.get_gid() == "field-mean"]
@@ -192,7 +199,7 @@ def test_elo_vs_ttft_log_x_mean_line_and_markers():
 
 @pytest.mark.parametrize("n", [3, 21])
 def test_elo_vs_ttft_labels_inside_axes_and_apart(n):
-    fig = figures.elo_vs_ttft(_points(n))
+    fig = elo_ttft.elo_vs_ttft(_points(n))
     fig.canvas.draw()
     renderer = fig.canvas.get_renderer()
     ax = fig.axes[0]
@@ -211,7 +218,7 @@ def test_ttft_points_prefers_measured_then_external():
     models = pd.DataFrame({"model": ["Model A", "Model B"], "system": ["a", "b"], "family": ["gpt", "claude"],
                            "ttft_median_s": [9.0, 2.0]})
     completions = pd.DataFrame({"system": ["a", "a", "a", "c"], "ttft_s": [0.2, 0.4, None, None]})
-    p = figures.ttft_points(lb, models, completions).set_index("system")
+    p = elo_ttft.ttft_points(lb, models, completions).set_index("system")
     assert list(p.index) == ["a", "b", "c"]
     assert p.loc["a", "ttft_s"] == pytest.approx(0.3) and p.loc["a", "ttft_source"] == "measured"
     assert p.loc["b", "ttft_s"] == 2.0 and p.loc["b", "ttft_source"] == "external"
@@ -223,12 +230,12 @@ def test_ttft_points_prefers_measured_then_external():
 
 def test_strategy_heatmap_rows_sorted_by_overall_usage(large):
     usage = large["usage"]
-    fig = figures.strategy_heatmap(usage, title_note=NOTE)
+    fig = strategies.strategy_heatmap(usage, title_note=NOTE)
     fam = usage[usage["level"] == "family"]
     overall = fam.groupby("strategy")["rate_pct"].mean().sort_values(ascending=False, kind="stable")
     names = [t.get_text() for t in fig.axes[0].get_yticklabels()]
     assert len(names) == 15
-    assert names == [figures._pretty_strategy(s) for s in overall.index]
+    assert names == [strategies._pretty_strategy(s) for s in overall.index]
     shown = [float(t.get_text()) for t in fig.axes[0].texts if 0 < t.get_position()[0] < 1]
     assert len(shown) == 15
 
@@ -239,10 +246,10 @@ def test_strategy_heatmap_absent_group(small):
     assert gone.any()
     usage.loc[gone, "status"] = "absent"
     usage.loc[gone, "rate_pct"] = np.nan
-    mat, status = figures.strategy_matrix(usage)
+    mat, status = strategies.strategy_matrix(usage)
     assert status["sim-family-1"] == "absent" and mat["sim-family-1"].isna().all()
     assert list(mat.columns)[-2:] == ["original", "human"]  # model families first, then dataset, human
-    fig = figures.strategy_heatmap(usage)
+    fig = strategies.strategy_heatmap(usage)
     ax = fig.axes[0]
     col = list(mat.columns).index("sim-family-1")
     assert [p for p in ax.patches if p.get_gid() == "absent|sim-family-1"]
@@ -257,7 +264,7 @@ def test_agreement_panel_human_absent_says_so(small):
     cj = agreement.cross_judge_agreement(small["judgments"], n_boot=20)
     trivial = pd.DataFrame(columns=["reference", "judge", "judge_type", "agreement", "ci_low", "ci_high",
                                     "status"])
-    fig = figures.agreement_panel(hl, cj, trivial, title_note=NOTE)
+    fig = agreement_figure.agreement_panel(hl, cj, trivial, title_note=NOTE)
     left = fig.axes[0]
     assert "human judgments absent" in [t.get_text() for t in left.texts]
     assert not left.lines and not left.containers
@@ -273,7 +280,7 @@ def test_agreement_panel_reference_lines(large):
          "ci_low": 0.4, "ci_high": 0.5, "status": "ok"},
         {"reference": "human-majority", "judge": "human-loo-ceiling", "judge_type": "human", "agreement": 0.8,
          "ci_low": 0.75, "ci_high": 0.85, "status": "ok"}])
-    fig = figures.agreement_panel(hl, cj, trivial)
+    fig = agreement_figure.agreement_panel(hl, cj, trivial)
     left = fig.axes[0]
     gids = {ln.get_gid() for ln in left.lines}
     assert {"trivial|always-longer", "human-ceiling"} <= gids
@@ -292,7 +299,7 @@ def test_bias_panel_absent_tables_are_text(small):
                               "ci_high": [np.nan], "status": ["no_pairs"],
                               "note": ["no pair judged by both"]})
     loadings = pd.DataFrame(columns=["variable", "factor", "loading", "communality"])
-    fig = figures.bias_panel(empty, length, self_pref, flips, loadings, title_note=NOTE)
+    fig = bias_factors.bias_panel(empty, length, self_pref, flips, loadings, title_note=NOTE)
     texts = _texts(fig)
     assert "Position bias: absent" in texts and "Self-preference: absent" in texts
     assert "factor loadings: absent" in texts and "absent" in texts  # the NaN flip cell
@@ -312,7 +319,7 @@ def test_example_pair_escapes_html_and_renders():
         {"judge": "human:sim-rater-1", "judge_kind": "human", "winner": None, "strength": None,
          "preference": 0, "rationale": "same", "status": "tie"}])
     response_a = {"system": "sim-model-01", "text": "Reply \"A\" <i>"}
-    out, fig = figures.example_pair(dialogue, response_a, "Reply B", verdicts, title_note=NOTE)
+    out, fig = example_pair.example_pair(dialogue, response_a, "Reply B", verdicts, title_note=NOTE)
     assert "<script>" not in out and "&lt;script&gt;" in out and "&lt;b&gt;specific&lt;/b&gt;" in out
     assert "&amp; more" in out and "&quot;A&quot;" in out and NOTE in out
     assert out.index("Seeker") < out.index("Supporter")  # turns in turn order
@@ -320,30 +327,59 @@ def test_example_pair_escapes_html_and_renders():
     assert isinstance(fig, Figure)
     fig.canvas.draw()  # '$5 ... $10' must not be parsed as mathtext
     assert any("$5" in t for t in _texts(fig))
-    assert figures.format_mark(3) == "A+++" and figures.format_mark(-2) == "B++"
-    assert figures.format_mark(0) == "none" and figures.format_mark(None) == "–"
+    assert example_pair.format_mark(3) == "A+++" and example_pair.format_mark(-2) == "B++"
+    assert example_pair.format_mark(0) == "none" and example_pair.format_mark(None) == "–"
 
 
 # --- save --------------------------------------------------------------------------------------
 
 def test_save_writes_png_and_pdf_atomically(tmp_path):
-    fig = figures.leaderboard_heatmap(_lb([{"system": "s1", "elo": 1500.0}]))
+    fig = leaderboard_figure.leaderboard_heatmap(_lb([{"system": "s1", "elo": 1500.0}]))
     png, pdf = tmp_path / "out" / "fig.png", tmp_path / "out" / "fig.pdf"
-    figures.save(fig, png, pdf)
+    style.save(fig, png, pdf)
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and png.stat().st_size > 1000
     assert pdf.read_bytes()[:5] == b"%PDF-" and pdf.stat().st_size > 1000
     assert sorted(p.name for p in (tmp_path / "out").iterdir()) == ["fig.pdf", "fig.png"]
+    # the permissions of any file this process makes (not mkstemp's 0600: the report must be readable)
+    umask = os.umask(0)
+    os.umask(umask)
+    assert {stat.S_IMODE(p.stat().st_mode) for p in (png, pdf)} == {0o666 & ~umask}
+
+
+def test_style_file_is_applied_inside_the_block_only(tmp_path):
+    path = tmp_path / "fig.yaml"
+    path.write_text("dpi: 150\nrc:\n  font.size: 13\n  axes.linewidth: 2.5\n")
+    before = matplotlib.rcParams["font.size"]
+    with style.applied(path) as dpi:
+        assert dpi == 150
+        assert matplotlib.rcParams["font.size"] == 13 and matplotlib.rcParams["axes.linewidth"] == 2.5
+        fig = leaderboard_figure.leaderboard_heatmap(_lb([{"system": "s1", "elo": 1500.0}]))
+        assert fig.axes[0].spines["left"].get_linewidth() == 2.5
+    assert matplotlib.rcParams["font.size"] == before
+    path.write_text("rc: {}\n")
+    with style.applied(path) as dpi:
+        assert dpi == 200  # the default
+
+
+@pytest.mark.parametrize("text, message", [("rc:\n  font.sise: 10\n", "unknown matplotlib settings"),
+                                           ("dpi: 20\n", "dpi must be an integer"),
+                                           ("dpi: 150.0\n", "dpi must be an integer")])
+def test_style_file_errors_name_the_setting(tmp_path, text, message):
+    path = tmp_path / "fig.yaml"
+    path.write_text(text)
+    with pytest.raises(ValueError, match=message), style.applied(path):
+        pass
 
 
 def test_save_failure_leaves_no_temp_file(tmp_path, monkeypatch):
-    fig = figures.leaderboard_heatmap(_lb([{"system": "s1", "elo": 1500.0}]))
+    fig = leaderboard_figure.leaderboard_heatmap(_lb([{"system": "s1", "elo": 1500.0}]))
 
     def boom(*args, **kwargs):
         raise RuntimeError("disk full")
 
     monkeypatch.setattr(fig, "savefig", boom)
     with pytest.raises(RuntimeError):
-        figures.save(fig, tmp_path / "f.png", tmp_path / "f.pdf")
+        style.save(fig, tmp_path / "f.png", tmp_path / "f.pdf")
     assert list(tmp_path.iterdir()) == []
 
 
@@ -357,23 +393,23 @@ def _all_figures(data) -> dict[str, Figure]:
     pts = _points(len(lb)).assign(system=lb["system"].to_numpy(), elo=lb["elo"].to_numpy())
     flips = pd.DataFrame([{"judge": judge, "axis": a, "n_pairs": 50, "flip_rate": 0.1}
                           for judge in sorted(j.loc[j["judge_kind"] == "llm", "judge"].unique())
-                          for a in ("overall", *figures.AXES)])
+                          for a in ("overall", *style.AXES)])
     pos = pd.DataFrame({"judge": ["sim-judge-1"], "share_shown_a": [0.6], "ci_low": [0.55], "ci_high": [0.65],
                         "reject": [True], "status": ["ok"]})
-    loadings = pd.DataFrame({"variable": [f"z_{a}" for a in figures.AXES], "factor": "F1",
+    loadings = pd.DataFrame({"variable": [f"z_{a}" for a in style.AXES], "factor": "F1",
                              "loading": [0.5, 0.6, 0.4, 0.55, 0.3],
                              "communality": [0.25, 0.36, 0.16, 0.3, 0.09]})
     names = {s["key"]: s["name"] for s in tagging.load_taxonomy(TAXONOMY)["strategies"]}
     return {
-        "leaderboard": figures.leaderboard_heatmap(lb, title_note=NOTE),
-        "ttft": figures.elo_vs_ttft(pts, title_note=NOTE),
-        "strategy": figures.strategy_heatmap(data["usage"], names=names, title_note=NOTE),
-        "strategy_system": figures.strategy_heatmap(data["usage"], level="system", title_note=NOTE),
-        "forest": figures.elo_forest(data["ratings"], title_note=NOTE),
-        "agreement": figures.agreement_panel(hl, cj, pd.DataFrame(columns=["reference", "status"]),
+        "leaderboard": leaderboard_figure.leaderboard_heatmap(lb, title_note=NOTE),
+        "ttft": elo_ttft.elo_vs_ttft(pts, title_note=NOTE),
+        "strategy": strategies.strategy_heatmap(data["usage"], names=names, title_note=NOTE),
+        "strategy_system": strategies.strategy_heatmap(data["usage"], level="system", title_note=NOTE),
+        "forest": elo_forest.elo_forest(data["ratings"], title_note=NOTE),
+        "agreement": agreement_figure.agreement_panel(hl, cj, pd.DataFrame(columns=["reference", "status"]),
                                              title_note=NOTE),
-        "bias": figures.bias_panel(pos, pos.iloc[0:0], pos.iloc[0:0], flips, loadings, title_note=NOTE),
-        "example": figures.example_pair([("seeker", "hello")], "A", "B",
+        "bias": bias_factors.bias_panel(pos, pos.iloc[0:0], pos.iloc[0:0], flips, loadings, title_note=NOTE),
+        "example": example_pair.example_pair([("seeker", "hello")], "A", "B",
                                         j[j["pair_id"] == j["pair_id"].iloc[0]], title_note=NOTE)[1],
     }
 
@@ -382,7 +418,7 @@ def _all_figures(data) -> dict[str, Figure]:
 def test_every_figure_renders_with_nothing_empty(scale, request, tmp_path):
     data = request.getfixturevalue(scale)
     for name, fig in _all_figures(data).items():
-        figures.save(fig, tmp_path / f"{name}.png", tmp_path / f"{name}.pdf", dpi=60)
+        style.save(fig, tmp_path / f"{name}.png", tmp_path / f"{name}.pdf", dpi=60)
         assert (tmp_path / f"{name}.png").stat().st_size > 0
         for ax in fig.axes:
             drawn = ax.lines or ax.patches or ax.images or ax.collections or ax.texts or ax.containers
@@ -394,9 +430,9 @@ def test_every_figure_renders_with_nothing_empty(scale, request, tmp_path):
 
 
 def test_figure_height_grows_with_rows(small, large):
-    h_small = figures.leaderboard_heatmap(small["leaderboard"]).get_size_inches()[1]
-    h_large = figures.leaderboard_heatmap(large["leaderboard"]).get_size_inches()[1]
+    h_small = leaderboard_figure.leaderboard_heatmap(small["leaderboard"]).get_size_inches()[1]
+    h_large = leaderboard_figure.leaderboard_heatmap(large["leaderboard"]).get_size_inches()[1]
     assert h_large > h_small + 3
-    f_small = figures.elo_forest(small["ratings"]).get_size_inches()[1]
-    f_large = figures.elo_forest(large["ratings"]).get_size_inches()[1]
+    f_small = elo_forest.elo_forest(small["ratings"]).get_size_inches()[1]
+    f_large = elo_forest.elo_forest(large["ratings"]).get_size_inches()[1]
     assert f_large > f_small + 3

@@ -3,27 +3,28 @@ from pathlib import Path
 
 import pandas as pd
 
-from heart import figures, pairs, render, tableio
+from heart import pairs, tableio
 from heart.atomic import atomic_path
+from heart.figures import example_pair, style
 from heart.runtime import logged
 
-with logged(snakemake.log[0], snakemake) as log, render.style(snakemake.input.style) as dpi:
+with logged(snakemake.log[0], snakemake) as log, style.applied(snakemake.input.style) as dpi:
     judgments = tableio.read_table(snakemake.input.judgments)
     items = tableio.read_table(snakemake.input.item_table).set_index("item_id")
     comp = pd.concat([tableio.read_table(p) for p in snakemake.input.completions], ignore_index=True)
     text = pairs.completion_text(comp)
-    pair = figures.pick_example(judgments)
+    pair = example_pair.pick_example(judgments)
     if pair is None:
-        html, fig = figures.example_pair([], "", "", judgments.iloc[:0], title="No judged pair yet")
+        html, fig = example_pair.example_pair([], "", "", judgments.iloc[:0], title="No judged pair yet")
         log.info("no pair with a verdict: the example says so")
     else:
         rows = judgments[judgments["pair_id"] == pair]
         p = rows.iloc[0]
-        a = {"system": p.system_a, "text": text[(p.item_id, p.system_a, None if pd.isna(p.contributor_a) else p.contributor_a)]}
-        b = {"system": p.system_b, "text": text[(p.item_id, p.system_b, None if pd.isna(p.contributor_b) else p.contributor_b)]}
-        html, fig = figures.example_pair(list(items.at[p.item_id, "history"]), a, b, rows)
+        a, b = ({"system": system, "text": text[(p.item_id, system, None if pd.isna(who) else who)]}
+                for system, who in ((p.system_a, p.contributor_a), (p.system_b, p.contributor_b)))
+        html, fig = example_pair.example_pair(list(items.at[p.item_id, "history"]), a, b, rows)
         log.info("example pair %s (item %s): %d judgments", pair, p.item_id, len(rows))
-    figures.save(fig, snakemake.output.png, snakemake.output.pdf, dpi=dpi)
+    style.save(fig, snakemake.output.png, snakemake.output.pdf, dpi=dpi)
     with atomic_path(snakemake.output.html) as tmp:
         Path(tmp).write_text('<!doctype html>\n<html lang="en"><head><meta charset="utf-8">'
                              "<title>HEART: an example judged pair</title></head>\n<body>\n"

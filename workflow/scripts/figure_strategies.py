@@ -1,8 +1,9 @@
 """rule figure_strategies: Figure 6, strategy usage by model family and humans."""
-from heart import figures, render, tableio
+from heart import tableio
+from heart.figures import strategies, style
 from heart.runtime import logged
 
-with logged(snakemake.log[0], snakemake) as log, render.style(snakemake.input.style) as dpi:
+with logged(snakemake.log[0], snakemake) as log, style.applied(snakemake.input.style) as dpi:
     usage = tableio.read_table(snakemake.input.usage)
-    figures.save(figures.strategy_heatmap(usage), snakemake.output.png, snakemake.output.pdf, dpi=dpi)
+    style.save(strategies.strategy_heatmap(usage), snakemake.output.png, snakemake.output.pdf, dpi=dpi)
     log.info("Figure 6: %d usage rows", len(usage))

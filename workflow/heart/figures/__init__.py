@@ -1,0 +1,31 @@
+"""The paper's figures (HEART §4, Figures 2-6) and the audit figures, drawn from the statistics tables.
+
+One module per figure rule; import the one you need (``from heart.figures import leaderboard``):
+
+* :mod:`.leaderboard` (rule figure_leaderboard) -- Figure 4: per-axis and overall win rates (%) in
+  the paper's six colour bins, and the overall Elo (``leaderboard_heatmap``).
+* :mod:`.elo_ttft` (figure_elo_ttft) -- Figure 5: Elo against median time-to-first-token, log x,
+  coloured by provider, dashed field-mean line (``elo_vs_ttft``; ``ttft_points`` builds its input).
+* :mod:`.strategies` (figure_strategies) -- Figure 6: usage (%) of the 15 support strategies per
+  group (``strategy_heatmap``, ``strategy_matrix``).
+* :mod:`.elo_forest` (figure_elo_forest) -- Elo with both interval kinds, one panel per item subset.
+* :mod:`.agreement` (figure_agreement) -- human-LLM agreement with reference lines; cross-judge matrix
+  (``agreement_panel``).
+* :mod:`.bias_factors` (figure_bias_factors) -- position, length and self-preference audits, flip
+  rates, factor loadings (``bias_panel``).
+* :mod:`.example_pair` (figure_example_pair) -- Figures 2/3: one judged pair as HTML and as a figure.
+* :mod:`.style` -- what they share: colours, Figure 4's bins, the font size, absent-data drawing,
+  label placement, the rule's style file (``applied``) and atomic saving (``save``).
+
+Every plotting function takes DataFrames (the Parquet tables of ``results/stats/`` and
+``results/judging/``, schemas in ``workflow/schemas/tables/``) and returns a
+:class:`matplotlib.figure.Figure`; nothing here reads or writes a file except ``style.applied``
+(reads the style file) and ``style.save`` (writes the PNG and the PDF of one figure atomically).
+
+Missing data are drawn as missing: a system, group or panel with no estimate (``status``
+"absent", "not_estimable", "no_pairs", ... or an empty table) is shown hatched grey with the
+word "absent" (or its status) -- never as a zero and never as an empty panel. Every function
+takes ``title_note`` (e.g. "SIMULATED data"), appended to the title, so that figures drawn
+from simulated inputs say so. Figure sizes grow with the number of rows so the same code
+reads at 3 systems and at the paper's 21.
+"""

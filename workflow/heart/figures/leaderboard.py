@@ -1,0 +1,87 @@
+"""Figure 4 (rule figure_leaderboard): the HEART leaderboard heatmap."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+
+import pandas as pd
+from matplotlib.figure import Figure
+from matplotlib.patches import Patch, Rectangle
+
+from heart.figures.style import (ABSENT_COLOR, ABSENT_HATCH, BIN_COLORS, BIN_LABELS, FONT, PCT_DECIMALS,
+                                 absent_rect, bin_color, display_name, is_ok, label_grid, leaderboard_order,
+                                 new_figure, num, status_word, suptitle, text_color)
+
+#: The Elo column is not binned (Elo is not a percentage): every Elo cell has this neutral shade.
+ELO_COLOR = "#ececec"
+#: Figure 4's columns: (leaderboard column, header).
+HEATMAP_COLUMNS = (("H_pct", "H"), ("E_pct", "E"), ("A_pct", "A"), ("R_pct", "R"), ("T_pct", "T"),
+                   ("win_pct", "Overall\nwin rate"), ("elo", "Elo"))
+
+
+def leaderboard_heatmap(leaderboard: pd.DataFrame, labels: Mapping | None = None,
+                        title: str = "HEART leaderboard", title_note: str | None = None) -> Figure:
+    """Figure 4: per-axis and overall win rates (%) in the paper's colour bins, and Elo.
+
+    Parameters
+    ----------
+    leaderboard : DataFrame
+        ``leaderboard.schema.yaml`` (:func:`heart.leaderboard.headline`): ``system``, ``status``,
+        ``elo``, ``win_pct`` and ``H_pct`` ... ``T_pct``.
+    labels : mapping, optional
+        system -> display name (e.g. ``models.csv`` "model"); default the system name.
+    title, title_note : str
+        Figure title and a note appended to it (e.g. "SIMULATED data").
+
+    Returns
+    -------
+    Figure
+        Rows: systems by Elo (highest on top); rows without an estimate (status "absent",
+        "not_estimable") at the bottom, hatched grey and labelled with their status, never zeros.
+        Columns H, E, A, R, T, overall win rate: coloured by
+        :func:`~heart.figures.style.bin_color` (``BIN_EDGES``, ``BIN_COLORS``); a missing value in
+        an estimated row is a hatched "absent" cell. The Elo column is not binned: every Elo cell
+        has the neutral :data:`ELO_COLOR` (Elo is not a percentage and its rank is already the row
+        order). Each cell rectangle has ``gid = "cell|<system>|<column>"``; an absent row is one
+        rectangle ``"absent|<system>"``.
+    """
+    order = leaderboard_order(leaderboard)
+    rows = (leaderboard.assign(system=leaderboard["system"].astype(str))
+            .drop_duplicates("system").set_index("system"))
+    n, m = len(order), len(HEATMAP_COLUMNS)
+    names = [display_name(s, labels) for s in order]
+    label_w = 0.075 * max([len(s) for s in names] + [8])
+    fig = new_figure(label_w + 0.82 * m + 0.4, 1.55 + 0.29 * max(n, 3))
+    ax = fig.add_subplot()
+    for r, system in enumerate(order):
+        row = rows.loc[system]
+        if not (is_ok(row["status"]) and not math.isnan(num(row["elo"]))):
+            ax.add_patch(absent_rect((0, r), m, 1, gid=f"absent|{system}"))
+            ax.text(m / 2, r + 0.5, status_word(row["status"]), ha="center", va="center", fontsize=FONT,
+                    fontstyle="italic", bbox={"boxstyle": "square,pad=0.15", "facecolor": ABSENT_COLOR,
+                                              "edgecolor": "none"}, gid=f"absent-text|{system}")
+            continue
+        for c, (col, _) in enumerate(HEATMAP_COLUMNS):
+            v = num(row.get(col))
+            gid = f"cell|{system}|{col}"
+            if math.isnan(v):
+                ax.add_patch(absent_rect((c, r), 1, 1, edgecolor="white", linewidth=1.2, gid=gid))
+                ax.text(c + 0.5, r + 0.5, "absent", ha="center", va="center", fontsize=FONT - 1.5,
+                        fontstyle="italic")
+                continue
+            face = ELO_COLOR if col == "elo" else bin_color(v)
+            ax.add_patch(Rectangle((c, r), 1, 1, facecolor=face, edgecolor="white", linewidth=1.2, gid=gid))
+            ax.text(c + 0.5, r + 0.5, f"{v:.1f}" if col == "elo" else f"{v:.{PCT_DECIMALS}f}",
+                    ha="center", va="center", fontsize=FONT, color=text_color(face),
+                    fontweight="bold" if col == "elo" else None)
+    label_grid(ax, names, [h for _, h in HEATMAP_COLUMNS], top=True)
+    handles = [Patch(facecolor=c, edgecolor="#888888", linewidth=0.5, label=lab)
+               for c, lab in zip(BIN_COLORS, BIN_LABELS)]
+    handles.append(Patch(facecolor=ELO_COLOR, edgecolor="#888888", linewidth=0.5, label="Elo (not binned)"))
+    handles.append(Patch(facecolor=ABSENT_COLOR, hatch=ABSENT_HATCH, edgecolor="#a8a8a8", linewidth=0.5,
+                         label="absent"))
+    fig.legend(handles=handles, loc="outside lower center", ncols=4, fontsize=FONT - 0.5, frameon=False,
+               title="Win rate (%)", title_fontsize=FONT - 0.5)
+    suptitle(fig, title, title_note)
+    return fig
