@@ -6,7 +6,7 @@ import pytest
 import yaml
 
 from conftest import REPO
-from heart.config import ConfigError, validate_config
+from heart.config import ConfigError, ResourceError, load_resource, schema_problems, validate_config
 
 
 def load(name):
@@ -63,3 +63,137 @@ def test_system_must_name_a_configured_model():
     cfg["systems"]["ghost"] = {"model": "gpt-9", "prompt": "supportive_listener"}
     with pytest.raises(ConfigError, match=r"systems.ghost.model: 'gpt-9' is not a configured model \(models: smollm2\)"):
         validate_config(cfg)
+
+
+# --- versioned resource files: heart.config.load_resource ---------------------------------------
+
+RESOURCES = REPO / "workflow" / "resources"
+RUBRIC = RESOURCES / "rubric" / "heart.yaml"
+TAXONOMY = RESOURCES / "taxonomy" / "strategies.yaml"
+
+
+def _set(doc, path, value):
+    *parents, last = path
+    for part in parents:
+        doc = doc[part]
+    doc[last] = value
+
+
+def _drop(doc, path):
+    *parents, last = path
+    for part in parents:
+        doc = doc[part]
+    del doc[last]
+
+
+@pytest.mark.parametrize("src, loader, mutate, expected", [
+    # wrong type
+    (RUBRIC, "heart.judging:load_rubric", lambda d: _set(d, ["axes", 2, "high"], 3),
+     "axes[2].high must be a non-empty string, not 3"),
+    (RUBRIC, "heart.judging:load_rubric", lambda d: _set(d, ["version"], "one"),
+     "version: 'one' is not of type 'integer'"),
+    (TAXONOMY, "heart.tagging:load_taxonomy", lambda d: _set(d, ["strategies", 4], "Offer Hope"),
+     "strategies[4]: 'Offer Hope' is not of type 'object'"),
+    (TAXONOMY, "heart.tagging:load_taxonomy", lambda d: _set(d, ["strategies"], {"offer_hope": "..."}),
+     "strategies: {'offer_hope': '...'} is not of type 'array'"),
+    # unknown key
+    (RUBRIC, "heart.judging:load_rubric", lambda d: _set(d, ["axes", 0, "colour"], "red"),
+     "axes[0].colour: unknown key (allowed here: description, high, key, low, name)"),
+    (RUBRIC, "heart.judging:load_rubric", lambda d: _set(d, ["checklst"], []),
+     "checklst: unknown key (allowed here: axes, checklist, version)"),
+    (TAXONOMY, "heart.tagging:load_taxonomy", lambda d: _set(d, ["strategies", 5, "examples"], "x"),
+     "strategies[5].examples: unknown key (allowed here: definition, example, key, name)"),
+    # missing field
+    (RUBRIC, "heart.judging:load_rubric", lambda d: _drop(d, ["axes", 1, "name"]),
+     "axes[1].name must be a non-empty string; it is missing"),
+    (TAXONOMY, "heart.tagging:load_taxonomy", lambda d: _drop(d, ["strategies", 7, "key"]),
+     "strategies[7].key: required key is missing"),
+    (TAXONOMY, "heart.tagging:load_taxonomy", lambda d: _drop(d, ["strategies"]),
+     "strategies: required key is missing"),
+    # a value the schema rules out
+    (RUBRIC, "heart.judging:load_rubric", lambda d: _set(d, ["checklist", 1], " \n"),
+     "checklist[1] must be a non-empty string, not ' \\n'"),
+    (TAXONOMY, "heart.tagging:load_taxonomy",
+     lambda d: _set(d, ["strategies", 3, "key"], "Collaborative planning"),
+     "strategies[3].key: 'Collaborative planning' does not match '^[a-z][a-z0-9_]*$'"),
+    (TAXONOMY, "heart.tagging:load_taxonomy", lambda d: _set(d, ["strategies"], []),
+     "strategies: has 0 entries, at least 1 expected"),
+])
+def test_a_resource_that_breaks_its_schema_names_file_entry_and_field(tmp_path, src, loader, mutate, expected):
+    import importlib
+
+    module, func = loader.split(":")
+    load = getattr(importlib.import_module(module), func)
+    doc = yaml.safe_load(src.read_text())
+    mutate(doc)
+    bad = tmp_path / src.name
+    bad.write_text(yaml.safe_dump(doc))
+    with pytest.raises(ResourceError) as err:
+        load(bad)
+    assert f"{bad}: {expected}" in str(err.value).splitlines()
+
+
+def test_every_problem_of_a_resource_is_listed_in_document_order(tmp_path):
+    doc = yaml.safe_load(TAXONOMY.read_text())
+    doc["strategies"][10]["name"] = ""
+    doc["strategies"][2]["example"] = ["a list"]
+    bad = tmp_path / "t.yaml"
+    bad.write_text(yaml.safe_dump(doc))
+    with pytest.raises(ResourceError) as err:
+        load_resource(bad, "taxonomy")
+    assert str(err.value).splitlines() == [
+        f"{bad}: strategies[2].example must be a non-empty string, not ['a list']",
+        f"{bad}: strategies[10].name must be a non-empty string, not ''"]
+
+
+def test_unreadable_resource_names_the_file_and_line(tmp_path):
+    bad = tmp_path / "r.yaml"
+    bad.write_text("version: 1\naxes: [\n")
+    with pytest.raises(ResourceError, match=rf"(?s){bad}: not valid UTF-8 YAML: .*{bad}\", line 3"):
+        load_resource(bad, "rubric")
+    bad.write_text("")
+    with pytest.raises(ResourceError, match=rf"{bad}: \(top level\): None is not of type 'object'"):
+        load_resource(bad, "rubric")
+
+
+def test_unique_keys_are_checked_beyond_the_schema(tmp_path):
+    doc = {"strategies": [{"key": k, "name": "N", "definition": "D", "example": "E"} for k in ("a", "b", "a")]}
+    path = tmp_path / "t.yaml"
+    path.write_text(yaml.safe_dump(doc))
+    assert load_resource(path, "taxonomy") == doc  # the schema has no word on repeats
+    with pytest.raises(ResourceError,
+                       match=rf"^{path}: strategies\[2\].key 'a' is used twice \(first at strategies\[0\].key\)$"):
+        load_resource(path, "taxonomy", unique_keys="strategies")
+
+
+def test_error_message_of_a_referenced_definition_and_long_values():
+    schema = {"type": "object", "required": ["name"],
+              "properties": {"name": {"$ref": "#/$defs/text"},
+                             "tags": {"type": "array", "items": {"type": "string"}}},
+              "$defs": {"text": {"type": "string", "minLength": 1, "errorMessage": "must be some text"}}}
+    assert schema_problems({}, schema) == ["name must be some text; it is missing"]
+    assert schema_problems({"name": ""}, schema) == ["name must be some text, not ''"]
+    long = {"key": "x" * 100}
+    assert schema_problems({"name": "n", "tags": ["a", long]}, schema) == [
+        f"tags[1]: {repr(long)[:57]}... is not of type 'string'"]
+    assert schema_problems(["a", "list"], schema) == ["(top level): ['a', 'list'] is not of type 'object'"]
+
+
+@pytest.mark.parametrize("name", ["rubric", "taxonomy"])
+def test_resource_schemas_are_valid_and_describe_every_field(name):
+    import jsonschema
+
+    schema = yaml.safe_load((REPO / "workflow" / "schemas" / f"{name}.schema.yaml").read_text())
+    jsonschema.Draft202012Validator.check_schema(schema)
+    assert schema.get("description")
+
+    def fields(node, where):
+        """(name, subschema) of every field below ``node``."""
+        for key, sub in (node.get("properties") or {}).items():
+            yield f"{where}.{key}", sub
+            yield from fields(sub, f"{where}.{key}")
+        if isinstance(node.get("items"), dict):
+            yield from fields(node["items"], f"{where}[]")
+
+    named = [*fields(schema, name), *(f for key, d in schema.get("$defs", {}).items() for f in fields(d, key))]
+    assert [where for where, sub in named if not sub.get("description")] == []

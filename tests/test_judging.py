@@ -176,3 +176,20 @@ def test_rubric_errors_name_the_field(tmp_path):
     bad.write_text("axes:\n  - {key: H, name: Human, description: d, high: h}\n")
     with pytest.raises(ValueError, match=r"r.yaml: axes\[0\].low"):
         judging.load_rubric(bad)
+
+
+def test_rubric_must_hold_the_heart_axes_in_order(tmp_path):
+    """The judgment tables have one column per HEART axis: a rubric with other axes is refused on loading."""
+    import yaml
+
+    doc = yaml.safe_load((REPO / "workflow/resources/rubric/heart.yaml").read_text())
+    bad = tmp_path / "r.yaml"
+    doc["axes"][1], doc["axes"][2] = doc["axes"][2], doc["axes"][1]
+    bad.write_text(yaml.safe_dump(doc))
+    with pytest.raises(ValueError) as err:
+        judging.load_rubric(bad)
+    assert str(err.value).splitlines() == [f"{bad}: axes[1].key: 'E' was expected, not 'A'",
+                                           f"{bad}: axes[2].key: 'A' was expected, not 'E'"]
+    bad.write_text(yaml.safe_dump({**doc, "axes": doc["axes"][:4]}))
+    with pytest.raises(ValueError, match=r"r.yaml: axes: has 4 entries, at least 5 expected"):
+        judging.load_rubric(bad)

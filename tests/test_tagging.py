@@ -94,3 +94,15 @@ def test_a_spot_check_file_with_only_its_header_gives_an_absent_f1(tmp_path):
     assert tagging.read_spot_checks(path, taxonomy).empty
     table = tagging.absent_f1(taxonomy)
     assert table["status"].eq("absent").all() and table["f1"].isna().all() and table["strategy"].tolist()[-1] == "macro"
+
+
+def test_a_strategy_key_used_twice_is_named(tmp_path):
+    import yaml
+
+    doc = yaml.safe_load((REPO / "workflow/resources/taxonomy/strategies.yaml").read_text())
+    doc["strategies"][6]["key"] = "clarification"
+    bad = tmp_path / "strategies.yaml"
+    bad.write_text(yaml.safe_dump(doc))
+    with pytest.raises(ValueError, match=rf"^{bad}: strategies\[6\].key 'clarification' is used twice "
+                                         r"\(first at strategies\[2\].key\)$"):
+        tagging.load_taxonomy(bad)

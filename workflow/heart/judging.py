@@ -32,13 +32,11 @@ from __future__ import annotations
 
 import json
 import math
-from pathlib import Path
 
 import numpy as np
 import pandas as pd
-import yaml
 
-from heart import tableio
+from heart.config import load_resource
 from heart.llm import Request
 
 ORDERS = ("AB", "BA")
@@ -50,13 +48,9 @@ _SPEAKER = {"seeker": "Seeker", "supporter": "Supporter"}
 # --- the rubric and the prompt ----------------------------------------------------------------
 
 def load_rubric(path) -> dict:
-    """The rubric file (``workflow/resources/rubric/heart.yaml``), checked for the fields used."""
-    rubric = yaml.safe_load(Path(path).read_text())
-    for i, axis in enumerate(rubric.get("axes") or []):
-        tableio.require_text(path, f"axes[{i}]", axis, ("key", "name", "description", "high", "low"))
-    if not rubric.get("axes"):
-        raise ValueError(f"{path}: axes must list the rubric's axes")
-    return rubric
+    """The rubric file (``workflow/resources/rubric/heart.yaml``), checked against
+    ``workflow/schemas/rubric.schema.yaml`` (the five HEART axes in order, each with its texts)."""
+    return load_resource(path, "rubric")
 
 
 def axis_keys(rubric: dict) -> list[str]:

@@ -15,9 +15,9 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
-import yaml
 
 from heart import tableio
+from heart.config import load_resource
 from heart.llm import Request
 
 LABELS = ["present", "absent", "uncertain"]
@@ -26,16 +26,9 @@ COLUMNS = ["item_id", "system", "contributor_id", "tagger", "strategy", "label",
 
 
 def load_taxonomy(path) -> dict:
-    tax = yaml.safe_load(Path(path).read_text())
-    seen = set()
-    for i, s in enumerate(tax.get("strategies") or []):
-        tableio.require_text(path, f"strategies[{i}]", s, ("key", "name", "definition", "example"))
-        if s["key"] in seen:
-            raise ValueError(f"{path}: strategies[{i}].key {s['key']!r} is used twice")
-        seen.add(s["key"])
-    if not seen:
-        raise ValueError(f"{path}: strategies must list the taxonomy")
-    return tax
+    """The taxonomy file (``workflow/resources/taxonomy/strategies.yaml``), checked against
+    ``workflow/schemas/taxonomy.schema.yaml``; every strategy key is used once."""
+    return load_resource(path, "taxonomy", unique_keys="strategies")
 
 
 def keys(taxonomy: dict) -> list[str]:
