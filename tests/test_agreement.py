@@ -1,4 +1,5 @@
-"""heart.agreement: published worked examples, hand-made tables and synthetic bias checks."""
+"""heart.agreement, heart.reliability, heart.bias and Benjamini-Hochberg (heart.multiple_testing): published
+worked examples, hand-made tables and synthetic bias checks."""
 
 import math
 
@@ -7,7 +8,7 @@ import pandas as pd
 import pytest
 from statsmodels.stats.multitest import multipletests
 
-from heart import agreement
+from heart import agreement, bias, multiple_testing, reliability
 
 AXES = ["axis_H", "axis_E", "axis_A", "axis_R", "axis_T"]
 
@@ -52,7 +53,7 @@ def test_cohen_kappa_textbook_two_by_two():
     # Wikipedia "Cohen's kappa", worked example: 50 grant proposals, readers A and B.
     # Yes/Yes 20, A Yes & B No 5, A No & B Yes 10, No/No 15  ->  p_o = 0.70, p_e = 0.50, kappa = 0.40.
     pairs = [("a", "a")] * 20 + [("a", "b")] * 5 + [("b", "a")] * 10 + [("b", "b")] * 15
-    res = agreement.cohen_kappa([p[0] for p in pairs], [p[1] for p in pairs], categories=["a", "b"])
+    res = reliability.cohen_kappa([p[0] for p in pairs], [p[1] for p in pairs], categories=["a", "b"])
     assert res["p_observed"] == pytest.approx(0.70)
     assert res["kappa"] == pytest.approx(0.40)
     assert res["kappa_ci_low"] < 0.40 < res["kappa_ci_high"]
@@ -76,7 +77,7 @@ FLEISS_TABLE = [[0, 0, 0, 0, 14], [0, 2, 6, 4, 2], [0, 0, 3, 5, 6], [0, 3, 9, 2,
 def test_fleiss_kappa_wikipedia_worked_example():
     ratings = pd.DataFrame([{"unit": i, "label": c} for i, counts in enumerate(FLEISS_TABLE)
                             for c, n in enumerate(counts, start=1) for _ in range(n)])
-    res = agreement.fleiss_kappa(ratings, categories=[1, 2, 3, 4, 5])
+    res = reliability.fleiss_kappa(ratings, categories=[1, 2, 3, 4, 5])
     assert round(res["kappa"], 3) == 0.210
     assert (res["n_units"], res["n_per_unit"], res["n_units_dropped"]) == (10, 14, 0)
     # the same data as human judgments: category c is the preference c - 3, rater k gives the k-th rating
@@ -105,8 +106,8 @@ KRIPP = {"A": [1, 2, 3, 3, 2, 1, 4, 1, 2, None, None, None],
 def test_krippendorff_alpha_published_example():
     ratings = pd.DataFrame([{"unit": u, "label": v} for vals in KRIPP.values() for u, v in enumerate(vals)
                             if v is not None])
-    assert round(agreement.krippendorff_alpha(ratings, "nominal", [1, 2, 3, 4, 5])["alpha"], 3) == 0.743
-    assert round(agreement.krippendorff_alpha(ratings, "ordinal", [1, 2, 3, 4, 5])["alpha"], 3) == 0.815
+    assert round(reliability.krippendorff_alpha(ratings, "nominal", [1, 2, 3, 4, 5])["alpha"], 3) == 0.743
+    assert round(reliability.krippendorff_alpha(ratings, "ordinal", [1, 2, 3, 4, 5])["alpha"], 3) == 0.815
     # through inter_human: value v -> preference v - 3 (nominal and ordinal alpha are invariant to the shift)
     rows = [judgment(f"p{u}", u, f"human:{obs}", "a" if v > 3 else "b" if v < 3 else None, preference=v - 3)
             for obs, vals in KRIPP.items() for u, v in enumerate(vals) if v is not None]
@@ -134,7 +135,7 @@ def test_inter_human_absent():
 def test_bh_matches_statsmodels_on_random_pvalues():
     rng = np.random.default_rng(3)
     p = np.concatenate([rng.uniform(0, 0.005, size=10), rng.uniform(0, 1, size=30)])
-    adj, rej = agreement.bh(p, alpha=0.05)
+    adj, rej = multiple_testing.bh(p, alpha=0.05)
     ref_rej, ref_adj, _, _ = multipletests(p, alpha=0.05, method="fdr_bh")
     np.testing.assert_allclose(adj, ref_adj)
     np.testing.assert_array_equal(rej, ref_rej)
@@ -143,19 +144,19 @@ def test_bh_matches_statsmodels_on_random_pvalues():
 
 def test_bh_hand_checked():
     # sorted 0.01, 0.02, 0.03, 0.5 (m = 4): p*m/rank = 0.04, 0.04, 0.04, 0.5
-    adj, rej = agreement.bh([0.03, 0.5, 0.01, 0.02])
+    adj, rej = multiple_testing.bh([0.03, 0.5, 0.01, 0.02])
     np.testing.assert_allclose(adj, [0.04, 0.5, 0.04, 0.04])
     assert rej.tolist() == [True, False, True, True]
     # step-up monotonicity: 0.005*4/1 = 0.02, 0.01*4/2 = 0.02, 0.03*4/3 = 0.04, 0.04*4/4 = 0.04
-    adj, _ = agreement.bh([0.01, 0.04, 0.03, 0.005])
+    adj, _ = multiple_testing.bh([0.01, 0.04, 0.03, 0.005])
     np.testing.assert_allclose(adj, [0.02, 0.04, 0.04, 0.02])
-    adj, rej = agreement.bh([0.01, np.nan])  # NaN stays out of the correction
+    adj, rej = multiple_testing.bh([0.01, np.nan])  # NaN stays out of the correction
     assert adj[0] == pytest.approx(0.01) and np.isnan(adj[1]) and rej.tolist() == [True, False]
 
 
 def test_bh_within_families():
     t = pd.DataFrame({"family": ["x", "x", "y", "y"], "p_value": [0.01, 0.04, 0.04, 0.5]})
-    out = agreement.adjust_within_families(t)
+    out = multiple_testing.adjust_within_families(t)
     np.testing.assert_allclose(out["p_adj"], [0.02, 0.04, 0.08, 0.5])  # not [0.04, 0.0533, 0.0533, 0.5]
     assert out["reject"].tolist() == [True, True, False, False]
 
@@ -369,7 +370,7 @@ def test_position_bias_detects_planted_bias_only():
                          "winner_shown": "A" if rng.random() < p_a else "B"})
     rows.append({"pair_id": "x", "judge": "fair", "order": "AB", "shown_a": "m1", "parse_ok": False,
                  "winner_shown": None})
-    out = agreement.position_bias(pd.DataFrame(rows)).set_index("judge")
+    out = bias.position_bias(pd.DataFrame(rows)).set_index("judge")
     assert out.loc["biased", "reject"] and out.loc["biased", "p_value"] < 1e-6
     assert out.loc["biased", "ci_low"] > 0.5
     assert not out.loc["fair", "reject"] and out.loc["fair", "p_value"] > 0.05
@@ -389,7 +390,7 @@ def test_length_bias_detects_planted_bias_only():
         longer, shorter = ("a", "b") if la > lb else ("b", "a")
         rows.append(judgment(f"p{i}", i, "verbose", longer if rng.random() < 0.75 else shorter))
         rows.append(judgment(f"p{i}", i, "fair", "ab"[rng.integers(2)]))
-    out = agreement.length_bias(table(rows), pd.DataFrame(texts)).set_index("judge")
+    out = bias.length_bias(table(rows), pd.DataFrame(texts)).set_index("judge")
     assert out.loc["verbose", "reject"] and out.loc["verbose", "share_longer_wins"] > 0.65
     assert not out.loc["fair", "reject"] and out.loc["fair", "p_value"] > 0.05
     assert out.loc["fair", "n_pairs"] == 400
@@ -409,13 +410,13 @@ def test_self_preference_planted_and_family_exclusion():
                              system_b=sb))
     judge_fam = {"gpt-judge": "gpt", "claude-judge": "claude"}
     sys_fam = {"gpt-x": "gpt", "llama-y": "llama"}
-    out = agreement.self_preference(table(rows), judge_fam, sys_fam, n_boot=400, seed=0).set_index("judge")
+    out = bias.self_preference(table(rows), judge_fam, sys_fam, n_boot=400, seed=0).set_index("judge")
     g = out.loc["gpt-judge"]
     assert g["win_rate_self"] == 1.0 and 0.4 < g["win_rate_others"] < 0.6
     assert g["ci_low"] > 0.3 and g["reject"]
     assert out.loc["claude-judge", "status"] == "absent"  # never saw a claude system
     # the unbiased case: a gpt judge that picks at random is not flagged
     fair = [dict(r, winner="ab"[rng.integers(2)]) if r["judge"] == "gpt-judge" else r for r in rows]
-    out = agreement.self_preference(table(fair), judge_fam, sys_fam, n_boot=400, seed=0).set_index("judge")
+    out = bias.self_preference(table(fair), judge_fam, sys_fam, n_boot=400, seed=0).set_index("judge")
     assert out.loc["gpt-judge", "ci_low"] < 0 < out.loc["gpt-judge", "ci_high"]
     assert not out.loc["gpt-judge", "reject"]

@@ -4,7 +4,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from heart import agreement, leaderboard, multiple_testing, simulate, tableio
+from heart import leaderboard, multiple_testing, simulate, tableio
 
 
 @pytest.fixture(scope="module")
@@ -80,7 +80,7 @@ def test_multiple_testing_adjusts_within_families_only():
     out = multiple_testing.collect({"bias_position": a, "factor_correlations": b})
     tableio.to_arrow(out, "tests")
     pos = out[out.family == "position_bias"].set_index("test")["p_adj"]
-    expected, _ = agreement.bh([0.01, 0.04, 0.03])
+    expected, _ = multiple_testing.bh([0.01, 0.04, 0.03])
     assert np.allclose(pos[["x", "y", "z"]], expected)
     assert out.loc[out.family == "factor_win_correlation", "p_adj"].item() == pytest.approx(0.04)
     with pytest.raises(ValueError, match="no test specification"):

@@ -34,6 +34,34 @@ def test_a_broken_codebook_is_named(tmp_path):
         rationales.load_codebook(bad)
 
 
+def test_the_codebook_schema_names_every_problem(tmp_path):
+    """workflow/schemas/codebook.schema.yaml (through heart.config.load_resource): one line per problem,
+    each naming the file, the code and the field."""
+    import jsonschema
+    import yaml
+
+    schema = yaml.safe_load((CODEBOOK.parents[2] / "schemas" / "codebook.schema.yaml").read_text())
+    jsonschema.validators.validator_for(schema).check_schema(schema)
+    jsonschema.validate(yaml.safe_load(CODEBOOK.read_text()), schema)  # the shipped codebook passes
+    bad = tmp_path / "cb.yaml"
+    bad.write_text("version: 1\ncodes:\n"
+                   "  - {key: '  ', label: x, axis: E, micro_skill: m, patterns: []}\n"
+                   "  - {key: y, label: x, axis: Q, patterns: ['a', ' '], colour: red}\n")
+    with pytest.raises(ValueError) as err:
+        rationales.load_codebook(bad)
+    lines = str(err.value).splitlines()
+    assert len(lines) == 6 and all(line.startswith(f"{bad}: codes[") for line in lines)
+    for problem in ("codes[0].key must be a non-empty string", "codes[0].patterns: has 0 entries",
+                    "codes[1].colour: unknown key", "codes[1].micro_skill must be a non-empty string",
+                    "codes[1].axis must be one of H, E, A, R, T, not 'Q'",
+                    "codes[1].patterns[1] must be a non-empty string"):
+        assert any(problem in line for line in lines), problem
+    bad.write_text("codes:\n  - {key: x, label: x, axis: E, micro_skill: m, patterns: [a]}\n"
+                   "  - {key: x, label: z, axis: R, micro_skill: m, patterns: [b]}\n")
+    with pytest.raises(ValueError, match=r"cb.yaml: codes\[1\]\.key 'x' is used twice"):
+        rationales.load_codebook(bad)
+
+
 def synthetic(n=120, linked=True, seed=0):
     """SYNTHETIC pairs: humans and one LLM judge agree on 'a'; the LLM names the feeling whenever the humans
     did (linked) or at random (not linked)."""

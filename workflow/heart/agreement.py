@@ -1,4 +1,4 @@
-"""Agreement, reliability and bias audits of the judges (HEART paper §4.2-4.4, §9.9, §9.12).
+"""Agreement of the judges: majorities, human–LLM, cross-judge, inter-human (HEART paper §4.2-4.4, §9.9).
 
 Input is ``results/judging/judgments.parquet`` (:func:`heart.judging.judgments`): one row per
 (pair, LLM judge) with the two presentation orders combined, and one row per (pair, human rater).
@@ -26,16 +26,22 @@ Agreement (§4.4, §9.9)
     the pairs where both have a winner; pairs where the judge gave no verdict are counted in
     ``n_no_verdict`` and left out. Cross-judge agreement is the same between two LLM judges (or
     two groups of judges, e.g. families, each reduced to its majority) on the pairs both judged,
-    with Cohen's κ (statsmodels) on the same pairs; "all" is the share of pairs on which every
-    judge (group) judged and all named the same winner (the paper's three-way agreement).
+    with Cohen's κ (:func:`heart.reliability.cohen_kappa`) on the same pairs; "all" is the share of
+    pairs on which every judge (group) judged and all named the same winner (the paper's three-way
+    agreement).
 
 Inter-human reliability (§4.2, §9.9)
-    Fleiss' κ (statsmodels) over the raters of each pair, on the winner (a / about the same / b)
-    and on the 5-point preference (-2..2). Fleiss' κ needs the same number of raters on every
-    pair, so it uses the pairs with the most common number (>= 2) of ratings; the others are
-    counted in the note. Krippendorff's α (``krippendorff``), which allows any number of raters
-    per pair, is given nominal and ordinal on the preference and nominal on the winner. Humans
-    give no axis marks (Figure 2), so per-axis κ is reported as "unavailable".
+    Fleiss' κ over the raters of each pair, on the winner (a / about the same / b) and on the
+    5-point preference (-2..2), and Krippendorff's α nominal and ordinal on the preference and
+    nominal on the winner (the coefficients are in :mod:`heart.reliability`). Fleiss' κ needs the
+    same number of raters on every pair, so it uses the pairs with the most common number (>= 2) of
+    ratings; the others are counted in the note. Humans give no axis marks (Figure 2), so per-axis
+    κ is reported as "unavailable".
+
+Stability under judge subsampling (§9.9)
+    The agreement of the majority of k random LLM judges with the reference, for every k; the
+    spread over subsets is summarised by its mean, SD and central ``ci`` range
+    (:func:`subsampling_stability`).
 
 Trivial judges and the human ceiling (AlpacaEval style)
     "always-longer" picks the longer response (whitespace-separated words of the completion
@@ -43,25 +49,16 @@ Trivial judges and the human ceiling (AlpacaEval style)
     (the stored order, which was randomised). The human ceiling is leave-one-out: every rater's
     winner against the majority of the *other* raters of the pair, pooled over all (rater, pair)
     comparisons; it compares one rater with n-1 others, so it slightly understates what the
-    full n-rater majority would reach.
+    full n-rater majority would reach. :func:`pair_lengths` (words of both completions of every
+    pair) serves "always-longer" here and the length audit of :mod:`heart.bias`.
 
-Bias audits (§9.12 "bias audits")
-    Position: share of parsed single-order verdicts in which the response shown as A wins,
-    exact binomial test against 1/2 (scipy) with a Clopper-Pearson interval. Length: share of
-    pairs with a winner and unequal lengths in which the longer response wins, same test (a
-    descriptive audit: a real quality-length correlation also moves it). Self-preference: for
-    each LLM judge, on the pairs it judged holding exactly one system of its own family, its
-    rate of picking the own-family side minus the rate of the other-family LLM judges on the same
-    pairs (pair-level difference, averaged; conversation-bootstrap CI, and a two-sided p-value
-    from the bootstrap standard error). Binomial tests treat verdicts as independent.
-
-Uncertainty and multiple testing (§9.12)
-    95 % intervals are percentile intervals of a conversation-level cluster bootstrap: the
+Uncertainty (§9.12)
+    Intervals (``ci_low`` / ``ci_high``, level ``ci``, config ``stats.ci``) are percentile
+    intervals of the conversation-level cluster bootstrap of :mod:`heart.bootstrap`: the
     conversation_ids of the whole judgments table are resampled with replacement (drawn once per
-    call with ``numpy.random.default_rng(seed)``, so every row of one call shares the resamples)
-    and a rate is re-estimated as (resampled sum of hits) / (resampled number of units).
-    p-values are two-sided; Benjamini-Hochberg (statsmodels ``fdr_bh``) is applied within each
-    family of tests (column ``family``) by :func:`adjust_within_families`.
+    call, so every row of one call shares the resamples) and a rate is re-estimated as (resampled
+    sum of hits) / (resampled number of units); κ and α are recomputed on the resampled pairs.
+    The bias audits are in :mod:`heart.bias`, Benjamini–Hochberg in :mod:`heart.multiple_testing`.
 """
 
 from __future__ import annotations
@@ -71,11 +68,10 @@ import itertools
 import math
 import warnings
 
-import krippendorff
 import numpy as np
 import pandas as pd
-from scipy import stats
-from statsmodels.stats import inter_rater, multitest
+
+from heart import bootstrap, reliability
 
 ENSEMBLE = "llm-ensemble"
 HUMAN_MAJORITY = "human-majority"
@@ -101,12 +97,6 @@ STABILITY_COLUMNS = ["reference", "k", "n_judges", "n_subsets", "sampling", "mea
                      "status", "note"]
 TRIVIAL_COLUMNS = ["reference", "judge", "judge_type", "n_pairs", "n_agree", "agreement", "ci_low", "ci_high",
                    "n_conversations", "n_no_verdict", "status", "note"]
-POSITION_COLUMNS = ["judge", "n_verdicts", "n_shown_a_wins", "share_shown_a", "ci_low", "ci_high", "p_value",
-                    "family", "p_adj", "reject", "status", "note"]
-LENGTH_COLUMNS = ["judge", "judge_kind", "n_pairs", "n_longer_wins", "share_longer_wins", "ci_low", "ci_high",
-                  "p_value", "n_equal_length", "family", "p_adj", "reject", "status", "note"]
-SELF_COLUMNS = ["judge", "judge_family", "n_pairs", "n_conversations", "win_rate_self", "win_rate_others",
-                "difference", "ci_low", "ci_high", "p_value", "family", "p_adj", "reject", "status", "note"]
 
 
 # --- small helpers ------------------------------------------------------------------------------
@@ -115,7 +105,8 @@ def _frame(rows: list[dict], columns: list[str]) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=columns) if rows else pd.DataFrame(columns=columns)
 
 
-def _pair_meta(judgments: pd.DataFrame) -> pd.DataFrame:
+def pair_meta(judgments: pd.DataFrame) -> pd.DataFrame:
+    """One row per pair (sorted by pair_id, its index): item, conversation, subset, kind and both sides."""
     cols = [c for c in ("pair_id", "item_id", "conversation_id", "subset", "kind", "system_a",
                         "contributor_a", "system_b", "contributor_b") if c in judgments.columns]
     return judgments[cols].drop_duplicates("pair_id").sort_values("pair_id").set_index("pair_id")
@@ -125,7 +116,7 @@ def _winners(judgments: pd.DataFrame, judge_kind: str = "llm") -> pd.DataFrame:
     """Pairs x judges of ``judge_kind``: "a" / "b" where the judge named a winner, else None."""
     ok = judgments[(judgments["judge_kind"] == judge_kind) & judgments["winner"].isin(["a", "b"])]
     wide = ok.drop_duplicates(["pair_id", "judge"]).pivot(index="pair_id", columns="judge", values="winner")
-    wide = wide.reindex(_pair_meta(judgments).index).astype(object)
+    wide = wide.reindex(pair_meta(judgments).index).astype(object)
     return wide.where(wide.notna(), None)
 
 
@@ -139,242 +130,12 @@ def _from_vote(votes: np.ndarray) -> np.ndarray:
     return np.where(votes > 0, "a", np.where(votes < 0, "b", None)).astype(object)
 
 
-class _ClusterBootstrap:
-    """Resamples of conversation ids (drawn once), applied to per-conversation sums."""
-
-    def __init__(self, conversation_ids, n_boot: int, seed: int):
-        self.ids = np.unique(np.asarray(list(conversation_ids)))
-        n = len(self.ids)
-        rng = np.random.default_rng(seed)
-        self.n_boot = int(n_boot) if n else 0
-        # drawing n ids with replacement == multinomial counts of each id
-        self.weights = (rng.multinomial(n, np.full(n, 1.0 / n), size=self.n_boot).astype(float)
-                        if self.n_boot else np.zeros((0, n)))
-
-    def sums(self, conversation_ids, values) -> np.ndarray:
-        idx = np.searchsorted(self.ids, np.asarray(conversation_ids))
-        return np.bincount(idx, weights=np.asarray(values, dtype=float), minlength=len(self.ids))
-
-    def rate(self, conversation_ids, hits) -> tuple[float, np.ndarray]:
-        """Point estimate (mean of ``hits``) and its bootstrap replicates."""
-        hits = np.asarray(hits, dtype=float)
-        if hits.size == 0:
-            return math.nan, np.full(self.n_boot, np.nan)
-        num = self.sums(conversation_ids, hits)
-        den = self.sums(conversation_ids, np.ones_like(hits))
-        with np.errstate(invalid="ignore", divide="ignore"):
-            reps = (self.weights @ num) / (self.weights @ den)
-        return float(hits.mean()), reps
-
-
-def _ci(reps: np.ndarray) -> tuple[float, float]:
-    reps = np.asarray(reps, dtype=float)
-    if reps.size == 0 or np.isnan(reps).all():
-        return math.nan, math.nan
-    lo, hi = np.nanpercentile(reps, [2.5, 97.5])
-    return float(lo), float(hi)
-
-
-def _bootstrap_p(estimate: float, reps: np.ndarray) -> float:
-    """Two-sided p-value of estimate = 0 from the bootstrap standard error (normal approximation)."""
-    reps = reps[~np.isnan(reps)]
-    if reps.size < 2 or np.isnan(estimate):
-        return math.nan
-    se = float(np.std(reps, ddof=1))
-    if se == 0:
-        return 1.0 if estimate == 0 else math.nan
-    return float(2 * stats.norm.sf(abs(estimate) / se))
-
-
-def _rate_row(boot: _ClusterBootstrap, conv, hits) -> dict:
+def _rate_row(boot: bootstrap.ClusterBootstrap, conv, hits, ci: float) -> dict:
     est, reps = boot.rate(conv, hits)
-    lo, hi = _ci(reps)
+    lo, hi = bootstrap.interval(reps, ci)
     hits = np.asarray(hits)
     return {"n_pairs": int(hits.size), "n_agree": int(hits.astype(float).sum()) if hits.size else 0,
             "agreement": est, "ci_low": lo, "ci_high": hi, "n_conversations": int(len(np.unique(conv)))}
-
-
-# --- multiple testing ---------------------------------------------------------------------------
-
-def bh(pvalues, alpha: float = 0.05) -> tuple[np.ndarray, np.ndarray]:
-    """Benjamini-Hochberg adjusted p-values and rejections (statsmodels ``fdr_bh``).
-
-    Parameters
-    ----------
-    pvalues : array_like
-        Raw p-values; NaN entries are left out of the correction and stay NaN (not rejected).
-    alpha : float
-        False discovery rate.
-
-    Returns
-    -------
-    p_adj : numpy.ndarray
-        Adjusted p-values (NaN where the input was NaN).
-    reject : numpy.ndarray of bool
-        Whether each hypothesis is rejected at ``alpha``.
-    """
-    p = np.asarray(pvalues, dtype=float)
-    p_adj = np.full(p.shape, np.nan)
-    reject = np.zeros(p.shape, dtype=bool)
-    ok = ~np.isnan(p)
-    if ok.any():
-        rej, adj, _, _ = multitest.multipletests(p[ok], alpha=alpha, method="fdr_bh")
-        p_adj[ok], reject[ok] = adj, rej
-    return p_adj, reject
-
-
-def adjust_within_families(table: pd.DataFrame, p_col: str = "p_value", family_col: str = "family",
-                           alpha: float = 0.05) -> pd.DataFrame:
-    """A copy of ``table`` with ``p_adj`` and ``reject``: BH applied separately within each family.
-
-    Parameters
-    ----------
-    table : pandas.DataFrame
-        One row per test, with a p-value column and a family column.
-    p_col, family_col : str
-        Names of those columns.
-    alpha : float
-        False discovery rate within each family.
-
-    Returns
-    -------
-    pandas.DataFrame
-        ``table`` plus ``p_adj`` (float, NaN for untested rows) and ``reject`` (bool).
-    """
-    out = table.copy()
-    out["p_adj"] = np.nan
-    out["reject"] = False
-    if out.empty:
-        out["reject"] = out["reject"].astype(bool)
-        return out
-    for _, idx in out.groupby(family_col, dropna=False, sort=False).groups.items():
-        adj, rej = bh(out.loc[idx, p_col].to_numpy(dtype=float), alpha)
-        out.loc[idx, "p_adj"] = adj
-        out.loc[idx, "reject"] = rej
-    out["reject"] = out["reject"].astype(bool)
-    return out
-
-
-# --- reliability coefficients (thin wrappers) ----------------------------------------------------
-
-def cohen_kappa(labels_1, labels_2, categories=None) -> dict:
-    """Cohen's κ of two raters on the same units (statsmodels ``cohens_kappa``).
-
-    Parameters
-    ----------
-    labels_1, labels_2 : sequence
-        The two raters' labels, aligned by unit (no missing values).
-    categories : sequence, optional
-        All categories (default: those that occur), so absent ones still get a row/column.
-
-    Returns
-    -------
-    dict
-        ``kappa`` with its asymptotic 95 % interval ``kappa_ci_low`` / ``kappa_ci_high``, ``n``
-        units and ``p_observed`` (raw agreement). κ is NaN when undefined (chance agreement 1).
-    """
-    l1, l2 = list(labels_1), list(labels_2)
-    cats = list(categories) if categories is not None else sorted(set(l1) | set(l2), key=str)
-    index = {c: i for i, c in enumerate(cats)}
-    table = np.zeros((len(cats), len(cats)))
-    for x, y in zip(l1, l2):
-        table[index[x], index[y]] += 1
-    out = {"kappa": math.nan, "kappa_ci_low": math.nan, "kappa_ci_high": math.nan, "n": len(l1),
-           "p_observed": float(np.trace(table) / table.sum()) if len(l1) else math.nan}
-    if not len(l1):
-        return out
-    p_exp = float((table.sum(0) * table.sum(1)).sum() / table.sum() ** 2)
-    if p_exp >= 1:
-        return out
-    with warnings.catch_warnings(), np.errstate(all="ignore"):
-        warnings.simplefilter("ignore")
-        res = inter_rater.cohens_kappa(table, return_results=True)
-    out.update(kappa=float(res.kappa), kappa_ci_low=float(res.kappa_low), kappa_ci_high=float(res.kappa_upp))
-    return out
-
-
-def _unit_counts(ratings: pd.DataFrame, categories) -> pd.DataFrame:
-    """Units x categories counts from a (unit, label) table; units with < 2 ratings dropped."""
-    cats = list(categories)
-    counts = pd.crosstab(ratings["unit"], pd.Categorical(ratings["label"], categories=cats), dropna=False)
-    counts = counts.reindex(columns=cats, fill_value=0)
-    return counts[counts.sum(axis=1) >= 2]
-
-
-def fleiss_kappa(ratings: pd.DataFrame, categories) -> dict:
-    """Fleiss' κ (statsmodels ``fleiss_kappa``) from one row per rating.
-
-    Parameters
-    ----------
-    ratings : pandas.DataFrame
-        Columns ``unit`` and ``label``.
-    categories : sequence
-        All categories of the scale.
-
-    Returns
-    -------
-    dict
-        ``kappa``; ``n_units`` used, ``n_per_unit`` (ratings per unit), ``n_units_dropped``. Fleiss'
-        κ assumes the same number of ratings per unit; units with the most common count (>= 2;
-        the larger on a tie) are used and the others dropped.
-    """
-    counts = _unit_counts(ratings, categories)
-    return _fleiss_from_counts(counts)
-
-
-def _fleiss_keep(counts: pd.DataFrame) -> tuple[pd.DataFrame, int]:
-    if counts.empty:
-        return counts, 0
-    per_unit = counts.sum(axis=1)
-    freq = per_unit.value_counts()
-    m = int(max(freq[freq == freq.max()].index))
-    return counts[per_unit == m], m
-
-
-def _fleiss_value(table: np.ndarray) -> float:
-    if table.shape[0] == 0:
-        return math.nan
-    p_cat = table.sum(0) / table.sum()
-    if (p_cat ** 2).sum() >= 1:  # one category only: chance agreement 1, κ undefined
-        return math.nan
-    return float(inter_rater.fleiss_kappa(table, method="fleiss"))
-
-
-def _fleiss_from_counts(counts: pd.DataFrame) -> dict:
-    kept, m = _fleiss_keep(counts)
-    return {"kappa": _fleiss_value(kept.to_numpy(dtype=float)), "n_units": int(len(kept)), "n_per_unit": m,
-            "n_units_dropped": int(len(counts) - len(kept))}
-
-
-def krippendorff_alpha(ratings: pd.DataFrame, level: str, value_domain) -> dict:
-    """Krippendorff's α (package ``krippendorff``) from one row per rating.
-
-    Parameters
-    ----------
-    ratings : pandas.DataFrame
-        Columns ``unit`` and ``label`` (rater identity does not enter α).
-    level : {"nominal", "ordinal", "interval", "ratio"}
-        Level of measurement.
-    value_domain : sequence
-        The ordered values of the scale.
-
-    Returns
-    -------
-    dict
-        ``alpha`` (NaN when undefined, e.g. a single value observed) and ``n_units`` pairable
-        units (>= 2 ratings).
-    """
-    counts = _unit_counts(ratings, value_domain)
-    return {"alpha": _alpha_value(counts.to_numpy(dtype=float), level, value_domain),
-            "n_units": int(len(counts))}
-
-
-def _alpha_value(counts: np.ndarray, level: str, value_domain) -> float:
-    if counts.shape[0] == 0 or (counts.sum(0) > 0).sum() < 2:
-        return math.nan
-    codes = list(range(len(value_domain)))  # ranks: ordinal/nominal are invariant to the coding
-    domain = codes if level in ("nominal", "ordinal") else list(value_domain)
-    return float(krippendorff.alpha(value_counts=counts, value_domain=domain, level_of_measurement=level))
 
 
 # --- majorities ---------------------------------------------------------------------------------
@@ -401,7 +162,7 @@ def majority(judgments: pd.DataFrame, judge_kind: str, consensus: float = CONSEN
         vote counts, ``winner`` ("a"/"b"/None), ``share``, ``ambiguous`` and ``status``
         ("ok", "tie" = votes but no winner, "absent" = no vote of this kind on the pair).
     """
-    meta = _pair_meta(judgments)
+    meta = pair_meta(judgments)
     j = judgments[judgments["judge_kind"] == judge_kind]
     if judges is not None:
         j = j[j["judge"].isin(list(judges))]
@@ -455,7 +216,7 @@ def _scopes(ref: pd.DataFrame) -> list[tuple[str, np.ndarray]]:
     return scopes
 
 
-def human_llm_agreement(judgments: pd.DataFrame, n_boot: int = 1000, seed: int = 0,
+def human_llm_agreement(judgments: pd.DataFrame, n_boot: int = 1000, seed: int = 0, ci: float = 0.95,
                         consensus: float = CONSENSUS) -> pd.DataFrame:
     """Agreement of the LLM-ensemble majority, and of each LLM judge, with the human majority.
 
@@ -463,10 +224,9 @@ def human_llm_agreement(judgments: pd.DataFrame, n_boot: int = 1000, seed: int =
     ----------
     judgments : pandas.DataFrame
         The judgments table.
-    n_boot : int
-        Conversation-level bootstrap resamples (0: no interval).
-    seed : int
-        Seed of the resampling.
+    n_boot, seed, ci
+        Conversation-level bootstrap (:mod:`heart.bootstrap`): replicates (0: no interval), seed, and
+        coverage of the percentile interval.
     consensus : float
         Human majority share below which a pair is ambiguous.
 
@@ -496,7 +256,7 @@ def human_llm_agreement(judgments: pd.DataFrame, n_boot: int = 1000, seed: int =
                         "n_conversations": 0, "n_no_verdict": 0, "n_no_reference": 0, "status": "absent",
                         "note": f"{missing}: human-LLM agreement cannot be computed"}
                        for name in names for scope in ("all", "ambiguous")], AGREEMENT_COLUMNS)
-    boot = _ClusterBootstrap(judgments["conversation_id"], n_boot, seed)
+    boot = bootstrap.ClusterBootstrap(judgments["conversation_id"], n_boot, seed)
     wide = _winners(judgments, "llm")
     comparators = {ENSEMBLE: majority(judgments, "llm")["winner"].to_numpy(object)}
     comparators.update({j: wide[j].to_numpy(object) for j in llm_judges})
@@ -514,7 +274,7 @@ def human_llm_agreement(judgments: pd.DataFrame, n_boot: int = 1000, seed: int =
                    "n_no_verdict": int((base & pd.notna(ref) & pd.isna(comp)).sum()),
                    "n_no_reference": int((base & pd.isna(ref)).sum())}
             if use.any():
-                row.update(_rate_row(boot, conv[use], (comp[use] == ref[use]).astype(float)),
+                row.update(_rate_row(boot, conv[use], (comp[use] == ref[use]).astype(float), ci),
                            status="ok", note="")
             else:
                 row.update(n_pairs=0, n_agree=0, agreement=math.nan, ci_low=math.nan, ci_high=math.nan,
@@ -526,7 +286,7 @@ def human_llm_agreement(judgments: pd.DataFrame, n_boot: int = 1000, seed: int =
 
 # --- cross-judge agreement ----------------------------------------------------------------------
 
-def cross_judge_agreement(judgments: pd.DataFrame, n_boot: int = 1000, seed: int = 0,
+def cross_judge_agreement(judgments: pd.DataFrame, n_boot: int = 1000, seed: int = 0, ci: float = 0.95,
                           judge_groups: dict[str, str] | None = None) -> pd.DataFrame:
     """Agreement between LLM judges: every two, their mean, and all at once (paper §4.4).
 
@@ -534,8 +294,10 @@ def cross_judge_agreement(judgments: pd.DataFrame, n_boot: int = 1000, seed: int
     ----------
     judgments : pandas.DataFrame
         The judgments table (only LLM rows are used).
-    n_boot, seed : int
-        Conversation-level bootstrap.
+    n_boot, seed, ci
+        Conversation-level bootstrap (:mod:`heart.bootstrap`): replicates (0: no interval), seed, and
+        coverage of the percentile interval.
+        Cohen's κ gets its asymptotic interval at the same level.
     judge_groups : dict, optional
         judge -> group (e.g. family, for "Gemini-OpenAI"). Each group is first reduced to its
         majority winner per pair (:func:`majority`), and the groups are compared.
@@ -567,9 +329,9 @@ def cross_judge_agreement(judgments: pd.DataFrame, n_boot: int = 1000, seed: int
                         "note": f"{len(units)} LLM judge{'' if len(units) == 1 else 's'}"
                                 f"{' (groups)' if judge_groups else ''}: cross-judge agreement needs two"}],
                       CROSS_COLUMNS)
-    meta = _pair_meta(judgments)
+    meta = pair_meta(judgments)
     conv = meta["conversation_id"].reindex(wide.index).to_numpy()
-    boot = _ClusterBootstrap(judgments["conversation_id"], n_boot, seed)
+    boot = bootstrap.ClusterBootstrap(judgments["conversation_id"], n_boot, seed)
     rows, reps_all = [], []
     for u1, u2 in itertools.combinations(units, 2):
         w1, w2 = wide[u1].to_numpy(object), wide[u2].to_numpy(object)
@@ -579,8 +341,8 @@ def cross_judge_agreement(judgments: pd.DataFrame, n_boot: int = 1000, seed: int
             hits = (w1[use] == w2[use]).astype(float)
             est, reps = boot.rate(conv[use], hits)
             reps_all.append(reps)
-            lo, hi = _ci(reps)
-            kap = cohen_kappa(w1[use], w2[use], categories=["a", "b"])
+            lo, hi = bootstrap.interval(reps, ci)
+            kap = reliability.cohen_kappa(w1[use], w2[use], categories=["a", "b"], ci=ci)
             row.update(n_pairs=int(use.sum()), n_agree=int(hits.sum()), agreement=est, ci_low=lo, ci_high=hi,
                        kappa=kap["kappa"], kappa_ci_low=kap["kappa_ci_low"],
                        kappa_ci_high=kap["kappa_ci_high"],
@@ -604,7 +366,7 @@ def cross_judge_agreement(judgments: pd.DataFrame, n_boot: int = 1000, seed: int
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", RuntimeWarning)
             mean_reps = np.nanmean(np.vstack(reps_all), axis=0) if boot.n_boot else np.array([])
-        lo, hi = _ci(mean_reps)
+        lo, hi = bootstrap.interval(mean_reps, ci)
         mean_row.update(agreement=float(np.mean([r["agreement"] for r in ok])), ci_low=lo, ci_high=hi)
     else:
         mean_row.update(agreement=math.nan, ci_low=math.nan, ci_high=math.nan)
@@ -615,7 +377,7 @@ def cross_judge_agreement(judgments: pd.DataFrame, n_boot: int = 1000, seed: int
     if every.any():
         vals = wide[units].to_numpy(object)[every]
         hits = (vals == vals[:, :1]).all(axis=1).astype(float)
-        all_row.update(_rate_row(boot, conv[every], hits), status="ok",
+        all_row.update(_rate_row(boot, conv[every], hits, ci), status="ok",
                        note=f"pairs judged by all of {', '.join(units)}")
     else:
         all_row.update(n_pairs=0, n_agree=0, agreement=math.nan, ci_low=math.nan, ci_high=math.nan,
@@ -637,15 +399,17 @@ def _human_ratings(judgments: pd.DataFrame) -> pd.DataFrame:
                          "preference": pref.to_numpy(dtype=float), "winner": winner})
 
 
-def inter_human(judgments: pd.DataFrame, n_boot: int = 1000, seed: int = 0) -> pd.DataFrame:
+def inter_human(judgments: pd.DataFrame, n_boot: int = 1000, seed: int = 0, ci: float = 0.95) -> pd.DataFrame:
     """Inter-human reliability: Fleiss' κ and Krippendorff's α (paper §4.2: κ = 0.673; §9.9).
 
     Parameters
     ----------
     judgments : pandas.DataFrame
         The judgments table (human rows with status "ok" or "tie" are used).
-    n_boot, seed : int
-        Conversation-level bootstrap for the intervals (pairs repeated with their conversation).
+    n_boot, seed, ci
+        Conversation-level bootstrap (:mod:`heart.bootstrap`) for the percentile intervals at level ``ci``:
+        κ and α are recomputed on the pairs of the resampled conversations, each pair as often as its
+        conversation was drawn.
 
     Returns
     -------
@@ -665,7 +429,7 @@ def inter_human(judgments: pd.DataFrame, n_boot: int = 1000, seed: int = 0) -> p
                 "status": "unavailable",
                 "note": "human raters give one overall choice (Figure 2) and no axis marks: "
                         "per-axis inter-human agreement cannot be computed"}
-    boot = _ClusterBootstrap(judgments["conversation_id"], n_boot, seed)
+    boot = bootstrap.ClusterBootstrap(judgments["conversation_id"], n_boot, seed)
     conv_of_unit = ratings.drop_duplicates("unit").set_index("unit")["conversation_id"]
     rows = []
     for measure, labels, level in specs:
@@ -674,7 +438,7 @@ def inter_human(judgments: pd.DataFrame, n_boot: int = 1000, seed: int = 0) -> p
         else:
             r = ratings[ratings["preference"].notna()]
             r, domain = r.assign(label=r["preference"].astype(int)), PREFERENCE_DOMAIN
-        counts = _unit_counts(r, domain)
+        counts = reliability.unit_counts(r, domain)
         row = {"measure": measure, "labels": labels, "level": level, "n_raters": int(r["rater"].nunique())}
         if counts.empty:
             row.update(value=math.nan, ci_low=math.nan, ci_high=math.nan, n_units=0, n_ratings=0,
@@ -684,18 +448,17 @@ def inter_human(judgments: pd.DataFrame, n_boot: int = 1000, seed: int = 0) -> p
             rows.append(row)
             continue
         if measure == "fleiss_kappa":
-            kept, m = _fleiss_keep(counts)
+            kept, m = reliability.fleiss_units(counts)
             note = (f"pairs with {m} ratings; {len(counts) - len(kept)} pairs with another number of "
                     f"ratings left out")
         else:
             kept, note = counts, "pairs with >= 2 ratings"
         table = kept.to_numpy(dtype=float)
-        value = _fleiss_value if measure == "fleiss_kappa" else functools.partial(
-            _alpha_value, level=level, value_domain=domain)
+        value = reliability.fleiss_kappa_table if measure == "fleiss_kappa" else functools.partial(
+            reliability.krippendorff_alpha_table, level=level, value_domain=domain)
         est = value(table)
-        unit_conv = np.searchsorted(boot.ids, conv_of_unit.reindex(kept.index).to_numpy())
-        reps = np.array([value(np.repeat(table, w[unit_conv].astype(int), axis=0)) for w in boot.weights])
-        lo, hi = _ci(reps)
+        reps = boot.apply(conv_of_unit.reindex(kept.index).to_numpy(), table, value)
+        lo, hi = bootstrap.interval(reps, ci)
         row.update(value=est, ci_low=lo, ci_high=hi, n_units=int(len(kept)), n_ratings=int(table.sum()),
                    status="ok" if not np.isnan(est) else "undefined",
                    note=note if not np.isnan(est) else note + "; undefined (a single category observed)")
@@ -706,7 +469,7 @@ def inter_human(judgments: pd.DataFrame, n_boot: int = 1000, seed: int = 0) -> p
 
 # --- stability under judge subsampling ----------------------------------------------------------
 
-def subsampling_stability(judgments: pd.DataFrame, n_rep: int = 200, seed: int = 0, ks=None,
+def subsampling_stability(judgments: pd.DataFrame, n_rep: int = 200, seed: int = 0, ks=None, ci: float = 0.95,
                           consensus: float = CONSENSUS) -> pd.DataFrame:
     """Agreement of the majority of k random LLM judges with the reference, for each k (§9.9).
 
@@ -721,6 +484,8 @@ def subsampling_stability(judgments: pd.DataFrame, n_rep: int = 200, seed: int =
         Seed of the subset draws.
     ks : sequence of int, optional
         Subset sizes (default 1 .. number of LLM judges).
+    ci : float
+        Share of the subsets' agreements between ``q_low`` and ``q_high``.
     consensus : float
         Passed to :func:`majority` (does not change the reference winner).
 
@@ -731,8 +496,8 @@ def subsampling_stability(judgments: pd.DataFrame, n_rep: int = 200, seed: int =
         "llm-ensemble-majority" (all LLM judges) when no pair has a human majority winner, in
         which case k = all judges agrees trivially. Per subset, agreement is over pairs where the
         reference and the subset majority both have a winner; ``mean_coverage`` is the mean share
-        of reference pairs that the subset majority decided. ``q_low``/``q_high`` are the 2.5 / 97.5
-        percentiles over subsets.
+        of reference pairs that the subset majority decided. ``q_low``/``q_high`` are the
+        ``(1 - ci) / 2`` and ``(1 + ci) / 2`` quantiles over subsets (2.5 % and 97.5 % for ci = 0.95).
     """
     wide = _winners(judgments, "llm")
     judges = list(wide.columns)
@@ -780,7 +545,8 @@ def subsampling_stability(judgments: pd.DataFrame, n_rep: int = 200, seed: int =
         if valid.size:
             row.update(mean_agreement=float(valid.mean()),
                        sd_agreement=float(valid.std(ddof=1)) if valid.size > 1 else math.nan,
-                       q_low=float(np.percentile(valid, 2.5)), q_high=float(np.percentile(valid, 97.5)),
+                       q_low=float(np.quantile(valid, (1 - ci) / 2)),
+                       q_high=float(np.quantile(valid, (1 + ci) / 2)),
                        min_agreement=float(valid.min()), max_agreement=float(valid.max()), status="ok",
                        note=ref_note + (f"; {len(agr) - valid.size} subsets without a common pair"
                                         if valid.size < len(agr) else ""))
@@ -817,7 +583,7 @@ def pair_lengths(judgments: pd.DataFrame, texts: pd.DataFrame) -> pd.DataFrame:
         Indexed by pair_id: ``len_a``, ``len_b`` (NaN when a text is missing) and ``longer``
         ("a"/"b", None when equal or unknown).
     """
-    meta = _pair_meta(judgments)
+    meta = pair_meta(judgments)
     t = texts.copy()
     keys = _key_frame(t["system"], t["contributor_id"])
     lengths = pd.Series(t["text"].fillna("").astype(str).str.split().str.len().to_numpy(),
@@ -836,7 +602,7 @@ def pair_lengths(judgments: pd.DataFrame, texts: pd.DataFrame) -> pd.DataFrame:
 
 
 def trivial_judges(judgments: pd.DataFrame, texts: pd.DataFrame, n_boot: int = 1000, seed: int = 0,
-                   consensus: float = CONSENSUS) -> pd.DataFrame:
+                   ci: float = 0.95, consensus: float = CONSENSUS) -> pd.DataFrame:
     """Real, trivial and ceiling judges side by side, against the human and the LLM-ensemble majority.
 
     Parameters
@@ -845,8 +611,9 @@ def trivial_judges(judgments: pd.DataFrame, texts: pd.DataFrame, n_boot: int = 1
         The judgments table.
     texts : pandas.DataFrame
         Completions (item_id, system, contributor_id, text), for "always-longer".
-    n_boot, seed : int
-        Conversation-level bootstrap.
+    n_boot, seed, ci
+        Conversation-level bootstrap (:mod:`heart.bootstrap`): replicates (0: no interval), seed, and
+        coverage of the percentile interval.
     consensus : float
         Passed to :func:`majority`.
 
@@ -859,9 +626,9 @@ def trivial_judges(judgments: pd.DataFrame, texts: pd.DataFrame, n_boot: int = 1
         (leave-one-out), the two trivial judges, and the human majority. A missing reference gives
         "absent" rows.
     """
-    meta = _pair_meta(judgments)
+    meta = pair_meta(judgments)
     conv = meta["conversation_id"].to_numpy()
-    boot = _ClusterBootstrap(judgments["conversation_id"], n_boot, seed)
+    boot = bootstrap.ClusterBootstrap(judgments["conversation_id"], n_boot, seed)
     human = majority(judgments, "human", consensus).set_index("pair_id")["winner"].reindex(meta.index)
     ens = majority(judgments, "llm", consensus).set_index("pair_id")["winner"].reindex(meta.index)
     wide = _winners(judgments, "llm")
@@ -878,7 +645,7 @@ def trivial_judges(judgments: pd.DataFrame, texts: pd.DataFrame, n_boot: int = 1
         out = {"reference": reference, "judge": judge, "judge_type": judge_type,
                "n_no_verdict": int((pd.notna(ref) & pd.isna(comp) & judged).sum())}
         if use.any():
-            out.update(_rate_row(boot, conv[use], (ref[use] == comp[use]).astype(float)), status="ok",
+            out.update(_rate_row(boot, conv[use], (ref[use] == comp[use]).astype(float), ci), status="ok",
                        note=note)
         else:
             out.update(n_pairs=0, n_agree=0, agreement=math.nan, ci_low=math.nan, ci_high=math.nan,
@@ -917,7 +684,7 @@ def trivial_judges(judgments: pd.DataFrame, texts: pd.DataFrame, n_boot: int = 1
              "n_no_verdict": int(loo["other_winner"].isna().sum()), "status": "ok",
              "note": "each rater vs the majority of the other raters, pooled over (rater, pair); "
                      "n_pairs counts rater-pair comparisons"}
-        r.update(_rate_row(boot, c, (loo_use["winner"] == loo_use["other_winner"]).to_numpy(float)))
+        r.update(_rate_row(boot, c, (loo_use["winner"] == loo_use["other_winner"]).to_numpy(float), ci))
         r["n_conversations"] = int(len(np.unique(c)))
         rows.append(r)
     # reference: LLM-ensemble majority
@@ -939,178 +706,3 @@ def trivial_judges(judgments: pd.DataFrame, texts: pd.DataFrame, n_boot: int = 1
         else:
             rows.append(absent(LLM_MAJORITY, HUMAN_MAJORITY, "human", why_h))
     return _frame(rows, TRIVIAL_COLUMNS)
-
-
-# --- bias audits --------------------------------------------------------------------------------
-
-def _binom(k: int, n: int) -> tuple[float, float, float, float]:
-    test = stats.binomtest(int(k), int(n), 0.5, alternative="two-sided")
-    ci = test.proportion_ci(confidence_level=0.95, method="exact")
-    return k / n, float(ci.low), float(ci.high), float(test.pvalue)
-
-
-def position_bias(verdicts: pd.DataFrame, alpha: float = 0.05) -> pd.DataFrame:
-    """Per LLM judge, the share of parsed single-order verdicts won by the response shown as A.
-
-    Parameters
-    ----------
-    verdicts : pandas.DataFrame
-        Per-(pair, judge, order) verdicts (``judge_verdicts`` schema), one or more judges
-        concatenated: ``judge``, ``parse_ok``, ``winner_shown``.
-    alpha : float
-        FDR for the BH adjustment across judges (family "position_bias").
-
-    Returns
-    -------
-    pandas.DataFrame
-        ``POSITION_COLUMNS``: share with exact (Clopper-Pearson) 95 % CI and two-sided binomial
-        p-value against 1/2; judges without a parsed verdict get status "absent".
-    """
-    rows = []
-    for judge, g in (verdicts.groupby("judge", sort=True) if len(verdicts) else []):
-        parsed = g[g["parse_ok"].fillna(False).astype(bool) & g["winner_shown"].isin(["A", "B"])]
-        n, k = len(parsed), int((parsed["winner_shown"] == "A").sum())
-        if n:
-            share, lo, hi, p = _binom(k, n)
-            rows.append({"judge": judge, "n_verdicts": n, "n_shown_a_wins": k, "share_shown_a": share,
-                         "ci_low": lo, "ci_high": hi, "p_value": p, "status": "ok", "note": ""})
-        else:
-            rows.append({"judge": judge, "n_verdicts": 0, "n_shown_a_wins": 0, "share_shown_a": math.nan,
-                         "ci_low": math.nan, "ci_high": math.nan, "p_value": math.nan, "status": "absent",
-                         "note": "no parsed verdict"})
-    if not rows:
-        rows.append({"judge": None, "n_verdicts": 0, "n_shown_a_wins": 0, "share_shown_a": math.nan,
-                     "ci_low": math.nan, "ci_high": math.nan, "p_value": math.nan, "status": "absent",
-                     "note": "LLM verdicts are absent"})
-    out = pd.DataFrame(rows).assign(family="position_bias")
-    return adjust_within_families(out, alpha=alpha).reindex(columns=POSITION_COLUMNS)
-
-
-def length_bias(judgments: pd.DataFrame, texts: pd.DataFrame, alpha: float = 0.05) -> pd.DataFrame:
-    """Per judge, the share of decided pairs of unequal length won by the longer response.
-
-    Parameters
-    ----------
-    judgments : pandas.DataFrame
-        The judgments table.
-    texts : pandas.DataFrame
-        Completions (item_id, system, contributor_id, text); length in words.
-    alpha : float
-        FDR for the BH adjustment across the rows (family "length_bias").
-
-    Returns
-    -------
-    pandas.DataFrame
-        ``LENGTH_COLUMNS``: one row per LLM judge, plus "llm-ensemble" (majority) and
-        "human-majority" (one verdict per pair, so rows stay independent across raters), with
-        exact 95 % CI and two-sided binomial p-value against 1/2. Missing kinds: "absent" rows.
-    """
-    lengths = pair_lengths(judgments, texts)["longer"]
-    entries = []
-    for judge in sorted(judgments.loc[judgments["judge_kind"] == "llm", "judge"].unique()):
-        g = judgments[judgments["judge"] == judge].drop_duplicates("pair_id").set_index("pair_id")["winner"]
-        entries.append((judge, "llm", g))
-    for name, kind in ((ENSEMBLE, "llm"), (HUMAN_MAJORITY, "human")):
-        entries.append((name, kind, majority(judgments, kind).set_index("pair_id")["winner"]))
-    rows = []
-    for judge, kind, win in entries:
-        win = win[win.isin(["a", "b"])]
-        longer = lengths.reindex(win.index)
-        n_equal = int(longer.isna().sum())
-        use = longer.notna()
-        n = int(use.sum())
-        row = {"judge": judge, "judge_kind": kind, "n_equal_length": n_equal}
-        label = "LLM" if kind == "llm" else kind
-        if n:
-            k = int((win[use] == longer[use]).sum())
-            share, lo, hi, p = _binom(k, n)
-            row.update(n_pairs=n, n_longer_wins=k, share_longer_wins=share, ci_low=lo, ci_high=hi, p_value=p,
-                       status="ok", note="length in words; pairs of equal length left out")
-        else:
-            row.update(n_pairs=0, n_longer_wins=0, share_longer_wins=math.nan, ci_low=math.nan,
-                       ci_high=math.nan, p_value=math.nan, status="absent",
-                       note=f"no decided {label} verdict on a pair of unequal length"
-                       if len(win) else f"{label} judgments are absent")
-        rows.append(row)
-    out = pd.DataFrame(rows).assign(family="length_bias")
-    return adjust_within_families(out, alpha=alpha).reindex(columns=LENGTH_COLUMNS)
-
-
-def self_preference(judgments: pd.DataFrame, judge_families: dict[str, str], system_families: dict[str, str],
-                    n_boot: int = 1000, seed: int = 0, alpha: float = 0.05) -> pd.DataFrame:
-    """Per LLM judge: does it favour its own family's systems more than other-family judges do?
-
-    Parameters
-    ----------
-    judgments : pandas.DataFrame
-        The judgments table.
-    judge_families : dict
-        LLM judge -> model family.
-    system_families : dict
-        System -> family ("human", "dataset" for the non-model systems).
-    n_boot, seed : int
-        Conversation-level bootstrap of the difference.
-    alpha : float
-        FDR for the BH adjustment across judges (family "self_preference").
-
-    Returns
-    -------
-    pandas.DataFrame
-        ``SELF_COLUMNS``. On the pairs the judge decided that hold exactly one system of its
-        family and that at least one other-family LLM judge decided: ``win_rate_self`` (the judge
-        picks the own-family side), ``win_rate_others`` (mean over pairs of the other-family
-        judges' share of votes for that side) and their ``difference`` with bootstrap CI and
-        p-value. Under family exclusion a judge never sees its own family: status "absent".
-    """
-    llm = judgments[judgments["judge_kind"] == "llm"]
-    meta = _pair_meta(judgments)
-    fam_a = meta["system_a"].map(system_families)
-    fam_b = meta["system_b"].map(system_families)
-    boot = _ClusterBootstrap(judgments["conversation_id"], n_boot, seed)
-    decided = llm[llm["winner"].isin(["a", "b"])].assign(family_=lambda d: d["judge"].map(judge_families))
-    rows = []
-    for judge in sorted(llm["judge"].unique()):
-        fam = judge_families.get(judge)
-        base = {"judge": judge, "judge_family": fam}
-        empty = {"n_pairs": 0, "n_conversations": 0, "win_rate_self": math.nan, "win_rate_others": math.nan,
-                 "difference": math.nan, "ci_low": math.nan, "ci_high": math.nan, "p_value": math.nan}
-        if fam is None:
-            rows.append({**base, **empty, "status": "absent", "note": "judge family unknown"})
-            continue
-        own_side = pd.Series(np.where((fam_a == fam) & (fam_b != fam), "a",
-                                      np.where((fam_b == fam) & (fam_a != fam), "b", None)),
-                             index=meta.index, dtype=object)
-        mine = decided[decided["judge"] == judge].drop_duplicates("pair_id").set_index("pair_id")["winner"]
-        mine = mine[own_side.reindex(mine.index).notna()]
-        if mine.empty:
-            rows.append({**base, **empty, "status": "absent",
-                         "note": "the judge decided no pair holding exactly one system of its family "
-                                 "(family exclusion?)"})
-            continue
-        others = decided[(decided["family_"] != fam) & decided["family_"].notna()
-                         & decided["pair_id"].isin(mine.index)]
-        others_own = own_side.reindex(others["pair_id"]).to_numpy(object)
-        others_share = others["winner"].to_numpy(object) == others_own
-        others_share = pd.Series(others_share.astype(float), index=others["pair_id"].to_numpy()).groupby(
-            level=0).mean()
-        pids = mine.index.intersection(others_share.index)
-        if pids.empty:
-            rows.append({**base, **empty, "status": "no_pairs",
-                         "note": "no other-family LLM judge decided the same pairs"})
-            continue
-        self_win = (mine.reindex(pids) == own_side.reindex(pids)).to_numpy(float)
-        other_win = others_share.reindex(pids).to_numpy(float)
-        c = meta["conversation_id"].reindex(pids).to_numpy()
-        diff, reps = boot.rate(c, self_win - other_win)
-        lo, hi = _ci(reps)
-        rows.append({**base, "n_pairs": int(len(pids)), "n_conversations": int(len(np.unique(c))),
-                     "win_rate_self": float(self_win.mean()), "win_rate_others": float(other_win.mean()),
-                     "difference": diff, "ci_low": lo, "ci_high": hi, "p_value": _bootstrap_p(diff, reps),
-                     "status": "ok", "note": "reference: other-family LLM judges on the same pairs"})
-    if not rows:
-        rows.append({"judge": None, "judge_family": None, "n_pairs": 0, "n_conversations": 0,
-                     "win_rate_self": math.nan, "win_rate_others": math.nan, "difference": math.nan,
-                     "ci_low": math.nan, "ci_high": math.nan, "p_value": math.nan, "status": "absent",
-                     "note": "LLM judgments are absent"})
-    out = pd.DataFrame(rows).assign(family="self_preference")
-    return adjust_within_families(out, alpha=alpha).reindex(columns=SELF_COLUMNS)

@@ -39,12 +39,14 @@ Intervals.
   It ignores the weights and the clustering of comparisons within conversations,
   so it is reported for reproduction, next to
 * a conversation-level cluster bootstrap (§9.12: "bootstraps resample at the
-  conversation level"): the conversations are drawn with replacement and the
-  model refitted; percentile intervals. It is vectorised: the comparisons are
-  aggregated once into a K x K weighted win matrix per conversation (C of
-  them), the resampling counts of all replicates form a B x C matrix, one
-  matrix product gives the B replicates' win matrices, and all B fits run at
-  once as a batched Newton iteration (``np.linalg.solve`` on a (B, K, K) stack).
+  conversation level"; the convention of :mod:`heart.bootstrap`): the
+  conversations are drawn with replacement and the model refitted; percentile
+  intervals at level ``ci``. It is vectorised: the comparisons are aggregated
+  once into a K x K weighted win matrix per conversation (C of them), the
+  resampling counts of all replicates form a B x C matrix
+  (:func:`heart.bootstrap.counts`), one matrix product gives the B replicates'
+  win matrices, and all B fits run at once as a batched Newton iteration
+  (``np.linalg.solve`` on a (B, K, K) stack).
 
 Ranks. A system ranks ahead of another only if its interval clears the other's:
 ``rank_i = 1 + #{j : lo_j > hi_i}`` (ties share a rank). *Separability* is the
@@ -65,6 +67,8 @@ from statistics import NormalDist
 
 import numpy as np
 import pandas as pd
+
+from heart import bootstrap as cluster_bootstrap
 
 AXES = ("H", "E", "A", "R", "T")
 DEFAULT_ALPHA = 1e-2
@@ -394,27 +398,19 @@ def asymptotic_ci(theta, n_comparisons, z: float = 1.96) -> tuple[np.ndarray, np
     return centre - half, centre + half
 
 
-def bootstrap_counts(n_conversations: int, n_boot: int, seed: int = 0) -> np.ndarray:
-    """How often each conversation is drawn in each replicate, shape (n_boot, n_conversations).
-
-    Replicate ``b`` draws ``n_conversations`` conversations with replacement
-    (``numpy.random.default_rng(seed).integers``); conversations are indexed in
-    sorted ``conversation_id`` order.
-    """
-    rng = np.random.default_rng(seed)
-    draws = rng.integers(0, n_conversations, size=(n_boot, n_conversations))
-    flat = draws + n_conversations * np.arange(n_boot)[:, None]
-    return np.bincount(flat.ravel(), minlength=n_boot * n_conversations).reshape(n_boot, n_conversations)
+#: How often each conversation (sorted ids) is drawn in each replicate: :func:`heart.bootstrap.counts`.
+bootstrap_counts = cluster_bootstrap.counts
 
 
-def _conversation_tensor(comp: pd.DataFrame, systems: list[str]) -> tuple[np.ndarray, np.ndarray]:
-    """Per conversation (sorted ids) the K x K weighted win matrix, flattened: (C, K*K)."""
+def _conversation_tensor(comp: pd.DataFrame, systems: list[str], boot: cluster_bootstrap.ClusterBootstrap
+                         ) -> np.ndarray:
+    """Per conversation (in ``boot.ids`` order) the K x K weighted win matrix, flattened: (C, K*K)."""
     K = len(systems)
     w_idx, l_idx = _codes(comp, systems)
-    conv_ids, conv = np.unique(comp["conversation_id"].to_numpy(), return_inverse=True)
+    conv = boot.index(comp["conversation_id"].to_numpy())
     flat = np.bincount(conv * K * K + w_idx * K + l_idx, weights=comp["weight"].to_numpy(dtype=np.float64),
-                       minlength=len(conv_ids) * K * K)
-    return conv_ids, flat.reshape(len(conv_ids), K * K)
+                       minlength=len(boot.ids) * K * K)
+    return flat.reshape(len(boot.ids), K * K)
 
 
 def bootstrap(comp: pd.DataFrame, systems, n_boot: int = 1000, seed: int = 0, alpha: float = DEFAULT_ALPHA,
@@ -431,7 +427,7 @@ def bootstrap(comp: pd.DataFrame, systems, n_boot: int = 1000, seed: int = 0, al
     n_boot : int
         Replicates.
     seed : int
-        Seed of the ``numpy.random.Generator`` (:func:`bootstrap_counts`).
+        Seed of the resampling (:func:`heart.bootstrap.counts`).
     alpha : float
         Ridge, as in :func:`fit`. With ``alpha == 0`` a replicate without a
         maximum-likelihood estimate raises.
@@ -450,9 +446,9 @@ def bootstrap(comp: pd.DataFrame, systems, n_boot: int = 1000, seed: int = 0, al
     if n_boot < 1:
         raise ValueError("n_boot must be >= 1")
     K = len(systems)
-    conv_ids, T = _conversation_tensor(comp, systems)
-    counts = bootstrap_counts(len(conv_ids), n_boot, seed)
-    W = (counts.astype(np.float64) @ T).reshape(n_boot, K, K)  # one matmul: all replicates' win matrices
+    boot = cluster_bootstrap.ClusterBootstrap(comp["conversation_id"], n_boot, seed)
+    T = _conversation_tensor(comp, systems, boot)
+    W = boot.resample(T).reshape(n_boot, K, K)  # one matmul: all replicates' win matrices
     if theta0 is None:
         theta0 = fit_matrix(T.sum(axis=0).reshape(K, K), alpha=alpha)
     return elo(fit_matrix(W, alpha=alpha, theta0=theta0))
@@ -523,7 +519,8 @@ def ratings(comp: pd.DataFrame, systems=None, n_boot: int = 1000, seed: int = 0,
     alpha : float
         Ridge, as in :func:`fit`.
     ci : float
-        Coverage of both intervals (0.95: z = 1.96, 2.5/97.5 percentiles).
+        Coverage of both intervals (0.95: z = 1.96; the bootstrap's percentile interval,
+        :func:`heart.bootstrap.interval`).
 
     Returns
     -------
@@ -565,8 +562,8 @@ def ratings(comp: pd.DataFrame, systems=None, n_boot: int = 1000, seed: int = 0,
                         "wins": wins, "win_rate": wins / n_comp, "elo_lo_asym": lo_a, "elo_hi_asym": hi_a})
     if n_boot > 0:
         boot = bootstrap(comp, systems, n_boot=n_boot, seed=seed, alpha=alpha, theta0=theta)
-        lo_b, hi_b = np.quantile(boot, [(1 - ci) / 2, (1 + ci) / 2], axis=0)
-        se_b = boot.std(axis=0, ddof=1) if n_boot > 1 else np.full(K, np.nan)
+        lo_b, hi_b = cluster_bootstrap.interval(boot, ci)
+        se_b = cluster_bootstrap.standard_error(boot)
         rank_b = pd.array(rank_by_overlap(point, lo_b, hi_b), dtype="Int64")
     else:
         lo_b = hi_b = se_b = np.full(K, np.nan)

@@ -12,7 +12,8 @@ needed values:
 
 * ``pearson_elo_aa``: Pearson r of Elo with the AA index (§4.7, paper r = 0.70
   over fifteen models; the Table 1 values give 0.704). CI from Fisher's z
-  (atanh r +- 1.96 / sqrt(n - 3)); p from ``scipy.stats.pearsonr`` (t-test).
+  (atanh r +- z / sqrt(n - 3), z = 1.96 at the default level ``ci`` = 0.95,
+  config ``stats.ci``); p from ``scipy.stats.pearsonr`` (t-test).
 * ``pearson_winrate_aa``: the same with the win rate, when a win-rate column
   is given (§4.7 compares "HEART Elo and win rate").
 * ``spearman_elo_log_ttft``: Spearman rho of Elo with log TTFT (§4.6, Figure 5).
@@ -86,7 +87,7 @@ def load_models(path=MODELS_CSV) -> pd.DataFrame:
     return table[MODEL_COLUMNS]
 
 
-def _row(test: str, x: str, y: str, method: str, xs: pd.Series, ys: pd.Series, confidence: float,
+def _row(test: str, x: str, y: str, method: str, xs: pd.Series, ys: pd.Series, ci: float,
          exploratory: bool = False, note: str = "") -> dict:
     ok = xs.notna() & ys.notna()
     xs, ys = xs[ok].astype(float), ys[ok].astype(float)
@@ -103,19 +104,19 @@ def _row(test: str, x: str, y: str, method: str, xs: pd.Series, ys: pd.Series, c
     if method == "pearson":
         res = stats.pearsonr(xs, ys)
         est, p = float(res.statistic), float(res.pvalue)
-        lo, hi = fisher_ci(est, n, confidence)
+        lo, hi = fisher_ci(est, n, ci)
         how = "Pearson r; Fisher-z CI; t-test p"
     else:
         res = stats.spearmanr(xs, ys)
         est, p = float(res.statistic), float(res.pvalue)
-        lo, hi = fisher_ci(est, n, confidence, se_scale=math.sqrt(1.06))
+        lo, hi = fisher_ci(est, n, ci, se_scale=math.sqrt(1.06))
         how = "Spearman rho; Fisher-z CI (SE sqrt(1.06/(n-3))); t-approximation p"
     return {**row, "status": "ok", "estimate": est, "ci_low": lo, "ci_high": hi, "p_value": p,
             "note": "; ".join(s for s in (how, note) if s)}
 
 
 def correlate(elo_table: pd.DataFrame, metadata: pd.DataFrame, elo_col: str = "elo", key: str = "system",
-              win_col: str | None = None, confidence: float = 0.95) -> pd.DataFrame:
+              win_col: str | None = None, ci: float = 0.95) -> pd.DataFrame:
     """Correlations of HEART ratings with the AA Intelligence Index and with log median TTFT.
 
     Parameters
@@ -129,7 +130,7 @@ def correlate(elo_table: pd.DataFrame, metadata: pd.DataFrame, elo_col: str = "e
         Column names in ``elo_table``.
     win_col : str, optional
         A win-rate column of ``elo_table``; adds ``pearson_winrate_aa``.
-    confidence : float
+    ci : float
         Level of the Fisher-z intervals.
 
     Returns
@@ -147,16 +148,16 @@ def correlate(elo_table: pd.DataFrame, metadata: pd.DataFrame, elo_col: str = "e
     joined[elo_col] = pd.to_numeric(joined[elo_col], errors="coerce")
     log_ttft = np.log(joined["ttft_median_s"])
     rows = [_row("pearson_elo_aa", elo_col, "aa_index_v3", "pearson", joined[elo_col], joined["aa_index_v3"],
-                 confidence)]
+                 ci)]
     if win_col:
         rows.append(_row("pearson_winrate_aa", win_col, "aa_index_v3", "pearson",
-                         pd.to_numeric(joined[win_col], errors="coerce"), joined["aa_index_v3"], confidence))
+                         pd.to_numeric(joined[win_col], errors="coerce"), joined["aa_index_v3"], ci))
     rows.append(_row("spearman_elo_log_ttft", elo_col, "log_ttft_median_s", "spearman", joined[elo_col],
-                     log_ttft, confidence))
+                     log_ttft, ci))
     fam = (pd.DataFrame({"elo": joined[elo_col], "log_ttft": log_ttft, "family": joined["family"]})
            .dropna().groupby("family")[["elo", "log_ttft"]].mean())
     rows.append(_row("spearman_elo_log_ttft_family_means", elo_col, "log_ttft_median_s", "spearman",
-                     fam["elo"], fam["log_ttft"], confidence, exploratory=True,
+                     fam["elo"], fam["log_ttft"], ci, exploratory=True,
                      note="one point per family: mean Elo and mean log TTFT of its models with a TTFT"))
     return pd.DataFrame(rows, columns=RESULT_COLUMNS)
 

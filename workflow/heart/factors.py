@@ -38,16 +38,17 @@ Cronbach's alpha (:func:`cronbach_alpha`). No installed library provides it
 (pingouin is not available; statsmodels and factor_analyzer have none), so the
 standard formula is written out: alpha = k / (k - 1) * (1 - sum_i var_i /
 var_total), sample variances, listwise deletion; on z-scored axes this is the
-standardised alpha. The CI is Feldt's (1965): with n subjects and k items,
-1 - (1 - alpha) F_{q}(n - 1, (n - 1)(k - 1)) at the upper and lower quantiles.
+standardised alpha. The CI (level ``ci``, config ``stats.ci``) is Feldt's (1965):
+with n subjects and k items, 1 - (1 - alpha) F_{q}(n - 1, (n - 1)(k - 1)) at the
+upper and lower quantiles.
 Checked in the tests against the published worked example of Real Statistics
 (15 subjects x 10 items, alpha 0.592, CI 0.195–0.840, also R ``psych::alpha``)
 and the StatsBase.jl documentation example (covariance matrix, alpha 0.8136).
 
 Correlation with wins (:func:`correlation_with_wins`): Pearson r of ``z_mean``
 (and of the first factor's scores, when an EFA result is given) with the
-overall win rate, CI from Fisher's z (z = atanh r, SE = 1 / sqrt(n - 3)), the
-t-test p-value of ``scipy.stats.pearsonr``. Raw p-values; ``family`` names the
+overall win rate, CI at level ``ci`` from Fisher's z (z = atanh r, SE = 1 /
+sqrt(n - 3)), the t-test p-value of ``scipy.stats.pearsonr``. Raw p-values; ``family`` names the
 test family for a later Benjamini–Hochberg step. Caveat: the winner and the
 axis marks come from the same judge call, so the correlation is partly built in.
 
@@ -305,9 +306,9 @@ def efa(scores: pd.DataFrame, n_factors: int | None = None, columns=None, rotati
 
 # --- Cronbach's alpha ------------------------------------------------------------------------
 
-def _feldt_ci(alpha: float, n: int, k: int, confidence: float) -> tuple[float, float]:
+def _feldt_ci(alpha: float, n: int, k: int, ci: float) -> tuple[float, float]:
     df1, df2 = n - 1, (n - 1) * (k - 1)
-    q = (1 - confidence) / 2
+    q = (1 - ci) / 2
     return (float(1 - (1 - alpha) * stats.f.isf(q, df1, df2)),
             float(1 - (1 - alpha) * stats.f.isf(1 - q, df1, df2)))
 
@@ -321,7 +322,7 @@ def cronbach_alpha_from_cov(cov) -> float:
     return float(k / (k - 1) * (1 - np.trace(c) / c.sum()))
 
 
-def cronbach_alpha(scores: pd.DataFrame, columns=None, confidence: float = 0.95) -> dict:
+def cronbach_alpha(scores: pd.DataFrame, columns=None, ci: float = 0.95) -> dict:
     """Cronbach's alpha of the axis columns (rows = responses, columns = items), with Feldt's CI.
 
     Parameters
@@ -330,7 +331,7 @@ def cronbach_alpha(scores: pd.DataFrame, columns=None, confidence: float = 0.95)
         :func:`response_scores` output or any subjects x items table.
     columns : list of str, optional
         Items (default: the ``z_<axis>`` columns).
-    confidence : float
+    ci : float
         Level of Feldt's interval.
 
     Returns
@@ -356,7 +357,7 @@ def cronbach_alpha(scores: pd.DataFrame, columns=None, confidence: float = 0.95)
         return out
     k = len(cols)
     alpha = float(k / (k - 1) * (1 - item_var.sum() / total_var))
-    lo, hi = _feldt_ci(alpha, len(complete), k, confidence)
+    lo, hi = _feldt_ci(alpha, len(complete), k, ci)
     const = [c for c in cols if item_var[c] == 0]
     out.update(alpha=alpha, ci_low=lo, ci_high=hi,
                note=f"listwise complete rows; constant item(s): {', '.join(const)}" if const
@@ -366,18 +367,18 @@ def cronbach_alpha(scores: pd.DataFrame, columns=None, confidence: float = 0.95)
 
 # --- correlation with wins -------------------------------------------------------------------
 
-def fisher_ci(r: float, n: int, confidence: float = 0.95, se_scale: float = 1.0) -> tuple[float, float]:
+def fisher_ci(r: float, n: int, ci: float = 0.95, se_scale: float = 1.0) -> tuple[float, float]:
     """CI of a correlation from Fisher's z: tanh(atanh r +- q * se_scale / sqrt(n - 3)); NaN for n <= 3."""
     if n <= 3 or not np.isfinite(r):
         return float("nan"), float("nan")
     if abs(r) >= 1:
         return float(r), float(r)
-    z, q = math.atanh(r), stats.norm.ppf(1 - (1 - confidence) / 2)
+    z, q = math.atanh(r), stats.norm.ppf(1 - (1 - ci) / 2)
     half = q * se_scale / math.sqrt(n - 3)
     return math.tanh(z - half), math.tanh(z + half)
 
 
-def _pearson_row(measure: str, x: pd.Series, y: pd.Series, confidence: float) -> dict:
+def _pearson_row(measure: str, x: pd.Series, y: pd.Series, ci: float) -> dict:
     ok = x.notna() & y.notna()
     x, y = x[ok].astype(float), y[ok].astype(float)
     row = {"family": TEST_FAMILY, "measure": measure, "n": len(x), "r": np.nan, "ci_low": np.nan,
@@ -388,13 +389,13 @@ def _pearson_row(measure: str, x: pd.Series, y: pd.Series, confidence: float) ->
     if x.nunique() < 2 or y.nunique() < 2:
         return {**row, "status": "degenerate", "note": "a variable is constant"}
     res = stats.pearsonr(x, y)
-    lo, hi = fisher_ci(float(res.statistic), len(x), confidence)
+    lo, hi = fisher_ci(float(res.statistic), len(x), ci)
     return {**row, "status": "ok", "r": float(res.statistic), "ci_low": lo, "ci_high": hi,
             "p_value": float(res.pvalue), "note": "Pearson r; Fisher-z CI; t-test p"}
 
 
 def correlation_with_wins(scores: pd.DataFrame, efa_result: EFAResult | None = None,
-                          confidence: float = 0.95) -> pd.DataFrame:
+                          ci: float = 0.95) -> pd.DataFrame:
     """Pearson r of ``z_mean`` (and of each EFA factor's scores) with the overall win rate.
 
     Parameters
@@ -403,7 +404,7 @@ def correlation_with_wins(scores: pd.DataFrame, efa_result: EFAResult | None = N
         :func:`response_scores` output (``z_mean`` and ``win_rate``).
     efa_result : EFAResult, optional
         An :func:`efa` result on the same table; its factor scores are correlated too.
-    confidence : float
+    ci : float
         Level of the Fisher-z interval.
 
     Returns
@@ -412,12 +413,12 @@ def correlation_with_wins(scores: pd.DataFrame, efa_result: EFAResult | None = N
         ``CORR_COLUMNS``: one row per measure ("z_mean", "F1", ...).
     """
     wins = scores["win_rate"]
-    rows = [_pearson_row("z_mean", scores["z_mean"], wins, confidence)]
+    rows = [_pearson_row("z_mean", scores["z_mean"], wins, ci)]
     if efa_result is not None:
         if efa_result.status == "ok":
             for f in efa_result.scores.columns:
                 rows.append(_pearson_row(f, efa_result.scores[f], wins.loc[efa_result.scores.index],
-                                         confidence))
+                                         ci))
         else:
             rows.append({"family": TEST_FAMILY, "measure": "F1", "status": efa_result.status,
                          "n": efa_result.n,

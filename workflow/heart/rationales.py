@@ -1,7 +1,8 @@
 """Rationale coding: do humans and LLM judges give the same reasons when they agree? (HEART paper §4.3)
 
 Both kinds of rationale are coded with one versioned codebook
-(``workflow/resources/codebook/rationales.yaml``): each code ("names the
+(``workflow/resources/codebook/rationales.yaml``, checked against
+``workflow/schemas/codebook.schema.yaml`` by :func:`load_codebook`): each code ("names the
 feeling", "asks for one concrete detail", "offers a doable next step", "sounds
 natural", ...) maps to a HEART axis and a micro-skill and has case-insensitive
 regular expressions; a rationale *mentions* a code when one matches.
@@ -16,13 +17,15 @@ Statistics (:func:`comention`):
 * concordance -- the share of (agreed pair, code) cells where humans and LLMs
   both mention or both omit the code (the paper's "co-mentioned or co-omitted
   the same coded themes in 68 % of these agreed cases"), with a
-  conversation-level bootstrap CI;
+  conversation-level bootstrap CI (:mod:`heart.bootstrap`: the conversations of
+  the agreed pairs resampled, percentile interval at level ``ci``);
 * per code: how often each side mentions it, the concordance, and the *partial*
   correlation of the two mention indicators after residualising both on the
   presentation covariates -- the winner's length advantage (words), whether the
   winner was shown first, and the verbosity of each rationale (words) -- so the
   association reflects evaluative content rather than presentation. Its
-  two-sided p-value (family ``rationale_codes``) goes to the BH step.
+  two-sided p-value (family ``rationale_codes``) goes to the BH step; its
+  interval is Fisher's z at level ``ci`` (:func:`heart.factors.fisher_ci`).
 
 Without human rationales every row says so (``status`` "absent").
 """
@@ -30,15 +33,14 @@ Without human rationales every row says so (``status`` "absent").
 from __future__ import annotations
 
 import re
-from pathlib import Path
 
 import numpy as np
 import pandas as pd
-import yaml
 from scipy import stats
 
-from heart import tableio
+from heart import bootstrap
 from heart.agreement import majority
+from heart.config import ResourceError, load_resource
 from heart.factors import fisher_ci
 from heart.pairs import completion_text
 
@@ -49,27 +51,18 @@ CODE_COLUMNS = ["family", "code", "label", "axis", "micro_skill", "status", "n_p
 
 
 def load_codebook(path) -> list[dict]:
-    """The codebook's codes, checked; errors name the file, the code and the field."""
-    path = Path(path)
-    doc = yaml.safe_load(path.read_text()) or {}
-    codes = doc.get("codes")
-    if not isinstance(codes, list) or not codes:
-        raise ValueError(f"{path}: 'codes' must be a non-empty list")
-    seen = set()
+    """The codebook's codes, checked against ``workflow/schemas/codebook.schema.yaml``.
+
+    Errors (:class:`heart.config.ResourceError`) name the file, the code and the field, one line per
+    problem (``<file>: codes[1].axis must be one of H, E, A, R, T, not 'Q'``). Beyond the schema: every
+    key is used once and every pattern compiles. Each code gets its compiled patterns under ``_regex``.
+    """
+    codes = load_resource(path, "codebook", unique_keys="codes")["codes"]
     for i, code in enumerate(codes):
-        tableio.require_text(path, f"codes[{i}]", code, ("key", "label", "axis", "micro_skill"))
-        if code["key"] in seen:
-            raise ValueError(f"{path}: codes[{i}].key {code['key']!r} is used twice")
-        seen.add(code["key"])
-        if code["axis"] not in "HEART" or len(code["axis"]) != 1:
-            raise ValueError(f"{path}: codes[{i}].axis must be one of H, E, A, R, T, not {code['axis']!r}")
-        pats = code.get("patterns")
-        if not isinstance(pats, list) or not pats:
-            raise ValueError(f"{path}: codes[{i}].patterns must be a non-empty list")
         try:
-            code["_regex"] = [re.compile(p, re.IGNORECASE) for p in pats]
+            code["_regex"] = [re.compile(p, re.IGNORECASE) for p in code["patterns"]]
         except re.error as exc:
-            raise ValueError(f"{path}: codes[{i}] ({code['key']}): bad pattern: {exc}") from exc
+            raise ResourceError(f"{path}: codes[{i}] ({code['key']}): bad pattern: {exc}") from exc
     return codes
 
 
@@ -139,18 +132,12 @@ def comention(judgments: pd.DataFrame, texts: pd.DataFrame, codes: list[dict], n
     lm = np.array([[k in code_text(t, codes) for k in keys] for t in pairs["llm_rationale"]], dtype=float)
     concordant = (hm == lm).mean(axis=1)  # per pair: share of codes both mention or both omit
     conv = pairs["conversation_id"].to_numpy()
-    convs, inverse = np.unique(conv, return_inverse=True)
-    rng = np.random.default_rng(seed)
-    sums = np.bincount(inverse, weights=concordant, minlength=len(convs))
-    sizes = np.bincount(inverse, minlength=len(convs)).astype(float)
-    counts = rng.multinomial(len(convs), np.full(len(convs), 1 / len(convs)), size=n_boot) if n_boot else None
-    lo = hi = np.nan
-    if counts is not None:
-        reps = (counts @ sums) / np.maximum(counts @ sizes, 1)
-        lo, hi = np.quantile(reps, [(1 - ci) / 2, (1 + ci) / 2])
+    boot = bootstrap.ClusterBootstrap(conv, n_boot, seed)
+    estimate, reps = boot.rate(conv, concordant)
+    lo, hi = bootstrap.interval(reps, ci)
     summary = pd.DataFrame([{"status": "ok", "n_agreed_pairs": len(pairs), "n_codes": len(codes),
-                             "concordance": float(concordant.mean()), "ci_low": lo, "ci_high": hi,
-                             "n_conversations": len(convs),
+                             "concordance": estimate, "ci_low": lo, "ci_high": hi,
+                             "n_conversations": len(boot.ids),
                              "note": "share of (pair, code) cells both sides mention or both omit"}])
     cov = pairs[["length_advantage", "winner_shown_first", "human_words", "llm_words"]].to_numpy(dtype=float)
     cov = np.nan_to_num(cov, nan=np.nanmean(cov, axis=0) if np.isfinite(cov).any() else 0.0)

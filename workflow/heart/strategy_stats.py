@@ -36,12 +36,13 @@ Humans vs models (:func:`human_vs_model`), per strategy: the difference in
 usage rate, humans minus models (source "human" minus source "model", pooled
 over completions; "dataset" is left out), in percentage points, and Cohen's h
 = 2 asin(sqrt(p_h)) - 2 asin(sqrt(p_m)) (``statsmodels`` ``proportion_effectsize``).
-Uncertainty comes from a cluster bootstrap (§9.12: "Bootstraps resample at the
-conversation level"): conversations (the ``conversation_id`` of each item, or
-the item itself when no map is given) are drawn with replacement, all
-completions of the drawn conversations (humans and models together) are kept,
-and the rates are recomputed. The 95 % CI is the percentile interval. The
-two-sided ``p_value`` is a Wald test on the bootstrap standard error,
+Uncertainty comes from the cluster bootstrap of :mod:`heart.bootstrap` (§9.12:
+"Bootstraps resample at the conversation level"): conversations (the
+``conversation_id`` of each item, or the item itself when no map is given) are
+drawn with replacement, all completions of the drawn conversations (humans and
+models together) are kept, and the rates are recomputed. The interval is the
+percentile interval at level ``ci`` (config ``stats.ci``). The two-sided
+``p_value`` is a Wald test on the bootstrap standard error,
 p = 2 Phi(-|diff| / SE_boot), which respects the clustering of completions
 within conversations; ``p_value_ztest`` is the naive two-proportion z-test
 (``statsmodels`` ``proportions_ztest``) that treats completions as independent,
@@ -55,8 +56,9 @@ from collections.abc import Mapping
 
 import numpy as np
 import pandas as pd
-from scipy.stats import norm
 from statsmodels.stats.proportion import proportion_effectsize, proportions_ztest
+
+from heart import bootstrap
 
 TEST_FAMILY = "strategy_human_vs_model"
 LEVELS = ("system", "family", "source")
@@ -279,7 +281,7 @@ def _h(p1, p2):
 
 
 def human_vs_model(tags: pd.DataFrame, sources: Mapping | None = None, clusters=None, n_boot: int = 2000,
-                   seed: int = 0, strategies=None, confidence: float = 0.95) -> pd.DataFrame:
+                   seed: int = 0, strategies=None, ci: float = 0.95) -> pd.DataFrame:
     """Per strategy: usage rate of humans minus models, with a conversation-cluster bootstrap CI.
 
     Parameters
@@ -291,13 +293,11 @@ def human_vs_model(tags: pd.DataFrame, sources: Mapping | None = None, clusters=
     clusters : mapping, Series or DataFrame, optional
         item_id -> conversation_id (a DataFrame needs ``item_id`` and ``conversation_id``, e.g. the
         items table). Without it each item is its own cluster (``cluster_unit`` "item").
-    n_boot : int
-        Bootstrap resamples.
-    seed : int
-        Seed of the resampling (``numpy.random.default_rng``).
+    n_boot, seed : int
+        Bootstrap resamples and their seed (:mod:`heart.bootstrap`).
     strategies : list, optional
         Taxonomy keys in report order.
-    confidence : float
+    ci : float
         Level of the percentile interval.
 
     Returns
@@ -309,7 +309,6 @@ def human_vs_model(tags: pd.DataFrame, sources: Mapping | None = None, clusters=
     strategies = strategy_list(tags, strategies)
     comp_all = completion_matrix(tags, strategies, None, sources)
     comp_all = comp_all[comp_all["parse_ok"].astype(bool)]
-    alpha = 1 - confidence
     rows = []
     for tagger in _taggers(tags):
         comp = comp_all[comp_all["tagger"] == tagger] if tagger is not None else comp_all
@@ -324,47 +323,35 @@ def human_vs_model(tags: pd.DataFrame, sources: Mapping | None = None, clusters=
             continue
         both = pd.concat([hum, mod])
         cl, unit = _cluster_of(both["item_id"], clusters)
-        codes, uniques = pd.factorize(cl)
-        n_cl = len(uniques)
+        cl = cl.to_numpy()
+        boot = bootstrap.ClusterBootstrap(cl, n_boot, seed)
+        n_cl = len(boot.ids)
         is_h = (both["source"] == "human").to_numpy()
         used = both[strategies].to_numpy(dtype=float)
-        n_h_c = np.bincount(codes[is_h], minlength=n_cl).astype(float)
-        n_m_c = np.bincount(codes[~is_h], minlength=n_cl).astype(float)
-        u_h_c = np.zeros((n_cl, len(strategies)))
-        u_m_c = np.zeros((n_cl, len(strategies)))
-        np.add.at(u_h_c, codes[is_h], used[is_h])
-        np.add.at(u_m_c, codes[~is_h], used[~is_h])
-        rng = np.random.default_rng(seed)
-        w = rng.multinomial(n_cl, np.full(n_cl, 1.0 / n_cl), size=n_boot).astype(float)
-        with np.errstate(invalid="ignore", divide="ignore"):
-            r_h = (w @ u_h_c) / (w @ n_h_c)[:, None]
-            r_m = (w @ u_m_c) / (w @ n_m_c)[:, None]
+        (p_h, r_h), (p_m, r_m) = boot.rate(cl[is_h], used[is_h]), boot.rate(cl[~is_h], used[~is_h])
         diff_b = 100.0 * (r_h - r_m)
         h_b = _h(r_h, r_m)
         valid = np.isfinite(diff_b[:, 0])
         for j, s in enumerate(strategies):
-            k_h, k_m = int(u_h_c[:, j].sum()), int(u_m_c[:, j].sum())
-            p_h, p_m = k_h / len(hum), k_m / len(mod)
-            diff = 100.0 * (p_h - p_m)
+            k_h, k_m = int(used[is_h, j].sum()), int(used[~is_h, j].sum())
+            diff = 100.0 * (p_h[j] - p_m[j])
             d, hb = diff_b[valid, j], h_b[valid, j]
             note = f"{n_cl} {unit} clusters"
             if n_cl < 2 or len(d) < 2:
-                lo = hi = se = h_lo = h_hi = np.nan
+                lo = hi = se = h_lo = h_hi = p = np.nan
                 note += "; fewer than 2 clusters: no bootstrap interval"
             else:
-                lo, hi = np.percentile(d, [100 * alpha / 2, 100 * (1 - alpha / 2)])
-                h_lo, h_hi = np.percentile(hb, [100 * alpha / 2, 100 * (1 - alpha / 2)])
-                se = float(np.std(d, ddof=1))
+                lo, hi = bootstrap.interval(d, ci)
+                h_lo, h_hi = bootstrap.interval(hb, ci)
+                se, p = bootstrap.standard_error(d), bootstrap.p_value(diff, d)
             p_z = _ztest_p(k_h, len(hum), k_m, len(mod))
-            if np.isfinite(se) and se > 0:
-                p = float(2 * norm.sf(abs(diff) / se))
-            else:
+            if not se > 0:  # NaN too
                 p = p_z if diff != 0 else 1.0
                 note += "; bootstrap SE unavailable or 0: p_value is the z-test's"
             rows.append({**base, "strategy": s, "status": "present", "used_human": k_h, "used_model": k_m,
-                         "rate_human_pct": 100.0 * p_h, "rate_model_pct": 100.0 * p_m, "diff_pct": diff,
+                         "rate_human_pct": 100.0 * p_h[j], "rate_model_pct": 100.0 * p_m[j], "diff_pct": diff,
                          "ci_low_pct": float(lo), "ci_high_pct": float(hi), "se_boot_pct": se,
-                         "cohens_h": float(proportion_effectsize(p_h, p_m)), "h_ci_low": float(h_lo),
+                         "cohens_h": float(proportion_effectsize(p_h[j], p_m[j])), "h_ci_low": float(h_lo),
                          "h_ci_high": float(h_hi), "p_value": p, "p_value_ztest": p_z, "n_clusters": n_cl,
                          "cluster_unit": unit, "n_boot_valid": int(valid.sum()), "note": note})
     out = pd.DataFrame(rows, columns=HVM_COLUMNS)

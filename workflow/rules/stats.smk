@@ -1,7 +1,10 @@
 # Stage 6 — statistics from the judgments and strategy tags (HEART paper §4, §9.8-9.12)
-# -> results/stats/. Changing a `stats` setting reruns these rules (and figures), never an LLM call.
+# -> results/stats/. Each rule gets only the `stats` settings its script reads, so changing one reruns
+# only the rules that read it (and what reads their outputs), never an LLM call.
 
 STATS = config["stats"]
+# the conversation-level bootstrap (heart/bootstrap.py): replicates, seed, coverage of the interval
+BOOTSTRAP = {key: STATS[key] for key in ("n_boot", "seed", "ci")}
 
 
 rule ratings:
@@ -12,7 +15,8 @@ rule ratings:
         separability="results/stats/separability.parquet",
         leaderboard="results/stats/leaderboard.parquet",
     params:
-        stats=STATS,
+        bootstrap=BOOTSTRAP,
+        bt_alpha=STATS["bt_alpha"],
     log:
         "logs/stats/ratings.log",
     benchmark:
@@ -34,7 +38,9 @@ rule agreement:
         stability="results/stats/judge_stability.parquet",
         trivial="results/stats/trivial_judges.parquet",
     params:
-        stats=STATS,
+        bootstrap=BOOTSTRAP,
+        consensus=STATS["consensus"],
+        subsample_reps=STATS["subsample_reps"],
     log:
         "logs/stats/agreement.log",
     conda:
@@ -53,7 +59,8 @@ rule bias_audits:
         length="results/stats/bias_length.parquet",
         self_preference="results/stats/bias_self_preference.parquet",
     params:
-        stats=STATS,
+        bootstrap=BOOTSTRAP,
+        fdr_alpha=STATS["fdr_alpha"],
         families=system_families(),
         judge_families=judge_families(),
     log:
@@ -75,7 +82,7 @@ rule strategy_stats:
         diversity="results/stats/strategy_diversity.parquet",
         differences="results/stats/strategy_differences.parquet",
     params:
-        stats=STATS,
+        bootstrap=BOOTSTRAP,
         families=system_families(),
     log:
         "logs/stats/strategy_stats.log",
@@ -94,7 +101,8 @@ rule factor_analysis:
         summary="results/stats/factor_summary.parquet",
         correlations="results/stats/factor_correlations.parquet",
     params:
-        stats=STATS,
+        n_factors=STATS["n_factors"],
+        ci=STATS["ci"],
     log:
         "logs/stats/factor_analysis.log",
     conda:
@@ -109,6 +117,8 @@ rule external_correlations:
         models=workflow.source_path("../resources/external/models.csv"),
     output:
         "results/stats/external_correlations.parquet",
+    params:
+        ci=STATS["ci"],
     log:
         "logs/stats/external_correlations.log",
     conda:
@@ -129,7 +139,7 @@ rule multiple_testing:
     output:
         "results/stats/tests.parquet",
     params:
-        stats=STATS,
+        fdr_alpha=STATS["fdr_alpha"],
     log:
         "logs/stats/multiple_testing.log",
     conda:
@@ -147,7 +157,7 @@ rule rationale_codes:
         summary="results/stats/rationale_concordance.parquet",
         codes="results/stats/rationale_codes.parquet",
     params:
-        stats=STATS,
+        bootstrap=BOOTSTRAP,
     log:
         "logs/stats/rationale_codes.log",
     conda:

@@ -6,15 +6,16 @@ from heart.runtime import logged
 
 with logged(snakemake.log[0], snakemake) as log:
     job = provenance.collect(snakemake)
-    s = snakemake.params.stats
-    boot = {"n_boot": s["n_boot"], "seed": s["seed"]}
+    p = snakemake.params
+    boot = p.bootstrap  # n_boot, seed, ci
     judgments = tableio.read_table(snakemake.input.judgments)
-    texts = pd.concat([tableio.read_table(p) for p in snakemake.input.completions], ignore_index=True)
+    texts = pd.concat([tableio.read_table(path) for path in snakemake.input.completions], ignore_index=True)
     tables = {
-        "human_llm": agreement.human_llm_agreement(judgments, consensus=s["consensus"], **boot),
+        "human_llm": agreement.human_llm_agreement(judgments, consensus=p.consensus, **boot),
         "cross_judge": agreement.cross_judge_agreement(judgments, **boot),
         "inter_human": agreement.inter_human(judgments, **boot),
-        "stability": agreement.subsampling_stability(judgments, n_rep=s["subsample_reps"], seed=s["seed"]),
+        "stability": agreement.subsampling_stability(judgments, n_rep=p.subsample_reps, seed=boot["seed"],
+                                                     ci=boot["ci"]),
         "trivial": agreement.trivial_judges(judgments, texts, **boot),
     }
     names = {"human_llm": "agreement_human_llm", "cross_judge": "agreement_cross_judge",

@@ -1,20 +1,20 @@
 """rule bias_audits: position, length and self-preference bias of the judges (BH within each audit)."""
 import pandas as pd
 
-from heart import agreement, provenance, tableio
+from heart import bias, provenance, tableio
 from heart.runtime import logged
 
 with logged(snakemake.log[0], snakemake) as log:
     job = provenance.collect(snakemake)
-    s = snakemake.params.stats
+    p = snakemake.params
+    ci, alpha = p.bootstrap["ci"], p.fdr_alpha
     judgments = tableio.read_table(snakemake.input.judgments)
-    verdicts = [tableio.read_table(p) for p in snakemake.input.verdicts]
+    verdicts = [tableio.read_table(path) for path in snakemake.input.verdicts]
     verdicts = pd.concat(verdicts, ignore_index=True) if verdicts else tableio.empty_like("judge_verdicts")
-    texts = pd.concat([tableio.read_table(p) for p in snakemake.input.completions], ignore_index=True)
-    position = agreement.position_bias(verdicts, alpha=s["fdr_alpha"])
-    length = agreement.length_bias(judgments, texts, alpha=s["fdr_alpha"])
-    self_pref = agreement.self_preference(judgments, snakemake.params.judge_families, snakemake.params.families,
-                                          n_boot=s["n_boot"], seed=s["seed"])
+    texts = pd.concat([tableio.read_table(path) for path in snakemake.input.completions], ignore_index=True)
+    position = bias.position_bias(verdicts, alpha=alpha, ci=ci)
+    length = bias.length_bias(judgments, texts, alpha=alpha, ci=ci)
+    self_pref = bias.self_preference(judgments, p.judge_families, p.families, alpha=alpha, **p.bootstrap)
     tableio.write_tables([(position, snakemake.output.position, "bias_position"),
                           (length, snakemake.output.length, "bias_length"),
                           (self_pref, snakemake.output.self_preference, "bias_self_preference")], job)

@@ -1,16 +1,14 @@
 """rule factor_analysis: per-response axis z-scores, EFA loadings, Cronbach's alpha, correlation with wins."""
-import pandas as pd
-
 from heart import factors, provenance, tableio
 from heart.runtime import logged
 
 with logged(snakemake.log[0], snakemake) as log:
     job = provenance.collect(snakemake)
-    s = snakemake.params.stats
+    ci = snakemake.params.ci
     judgments = tableio.read_table(snakemake.input.judgments)
     scores = factors.response_scores(judgments)
-    result = factors.efa(scores, n_factors=s["n_factors"])
-    alpha = factors.cronbach_alpha(scores)
+    result = factors.efa(scores, n_factors=snakemake.params.n_factors)
+    alpha = factors.cronbach_alpha(scores, ci=ci)
     summary = result.summary().assign(cronbach_alpha=alpha["alpha"], alpha_ci_low=alpha.get("ci_low"),
                                       alpha_ci_high=alpha.get("ci_high"), alpha_status=alpha["status"])
     loadings = result.loadings.copy()
@@ -19,7 +17,7 @@ with logged(snakemake.log[0], snakemake) as log:
                     .melt(id_vars="variable", var_name="factor", value_name="loading"))
         loadings["communality"] = loadings["variable"].map(result.communalities)
     loadings = loadings.reindex(columns=["variable", "factor", "loading", "communality"])
-    correlations = factors.correlation_with_wins(scores, result if result.status == "ok" else None)
+    correlations = factors.correlation_with_wins(scores, result if result.status == "ok" else None, ci=ci)
     score_table = scores.reset_index(drop=True)
     tableio.write_tables([(score_table, snakemake.output.scores, "response_scores"),
                           (loadings, snakemake.output.loadings, "factor_loadings"),

@@ -5,7 +5,8 @@ from heart.runtime import logged
 with logged(snakemake.log[0], snakemake) as log:
     job = provenance.collect(snakemake)
     tables = {name: tableio.read_table(path) for name, path in snakemake.input.items()}
-    table = multiple_testing.collect(tables, alpha=snakemake.params.stats["fdr_alpha"])
+    alpha = snakemake.params.fdr_alpha
+    table = multiple_testing.collect(tables, alpha=alpha)
     tableio.write_table(table, snakemake.output[0], "tests", job)
     log.info("%d tests in %d families, %d rejected at FDR %.2f", len(table), table["family"].nunique(),
-             int(table["reject"].fillna(False).sum()), snakemake.params.stats["fdr_alpha"])
+             int(table["reject"].fillna(False).sum()), alpha)

@@ -4,10 +4,9 @@ from heart.runtime import logged
 
 with logged(snakemake.log[0], snakemake) as log:
     job = provenance.collect(snakemake)
-    s = snakemake.params.stats
     judgments = tableio.read_table(snakemake.input.judgments)
-    ratings, separability = leaderboard.leaderboard(judgments, n_boot=s["n_boot"], seed=s["seed"],
-                                                    alpha=s["bt_alpha"], ci=s["ci"])
+    ratings, separability = leaderboard.leaderboard(judgments, alpha=snakemake.params.bt_alpha,
+                                                    **snakemake.params.bootstrap)
     tableio.write_tables([(ratings, snakemake.output.ratings, "ratings"),
                           (separability, snakemake.output.separability, "separability"),
                           (leaderboard.headline(ratings), snakemake.output.leaderboard, "leaderboard")], job)

@@ -7,11 +7,10 @@ from heart.runtime import logged
 
 with logged(snakemake.log[0], snakemake) as log:
     job = provenance.collect(snakemake)
-    s = snakemake.params.stats
     codes = rationales.load_codebook(snakemake.input.codebook)
     judgments = tableio.read_table(snakemake.input.judgments)
     texts = pd.concat([tableio.read_table(p) for p in snakemake.input.completions], ignore_index=True)
-    summary, per_code = rationales.comention(judgments, texts, codes, n_boot=s["n_boot"], seed=s["seed"], ci=s["ci"])
+    summary, per_code = rationales.comention(judgments, texts, codes, **snakemake.params.bootstrap)
     version = sha256_file(snakemake.input.codebook)[:12]
     tableio.write_tables([(summary, snakemake.output.summary, "rationale_concordance"),
                           (per_code, snakemake.output.codes, "rationale_codes")], {**job, "codebook_version": version})

@@ -6,7 +6,6 @@ from heart.runtime import logged
 
 with logged(snakemake.log[0], snakemake) as log:
     job = provenance.collect(snakemake)
-    s = snakemake.params.stats
     tags = [tableio.read_table(p) for p in snakemake.input.tags]  # no tagger configured: no tags, every row "absent"
     tags = pd.concat(tags, ignore_index=True) if tags else tableio.empty_like("strategy_tags")
     strategies = tagging.keys(tagging.load_taxonomy(snakemake.input.taxonomy))
@@ -17,8 +16,8 @@ with logged(snakemake.log[0], snakemake) as log:
     clusters = dict(zip(items["item_id"], items["conversation_id"]))
     usage = strategy_stats.usage(tags, families=families, sources=sources, strategies=strategies)
     diversity = strategy_stats.diversity(tags, families=families, sources=sources, strategies=strategies)
-    differences = strategy_stats.human_vs_model(tags, sources=sources, clusters=clusters, n_boot=s["n_boot"],
-                                                seed=s["seed"])
+    differences = strategy_stats.human_vs_model(tags, sources=sources, clusters=clusters,
+                                                **snakemake.params.bootstrap)
     tableio.write_tables([(usage, snakemake.output.usage, "strategy_usage"),
                           (diversity, snakemake.output.diversity, "strategy_diversity"),
                           (differences, snakemake.output.differences, "strategy_differences")], job)
