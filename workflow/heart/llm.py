@@ -48,6 +48,7 @@ from pathlib import Path
 import jsonschema
 import pandas as pd
 
+from heart import tableio
 from heart.chat_tokens import Neutraliser, gguf_special_tokens
 from heart.atomic import atomic_path
 from heart.secrets import RedactingStream, Redactor, redacted_logging
@@ -179,9 +180,9 @@ class ResponseCache:
         with atomic_path(path) as tmp:
             Path(tmp).write_text(json.dumps(entry, ensure_ascii=False))
 
-    def export(self, dest, redactor: Redactor | None = None) -> int:
-        """Write every entry (local and replayed) to one Parquet file (key, model, entry JSON), for publishing:
-        with the keys of this environment redacted from every entry."""
+    def export(self, dest, redactor: Redactor | None = None, provenance: dict | None = None) -> int:
+        """Write every entry (local and replayed) to one Parquet table ``llm_cache`` (key, model, entry JSON),
+        for publishing: with the keys of this environment redacted from every entry."""
         redactor = redactor or Redactor.from_env()
         entries = dict(self.replay)  # a replaying checkout re-publishes what it replayed
         for path in sorted(self.dir.glob("??/*.json")):
@@ -190,8 +191,7 @@ class ResponseCache:
         for k, e in sorted(entries.items()):
             clean = redacted_entry(e, redactor)  # "parsed" is left out: a replay parses the text again
             rows.append({"key": k, "model": clean.get("model"), "entry": json.dumps(clean)})
-        with atomic_path(dest) as tmp:
-            pd.DataFrame(rows, columns=["key", "model", "entry"]).to_parquet(tmp, index=False)
+        tableio.write_table(pd.DataFrame(rows, columns=["key", "model", "entry"]), dest, "llm_cache", provenance)
         return len(rows)
 
 

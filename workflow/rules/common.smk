@@ -8,7 +8,7 @@ from pathlib import Path
 # this Snakefile and, through PYTHONPATH, of every job it starts (scripts, conda envs, cluster jobs).
 HEART_PATH = str(Path(workflow.basedir) / "workflow")
 sys.path.insert(0, HEART_PATH)
-os.environ["PYTHONPATH"] = os.pathsep.join([HEART_PATH, *filter(None, [os.environ.get("PYTHONPATH")])])
+os.environ.update(PYTHONPATH=os.pathsep.join([HEART_PATH, *filter(None, [os.environ.get("PYTHONPATH")])]))
 
 from heart import shards  # noqa: E402
 from heart.config import validate_config  # noqa: E402

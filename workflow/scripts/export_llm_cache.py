@@ -1,9 +1,10 @@
 """rule export_llm_cache: the response cache as one Parquet file, for replay elsewhere."""
-from heart import llm
+from heart import llm, provenance
 from heart.runtime import key_env_names, logged
 from heart.secrets import Redactor
 
 with logged(snakemake.log[0], snakemake) as log:
     redactor = Redactor.from_env(key_env_names(snakemake.config))
-    n = llm.ResponseCache(snakemake.params.cache_dir).export(snakemake.output[0], redactor)
+    n = llm.ResponseCache(snakemake.params.cache_dir).export(snakemake.output[0], redactor,
+                                                              provenance.collect(snakemake))
     log.info("exported %d cached responses from %s", n, snakemake.params.cache_dir)
