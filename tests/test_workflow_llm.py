@@ -21,13 +21,13 @@ TINY = FIXTURES / "esconv_tiny.json"
 @pytest.mark.local_llm
 def test_default_pipeline_on_the_local_model(workflow_copy):
     wf = workflow_copy
-    # the smallest run that still has every stage: 2 regular items, 1 adversarial conversation
-    cfg = ["--config", f"esconv={{local_copy: {TINY}}}", "regular_items={n: 2, seed: 1}", "adversarial_items={n: 1}"]
+    # the smallest run that still has every stage: 1 regular item, 1 adversarial conversation
+    cfg = ["--config", f"esconv={{local_copy: {TINY}}}", "regular_items={n: 1, seed: 1}", "adversarial_items={n: 1}"]
     wf.snakemake(*cfg)
     r = lambda p: tableio.read_table(wf.root / p)  # noqa: E731
     items, attempts = r("results/items/items.parquet"), r("results/items/adversarial_attempts.parquet")
     adv = items[items["subset"] == "adversarial"]
-    assert (items["subset"] == "regular").sum() == 2
+    assert (items["subset"] == "regular").sum() == 1
     assert attempts["conversation_id"].nunique() == 1 and len(adv) == attempts["valid"].sum()
     for h, profile in zip(adv["history"], adv["profile"]):
         assert h[0]["role"] == "supporter" and h[-1]["role"] == "seeker" and profile in (
