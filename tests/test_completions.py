@@ -3,7 +3,7 @@
 import pandas as pd
 import pytest
 
-from heart import completions, tableio
+from heart import completions, llm, tableio
 
 
 def items():
@@ -37,9 +37,9 @@ def test_postprocess(raw, text, steps):
 def test_template_version_is_content_hash(tmp_path):
     p = tmp_path / "t.md"
     p.write_text("Be kind.\n")
-    text, v1 = completions.template(p)
+    text, v1 = llm.template(p)
     p.write_text("Be kinder.\n")
-    assert text == "Be kind." and completions.template(p)[1] != v1
+    assert text == "Be kind." and llm.template(p)[1] != v1
 
 
 def test_original_table():

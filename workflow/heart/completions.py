@@ -8,7 +8,6 @@ Every system's completions are one table (``completions.schema.yaml``).
 
 from __future__ import annotations
 
-import hashlib
 import re
 from pathlib import Path
 
@@ -21,12 +20,6 @@ from heart.llm import Request
 ROLE_TO_CHAT = {"seeker": "user", "supporter": "assistant"}
 _PREFIX = re.compile(r"^\s*(?:supporter|assistant|listener|helper|response|reply)\s*:\s*", re.IGNORECASE)
 _QUOTES = [('"', '"'), ("“", "”"), ("'", "'")]
-
-
-def template(path) -> tuple[str, str]:
-    """A prompt template's text and version (sha256 of the file's bytes, 12 hex digits)."""
-    raw = Path(path).read_bytes()
-    return raw.decode("utf-8").strip(), hashlib.sha256(raw).hexdigest()[:12]
 
 
 def chat_messages(system_prompt: str, history) -> tuple:

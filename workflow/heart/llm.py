@@ -48,10 +48,10 @@ from pathlib import Path
 import jsonschema
 import pandas as pd
 
-from heart import tableio
+from heart import provenance, tableio
 from heart.chat_tokens import Neutraliser, gguf_special_tokens
-from heart.atomic import atomic_path
-from heart.secrets import RedactingStream, Redactor, redacted_logging
+from heart.atomic import atomic_path, sha256_file
+from heart.redaction import RedactingStream, Redactor, redacted_logging
 
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")  # never fetch the price map
 
@@ -670,3 +670,37 @@ class Engine:
 
     def run(self, requests: list[Request], desc: str) -> dict[str, dict]:
         return run_requests(self.specs, requests, self.cache, desc=desc, backoff=self.backoff)
+
+
+def template(path) -> tuple[str, str]:
+    """A prompt template's text and version (sha256 of the file's bytes, 12 hex digits)."""
+    raw = Path(path).read_bytes()
+    return raw.decode("utf-8").strip(), hashlib.sha256(raw).hexdigest()[:12]
+
+
+@dataclass
+class Stage:
+    """What the script of an LLM stage's rule (completions, judging, tagging) takes from it: the engine for
+    its one model and that model's spec, its shard, and its prompt template with the versions that go into
+    every request (``version``: the prompt's, ``+`` the resource's the prompt is filled from, e.g. the
+    rubric) and, with the job's own (:func:`heart.provenance.collect`), into the table's ``provenance``."""
+
+    engine: Engine
+    spec: ModelSpec
+    shard: str
+    template: str
+    version: str
+    provenance: dict
+
+    @classmethod
+    def of(cls, smk, resource: str | None = None) -> "Stage":
+        """From a script's ``snakemake`` object: params ``model``, ``llm``, ``shard``; inputs ``prompt`` and,
+        when ``resource`` names one (``"rubric"``, ``"taxonomy"``), that input."""
+        engine = Engine([smk.params.model], smk.params.llm)
+        spec = next(iter(engine.specs.values()))
+        text, version = template(smk.input.prompt)
+        record = {**provenance.collect(smk), "prompt_version": version, "model": spec.model}
+        if resource:
+            record[f"{resource}_version"] = sha256_file(smk.input[resource])[:12]
+            version = f"{version}+{record[f'{resource}_version']}"
+        return cls(engine, spec, smk.params.shard, text, version, record)

@@ -3,7 +3,7 @@
 A script's stderr goes to its log; on failure the error message is also printed
 to the terminal's stderr, so the user sees *what* went wrong without opening
 the log, and the log keeps the full traceback. Everything written to the log,
-stdout and the terminal passes a :class:`heart.secrets.Redactor` first, so no
+stdout and the terminal passes a :class:`heart.redaction.Redactor` first, so no
 fragment of an API key a provider echoed reaches either.
 """
 
@@ -15,7 +15,7 @@ import re
 import sys
 import traceback
 
-from heart.secrets import RedactingStream, Redactor, redacted_logging
+from heart.redaction import RedactingStream, Redactor, redacted_logging
 
 
 _UNPRINTABLE = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\ud800-\udfff]")

@@ -308,24 +308,21 @@ def build_items(couplets: pd.DataFrame, audit: pd.DataFrame) -> pd.DataFrame:
     kept = audit[audit["decision"] == "kept"].set_index("item_id")
     items = couplets[couplets["item_id"].isin(kept.index)].copy()
     k = kept.loc[items["item_id"]]
+    # item column <- couplet column, and the screening scores the audit gave each kept couplet
+    from_couplet = {"item_id": "item_id", "conversation_id": "conversation_id",
+                    "seeker_turn_index": "seeker_turn_index", "history": "history", "original_reply": "reply_text",
+                    "original_strategies": "reply_strategies", "emotion_type": "emotion_type",
+                    "problem_type": "problem_type", "situation": "situation"}
+    scores = ("response_potential", "distress", "conflict", "help_request", "n_strategy_families")
     items = pd.DataFrame({
-        "item_id": items["item_id"].to_numpy(),
-        "conversation_id": items["conversation_id"].to_numpy(),
+        **{col: items[src].to_numpy() for col, src in from_couplet.items()},
         "subset": "regular",
         "profile": None,
-        "seeker_turn_index": items["seeker_turn_index"].to_numpy(),
-        "history": items["history"].to_numpy(),
-        "original_reply": items["reply_text"].to_numpy(),
-        "original_strategies": items["reply_strategies"].to_numpy(),
-        "emotion_type": items["emotion_type"].to_numpy(),
-        "problem_type": items["problem_type"].to_numpy(),
-        "situation": items["situation"].to_numpy(),
-        "response_potential": k["response_potential"].to_numpy(),
-        "distress": k["distress"].to_numpy(),
-        "conflict": k["conflict"].to_numpy(),
-        "help_request": k["help_request"].to_numpy(),
-        "n_strategy_families": k["n_strategy_families"].to_numpy(),
+        **{col: k[col].to_numpy() for col in scores},
     })
+    order = ["item_id", "conversation_id", "subset", "profile", "seeker_turn_index", "history", "original_reply",
+             "original_strategies", "emotion_type", "problem_type", "situation", *scores]
+    items = items[order]
     return items.sort_values(["conversation_id", "seeker_turn_index"]).reset_index(drop=True)
 
 

@@ -33,17 +33,21 @@ def table1(leaderboard: pd.DataFrame, models: pd.DataFrame, external: pd.DataFra
     return out[["data", "model", "HEART Elo", "Win %", "AA", "Pearson r (Elo, AA)"]].round(1)
 
 
-def leaderboard(board: pd.DataFrame) -> pd.DataFrame:
+def ci_label(ci: float) -> str:
+    """``0.95`` -> ``"95% CI"``: the intervals' coverage as the configuration sets it (stats.ci)."""
+    return f"{100 * ci:g}% CI"
+
+
+def leaderboard(board: pd.DataFrame, ci: float = 0.95) -> pd.DataFrame:
     out = board.rename(columns={"system": "System", "elo": "Elo", "win_pct": "Win %", "n_comparisons": "Comparisons",
                                 **{f"{a}_pct": a for a in "HEART"}})
-    out["Elo 95% CI (asymptotic)"] = _interval(board["elo_lo_asym"], board["elo_hi_asym"])
-    out["Elo 95% CI (bootstrap)"] = _interval(board["elo_lo_boot"], board["elo_hi_boot"])
-    cols = ["System", "status", "Elo", "Elo 95% CI (asymptotic)", "Elo 95% CI (bootstrap)", "Win %",
-            *"HEART", "Comparisons"]
-    return out[cols].round(1)
+    asym, boot = f"Elo {ci_label(ci)} (asymptotic)", f"Elo {ci_label(ci)} (bootstrap)"
+    out[asym] = _interval(board["elo_lo_asym"], board["elo_hi_asym"])
+    out[boot] = _interval(board["elo_lo_boot"], board["elo_hi_boot"])
+    return out[["System", "status", "Elo", asym, boot, "Win %", *"HEART", "Comparisons"]].round(1)
 
 
-def agreement(human_llm: pd.DataFrame, cross_judge: pd.DataFrame) -> pd.DataFrame:
+def agreement(human_llm: pd.DataFrame, cross_judge: pd.DataFrame, ci: float = 0.95) -> pd.DataFrame:
     h = human_llm[human_llm["scope"].isin(["all", "ambiguous"])].assign(
         comparison=lambda d: d["judge"] + " vs " + d["reference"])
     c = cross_judge.assign(comparison=lambda d: d["judge_1"].fillna("") + " vs " + d["judge_2"].fillna("all"),
@@ -52,8 +56,8 @@ def agreement(human_llm: pd.DataFrame, cross_judge: pd.DataFrame) -> pd.DataFram
                      c[["comparison", "scope", "n_pairs", "agreement", "ci_low", "ci_high", "status", "note"]]],
                     ignore_index=True)
     out["agreement %"] = 100 * out.pop("agreement")
-    out["95% CI"] = _interval(100 * out.pop("ci_low"), 100 * out.pop("ci_high"))
-    return out[["comparison", "scope", "n_pairs", "agreement %", "95% CI", "status", "note"]].round(1)
+    out[ci_label(ci)] = _interval(100 * out.pop("ci_low"), 100 * out.pop("ci_high"))
+    return out[["comparison", "scope", "n_pairs", "agreement %", ci_label(ci), "status", "note"]].round(1)
 
 
 def strategy_diversity(diversity: pd.DataFrame) -> pd.DataFrame:

@@ -78,6 +78,8 @@ rule figure_agreement:
         png=report("results/figures/agreement.png", caption="../report/agreement.rst",
                    category="2. Judges", labels={"figure": "Agreement"}),
         pdf="results/figures/agreement.pdf",
+    params:
+        ci=config["stats"]["ci"],  # the legend names the intervals' coverage
     log:
         "logs/figures/agreement.log",
     conda:

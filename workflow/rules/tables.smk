@@ -23,6 +23,8 @@ rule paper_tables:
             for name in ("table1", "leaderboard", "agreement", "strategy_diversity", "factors", "tests")
             for ext in ("csv", "tex")
         },
+    params:
+        ci=config["stats"]["ci"],  # column names and captions name the intervals' coverage
     log:
         "logs/tables/paper_tables.log",
     conda:

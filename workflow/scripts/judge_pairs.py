@@ -1,21 +1,16 @@
 """rule judge_pairs: one LLM judge's blinded verdicts on the pairs of a shard it may judge, in both orders."""
 import pandas as pd
 
-from heart import completions as completions_mod, judging, llm, pairs, provenance, shards, tableio
-from heart.atomic import sha256_file
+from heart import judging, llm, pairs, shards, tableio
 from heart.runtime import logged
 
 with logged(snakemake.log[0], snakemake) as log:
-    job = provenance.collect(snakemake)
-    engine = llm.Engine([snakemake.params.model], snakemake.params.llm)
-    spec = next(iter(engine.specs.values()))
+    stage = llm.Stage.of(snakemake, resource="rubric")
+    spec, shard = stage.spec, stage.shard
     judge = snakemake.params.judge
     rubric = judging.load_rubric(snakemake.input.rubric)
     axes = judging.axis_keys(rubric)  # H, E, A, R, T: the rubric's schema admits no other
-    template, version = completions_mod.template(snakemake.input.prompt)
-    rubric_version = sha256_file(snakemake.input.rubric)[:12]
-    instructions = judging.system_prompt(template, rubric)
-    shard = snakemake.params.shard
+    instructions = judging.system_prompt(stage.template, rubric)
     all_pairs = shards.select(tableio.read_table(snakemake.input.pair_table), shard)
     keep = judging.eligible(all_pairs, spec.family, snakemake.params.families, snakemake.params.exclude_own_family)
     todo = all_pairs[keep]
@@ -23,13 +18,12 @@ with logged(snakemake.log[0], snakemake) as log:
              spec.family, len(todo), len(all_pairs), int((~keep).sum()))
     items = tableio.read_table(snakemake.input.item_table)
     texts = pairs.completion_text(pd.concat([tableio.read_table(p) for p in snakemake.input.completions]))
-    requests = judging.requests(todo, items, texts, spec.name, instructions, f"{version}+{rubric_version}",
+    requests = judging.requests(todo, items, texts, spec.name, instructions, stage.version,
                                 judging.response_schema(rubric, snakemake.params.rationale_max_chars), snakemake.params.both_orders,
                                 params=snakemake.params.call_params)
-    results = engine.run(requests, desc=f"judging {judge} [{shard}]")
+    results = stage.engine.run(requests, desc=f"judging {judge} [{shard}]")
     table = judging.verdict_table(todo, judge, results, axes, snakemake.params.both_orders)
     tableio.write_table(table, snakemake.output[0], "judge_verdicts",
-                        {**job, "prompt_version": version, "rubric_version": rubric_version, "model": spec.model,
-                    "n_excluded_family": int((~keep).sum())})
+                        {**stage.provenance, "n_excluded_family": int((~keep).sum())})
     log.info("%s: %d verdicts (%d from cache), %d did not parse (kept with their raw text)", judge, len(table),
              int(table["from_cache"].sum()) if len(table) else 0, int((~table["parse_ok"]).sum()) if len(table) else 0)

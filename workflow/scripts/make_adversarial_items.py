@@ -1,12 +1,12 @@
 """rule make_adversarial_items: rewrite seeker turns of chosen windows -> adversarial items + attempts log."""
-from heart import adversarial, completions, llm, provenance, screening, tableio
+from heart import adversarial, llm, provenance, screening, tableio
 from heart.runtime import logged
 
 with logged(snakemake.log[0], snakemake) as log:
     job = provenance.collect(snakemake)
     engine = llm.Engine([snakemake.params.model], snakemake.params.llm)
     spec = next(iter(engine.specs.values()))
-    prompt, version = completions.template(snakemake.input.prompt)
+    prompt, version = llm.template(snakemake.input.prompt)
     items, attempts = adversarial.build(
         tableio.read_table(snakemake.input.conversations), tableio.read_table(snakemake.input.turns),
         tableio.read_table(snakemake.input.regular), lambda reqs: engine.run(reqs, desc="adversarial rewrites"),

@@ -4,12 +4,12 @@ from heart.runtime import logged
 
 with logged(snakemake.log[0], snakemake) as log:
     i, o = snakemake.input, snakemake.output
-    board = tableio.read_table(i.leaderboard)
+    board, ci = tableio.read_table(i.leaderboard), snakemake.params.ci
     made = {
         "table1": (tables.table1(board, external.load_models(i.models), tableio.read_table(i.external)),
                    "HEART Elo, win rate and the Artificial Analysis Intelligence Index (paper Table 1)"),
-        "leaderboard": (tables.leaderboard(board), "HEART leaderboard with both 95% intervals"),
-        "agreement": (tables.agreement(tableio.read_table(i.human_llm), tableio.read_table(i.cross_judge)),
+        "leaderboard": (tables.leaderboard(board, ci), f"HEART leaderboard with both {tables.ci_label(ci)}s"),
+        "agreement": (tables.agreement(tableio.read_table(i.human_llm), tableio.read_table(i.cross_judge), ci),
                       "Human-LLM and cross-judge agreement"),
         "strategy_diversity": (tables.strategy_diversity(tableio.read_table(i.diversity)), "Strategy diversity"),
         "factors": (tables.factors(tableio.read_table(i.factor_summary), tableio.read_table(i.loadings)),

@@ -15,14 +15,14 @@ with logged(snakemake.log[0], snakemake) as log:
     settings = snakemake.params.adversarial
     stages = {}
     if settings["n"] > 0:
-        prompt, version = completions.template(snakemake.input.adversarial_prompt)
+        prompt, version = llm.template(snakemake.input.adversarial_prompt)
         stages["adversarial rewrites (first attempt)"] = adversarial.first_attempt_requests(
             conversations, turns, regular, settings, prompt, version, settings["model"],
             specs[settings["model"]].params, lexicon=screening.Lexicon.from_file(snakemake.input.lexicon))
     # completions are previewed on the regular items (adversarial ones exist only after rewriting)
     for system, cfg in snakemake.params.systems.items():
         path = next(p for p in snakemake.input.prompts if Path(p).stem == cfg["prompt"])
-        prompt, version = completions.template(path)
+        prompt, version = llm.template(path)
         stages[f"completions {system} (regular items)"] = completions.completion_requests(
             regular, system, cfg["model"], prompt, version)
     # judging and tagging run on completions that do not exist yet: every system's reply is
@@ -36,7 +36,7 @@ with logged(snakemake.log[0], snakemake) as log:
         rubric = judging.load_rubric(snakemake.input.rubric)
         for name, cfg in snakemake.params.judging["judges"].items():
             path = next(p for p in snakemake.input.judge_prompts if Path(p).stem == cfg["prompt"])
-            template, version = completions.template(path)
+            template, version = llm.template(path)
             keep = judging.eligible(design, specs[cfg["model"]].family, snakemake.params.families,
                                     snakemake.params.judging["exclude_own_family"])
             stages[f"judging {name} (regular items, estimated)"] = judging.requests(
@@ -46,7 +46,7 @@ with logged(snakemake.log[0], snakemake) as log:
         taxonomy = tagging.load_taxonomy(snakemake.input.taxonomy)
         for name, cfg in snakemake.params.tagging["taggers"].items():
             path = next(p for p in snakemake.input.tagging_prompts if Path(p).stem == cfg["prompt"])
-            template, version = completions.template(path)
+            template, version = llm.template(path)
             stages[f"tagging {name} (regular items, estimated)"] = tagging.requests(
                 stand_ins, cfg["model"], tagging.system_prompt(template, taxonomy), version,
                 tagging.response_schema(taxonomy), params=cfg["params"])

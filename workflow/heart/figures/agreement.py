@@ -21,7 +21,7 @@ def _judge_sort(judges) -> list[str]:
 
 
 def agreement_panel(human_llm: pd.DataFrame, cross_judge: pd.DataFrame, trivial: pd.DataFrame,
-                    title: str = "Judge agreement", title_note: str | None = None) -> Figure:
+                    title: str = "Judge agreement", title_note: str | None = None, ci: float = 0.95) -> Figure:
     """Human-LLM agreement per judge (with reference lines) and the cross-judge agreement matrix.
 
     Parameters
@@ -60,7 +60,7 @@ def agreement_panel(human_llm: pd.DataFrame, cross_judge: pd.DataFrame, trivial:
         absent_axes(ax, "human judgments absent", note)
         ax.set_title("Agreement with the human majority", fontsize=FONT + 1)
     else:
-        _human_llm_axes(fig, ax, h, h_all, judges, trivial)
+        _human_llm_axes(fig, ax, h, h_all, judges, trivial, ci)
     if not mjudges:
         absent_axes(mx, "cross-judge agreement absent",
                     first_note(cross_judge) or "fewer than two LLM judges")
@@ -72,7 +72,7 @@ def agreement_panel(human_llm: pd.DataFrame, cross_judge: pd.DataFrame, trivial:
 
 
 def _human_llm_axes(fig: Figure, ax, h: pd.DataFrame, h_all: pd.DataFrame, judges: list[str],
-                    trivial: pd.DataFrame) -> None:
+                    trivial: pd.DataFrame, ci: float) -> None:
     """Left panel: each judge's agreement with the human majority, trivial judges and the human ceiling."""
     xs = []
     for i, j in enumerate(judges):
@@ -89,7 +89,7 @@ def _human_llm_axes(fig: Figure, ax, h: pd.DataFrame, h_all: pd.DataFrame, judge
                 ax.plot([v], [i + dy], marker=marker, linestyle="none", markersize=5,
                         markerfacecolor="white", markeredgecolor="#1f4e99", zorder=3)
                 xs.append(v)
-    handles = [Line2D([], [], color="#1f4e99", marker="o", label="all pairs (95% CI)"),
+    handles = [Line2D([], [], color="#1f4e99", marker="o", label=f"all pairs ({100 * ci:g}% CI)"),
                Line2D([], [], linestyle="none", marker="^", markerfacecolor="white",
                       markeredgecolor="#1f4e99", label="clear human majority"),
                Line2D([], [], linestyle="none", marker="v", markerfacecolor="white",
