@@ -40,12 +40,12 @@ run: setup
 	$(VENV)/bin/snakemake --cores $(CORES) $(if $(ESCONV),--config 'esconv={local_copy: $(ESCONV)}') $(SNAKEMAKE_ARGS) \
 	  --report results/report.html
 
-# two workers; the tests sharing one built workflow stay on one worker (tests/conftest.py)
+# two workers, a test file's tests on one (tests/conftest.py: the longest files first)
 test: setup
-	$(VENV)/bin/python -m pytest -n 2 --dist loadgroup $(PYTEST_ARGS)
+	$(VENV)/bin/python -m pytest -n 2 --dist loadfile $(PYTEST_ARGS)
 
 test-fast: setup
-	$(VENV)/bin/python -m pytest -n 2 --dist loadgroup -m "not e2e and not local_llm" $(PYTEST_ARGS)
+	$(VENV)/bin/python -m pytest -n 2 --dist loadfile -m "not e2e and not local_llm" $(PYTEST_ARGS)
 
 clean-results:
 	rm -rf results/data results/items logs benchmarks

