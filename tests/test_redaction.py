@@ -35,7 +35,7 @@ def test_whole_and_partial_echoes_are_masked():
     assert key_pieces(two) == [] and key_pieces(two, other) == [] and two.count(MASK) == 3
 
 
-def test_redaction_are_the_configured_and_the_credential_named_variables(monkeypatch):
+def test_the_secrets_are_the_configured_and_the_credential_named_variables(monkeypatch):
     monkeypatch.setenv("MY_PROVIDER_KEY_VAR", KEY)
     monkeypatch.setenv("SOMEONE_API_KEY", "abcdefghijklmnop")
     monkeypatch.setenv("HF_TOKEN", "hf_abcdefghijklmnop")
