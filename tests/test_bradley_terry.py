@@ -9,6 +9,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from heart import bootstrap as cluster_bootstrap
 from heart import bradley_terry as bt
 
 
@@ -235,7 +236,7 @@ def test_bootstrap_replicate_equals_explicit_resample_and_fit(small_comp):
     systems = sorted(set(small_comp["winner"]) | set(small_comp["loser"]))
     boot = bt.bootstrap(small_comp, systems, n_boot=20, seed=9)
     conv_ids = np.sort(small_comp["conversation_id"].unique())
-    counts = bt.bootstrap_counts(len(conv_ids), 20, seed=9)
+    counts = cluster_bootstrap.counts(len(conv_ids), 20, seed=9)
     assert counts.shape == (20, len(conv_ids)) and (counts.sum(axis=1) == len(conv_ids)).all()
     index = pd.Index(systems)
     for b in (0, 7, 19):

@@ -32,6 +32,7 @@ sys.path[:0] = [str(HERE.parent), str(HERE.parents[1] / "workflow")]
 
 import choix  # noqa: E402
 
+from heart import bootstrap as cluster_bootstrap  # noqa: E402
 from heart import bradley_terry as bt  # noqa: E402
 
 
@@ -102,7 +103,7 @@ def main():
     # 2. a loop calling choix once per replicate, on the same resampled conversations
     conv_ids, conv = np.unique(comp["conversation_id"].to_numpy(), return_inverse=True)
     rows_of = [np.flatnonzero(conv == c) for c in range(len(conv_ids))]
-    counts = bt.bootstrap_counts(len(conv_ids), B, seed=args.seed)
+    counts = cluster_bootstrap.counts(len(conv_ids), B, seed=args.seed)
 
     def resampled(b):
         rows = np.concatenate([np.tile(rows_of[c], k) for c, k in enumerate(counts[b]) if k])

@@ -398,10 +398,6 @@ def asymptotic_ci(theta, n_comparisons, z: float = 1.96) -> tuple[np.ndarray, np
     return centre - half, centre + half
 
 
-#: How often each conversation (sorted ids) is drawn in each replicate: :func:`heart.bootstrap.counts`.
-bootstrap_counts = cluster_bootstrap.counts
-
-
 def _conversation_tensor(comp: pd.DataFrame, systems: list[str], boot: cluster_bootstrap.ClusterBootstrap
                          ) -> np.ndarray:
     """Per conversation (in ``boot.ids`` order) the K x K weighted win matrix, flattened: (C, K*K)."""
@@ -439,7 +435,7 @@ def bootstrap(comp: pd.DataFrame, systems, n_boot: int = 1000, seed: int = 0, al
     -------
     ndarray, shape (n_boot, K)
         Elo of every replicate. Replicate ``b`` is the fit to the comparisons of
-        conversation ``c`` (sorted ids) repeated ``bootstrap_counts(C, n_boot,
+        conversation ``c`` (sorted ids) repeated ``heart.bootstrap.counts(C, n_boot,
         seed)[b, c]`` times.
     """
     systems = _check_comparisons(comp, systems)

@@ -167,14 +167,6 @@ def provenance_of(path) -> dict:
     return json.loads(raw) if raw else {}
 
 
-def require_text(path, where: str, entry: dict, fields) -> None:
-    """Each of ``fields`` of one entry of a versioned resource file is a non-empty string, else an
-    error naming the file, the entry (``where``, e.g. ``"axes[2]"``) and the field."""
-    for field in fields:
-        if not isinstance(entry.get(field), str) or not entry[field].strip():
-            raise ValueError(f"{path}: {where}.{field} must be a non-empty string")
-
-
 #: characters that show nothing (a regular-expression class body): a text made only of these and white
 #: space is blank. Every format character (Unicode category Cf: zero-width, bidirectional marks, word
 #: joiner, tags ...), fillers (Hangul, Braille blank), combining grapheme joiner, variation selectors.
