@@ -29,6 +29,7 @@ from heart import tableio
 
 REPO = Path(__file__).resolve().parents[1]
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
+TINY = FIXTURES / "esconv_tiny.json"  # the tiny ESConv fixture written for this project
 SHARED_ESCONV_DIR = Path(os.environ.get("HEART_SHARED_ESCONV", REPO.parent / "shared" / "data" / "esconv"))
 SNAKEMAKE = str(Path(sys.executable).parent / "snakemake")
 
@@ -40,7 +41,7 @@ needs_shared = pytest.mark.skipif(
 
 @pytest.fixture
 def tiny_esconv() -> Path:
-    return FIXTURES / "esconv_tiny.json"
+    return TINY
 
 
 class WorkflowCopy:
@@ -155,8 +156,6 @@ def fake(body):
                                "p": 0.9 if k == "reflective_statements" else 0.1, "evidence": ""} for k in props})
     return srv.reply_text(body["messages"][-1]["content"])
 
-
-TINY = FIXTURES / "esconv_tiny.json"
 
 
 def api_config(wf, base, n=3, concurrency=4, name="api.yaml", replay=None, **model):

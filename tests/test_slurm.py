@@ -32,7 +32,7 @@ import pytest
 import yaml
 from pandas.testing import assert_frame_equal
 
-from conftest import FIXTURES, REPO, SNAKEMAKE, WorkflowCopy
+from conftest import REPO, SNAKEMAKE, TINY, WorkflowCopy
 
 pytestmark = [
     pytest.mark.slurm,
@@ -46,7 +46,6 @@ pytestmark = [
 
 SCRIPT = Path(__file__).resolve().parent / "slurm" / "slurm-local.sh"
 PROFILE = REPO / "profiles" / "slurm" / "config.yaml"
-TINY = FIXTURES / "esconv_tiny.json"
 # two shards per LLM stage, so the cluster run also shows shards merging to a local run's tables
 CFG = ["--config", f"esconv={{local_copy: {TINY}}}", "regular_items={n: 3, seed: 1}", "adversarial_items={n: 2}",
        "llm={shards: 2}"]

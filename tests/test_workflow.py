@@ -10,11 +10,10 @@ import threading
 import pytest
 import yaml
 
-from conftest import FIXTURES, SHARED_ESCONV_DIR, needs_shared
+from conftest import FIXTURES, SHARED_ESCONV_DIR, TINY, needs_shared
 from heart import tableio
 
 
-TINY = FIXTURES / "esconv_tiny.json"
 
 
 def tiny_config(n=4, adversarial=2):

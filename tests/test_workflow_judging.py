@@ -7,6 +7,7 @@ SYNTHETIC, written by the tests.
 """
 
 import json
+import shutil
 
 import pandas as pd
 import pytest
@@ -274,8 +275,6 @@ def test_shards_merge_to_the_same_tables_and_share_one_cache(judged_copy, judge_
     second run pays for nothing and merges to the same completions, verdicts and tags."""
     state, _ = judge_server
     wf = judged_copy
-    import shutil
-
     for stage in ("completions", "judging", "tagging"):
         shutil.rmtree(wf.root / "results" / stage / "shards")
     shutil.rmtree(wf.root / "resources/llm_cache")

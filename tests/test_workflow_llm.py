@@ -10,11 +10,10 @@ import pytest
 import yaml
 
 import llm_test_server as srv
-from conftest import FIXTURES, SNAKEMAKE, api_config
+from conftest import SNAKEMAKE, TINY, api_config
 from heart import tableio
 
 pytestmark = pytest.mark.e2e
-TINY = FIXTURES / "esconv_tiny.json"
 
 
 def test_human_completions_imported_with_violations(workflow_copy, api_server):

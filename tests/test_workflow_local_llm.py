@@ -8,11 +8,10 @@ import time
 import pandas as pd
 import pytest
 
-from conftest import FIXTURES, api_config
+from conftest import TINY, api_config
 from heart import tableio
 
 pytestmark = pytest.mark.local_llm
-TINY = FIXTURES / "esconv_tiny.json"
 
 
 def test_default_pipeline_on_the_local_model(workflow_copy):

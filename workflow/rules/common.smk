@@ -8,7 +8,9 @@ from pathlib import Path
 # this Snakefile and, through PYTHONPATH, of every job it starts (scripts, conda envs, cluster jobs).
 HEART_PATH = str(Path(workflow.basedir) / "workflow")
 sys.path.insert(0, HEART_PATH)
-os.environ.update(PYTHONPATH=os.pathsep.join([HEART_PATH, *filter(None, [os.environ.get("PYTHONPATH")])]))
+# (a job that parses this file again, as a cluster job does, finds it there already and adds nothing)
+_others = [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p and p != HEART_PATH]
+os.environ.update(PYTHONPATH=os.pathsep.join([HEART_PATH, *_others]))
 
 from heart import shards  # noqa: E402
 from heart.config import validate_config  # noqa: E402
