@@ -28,6 +28,14 @@ wildcard_constraints:
     shard=r"\d+of\d+",
 
 
+# what each item source leaves to look at besides the items
+ITEM_SOURCE_TABLES = (
+    ["results/data/release_mapping.parquet", "results/data/release_source.parquet"]
+    if RELEASED_ITEMS
+    else ["results/items/screening_audit.parquet"]
+)
+
+
 include: "workflow/rules/data.smk"
 include: "workflow/rules/items.smk"
 include: "workflow/rules/completions.smk"
@@ -55,7 +63,7 @@ envvars:
 rule all:
     input:
         "results/data/esconv_source.parquet",
-        "results/items/screening_audit.parquet",
+        ITEM_SOURCE_TABLES,
         "results/items/items.parquet",
         "results/completions/systems.parquet",
         "results/judging/judgments.parquet",

@@ -37,6 +37,16 @@ needs_shared = pytest.mark.skipif(
     not (SHARED_ESCONV_DIR / "ESConv.json").is_file(),
     reason=f"real ESConv not found at {SHARED_ESCONV_DIR} (set HEART_SHARED_ESCONV)",
 )
+# placeholders for the paper config's key variables (dry runs and key-free stages only)
+PAPER_KEYS = {k: "dry-run-placeholder" for k in
+              ("OPENAI_API_KEY", "ANTHROPIC_API_KEY", "GEMINI_API_KEY", "TOGETHERAI_API_KEY", "DEEPINFRA_API_KEY")}
+TINY_RELEASE = FIXTURES / "release_tiny"  # a tiny release (two files) mapping onto the tiny ESConv fixture
+SHARED_RELEASE_DIR = Path(os.environ.get("HEART_SHARED_RELEASE", REPO.parent / "shared" / "data" / "heart-release"))
+needs_release = pytest.mark.skipif(
+    not (SHARED_RELEASE_DIR / "dialogues_regular.json").is_file()
+    or not (SHARED_ESCONV_DIR / "ESConv.json").is_file(),
+    reason=f"the paper's release not found at {SHARED_RELEASE_DIR} (set HEART_SHARED_RELEASE) or ESConv missing",
+)
 
 
 @pytest.fixture

@@ -18,10 +18,22 @@ def test_shipped_configs_validate(name):
     validate_config(load(name))
 
 
-def test_paper_config_is_paper_scale():
+def test_paper_config_uses_the_papers_released_items():
     cfg = validate_config(load("paper.yaml"))
-    assert cfg["regular_items"]["n"] == 280
-    assert cfg["screening"]["max_items_per_conversation"] == 2
+    assert cfg["items"]["source"] == "release"
+    # pinned to the commits and hashes the release's README gives
+    assert cfg["release"]["regular"]["sha256"].startswith("75d2ca76")
+    assert "560a9c195dd663be10197dcebcde4a0aecf1205b" in cfg["release"]["regular"]["url"]
+    assert cfg["release"]["adversarial"]["sha256"].startswith("ddc161df")
+
+
+def test_a_screened_study_needs_its_item_sections():
+    cfg = load("config.yaml")
+    del cfg["adversarial_items"]
+    with pytest.raises(ConfigError, match="adversarial_items: required key is missing"):
+        validate_config(cfg)
+    cfg["items"] = {"source": "release"}
+    validate_config(cfg)  # the release brings its own items
 
 
 def test_defaults_are_filled():

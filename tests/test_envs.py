@@ -171,8 +171,9 @@ from snakemake.api import SnakemakeApi
 from snakemake.settings.types import (ConfigSettings, DeploymentSettings, OutputSettings,
                                       ResourceSettings, StorageSettings, WorkflowSettings)
 root = Path.cwd()
+config = json.loads(sys.argv[1]) if len(sys.argv) > 1 else {}
 with SnakemakeApi(OutputSettings()) as api:
-    wf = api.workflow(resource_settings=ResourceSettings(), config_settings=ConfigSettings(),
+    wf = api.workflow(resource_settings=ResourceSettings(), config_settings=ConfigSettings(config=config),
                       storage_settings=StorageSettings(), workflow_settings=WorkflowSettings(),
                       deployment_settings=DeploymentSettings(), snakefile=root / "Snakefile", workdir=root)
     rules = [{"name": r.name, "conda": r.conda_env if r.conda_env is None or isinstance(r.conda_env, str)
@@ -184,13 +185,20 @@ print("RULES=" + json.dumps(rules))
 """
 
 
+# rules defined only under some config: loaded once per such config (each item source's rules)
+PROBE_CONFIGS = ({}, {"items": {"source": "release"}})
+
+
 def rule_conda_problems(root: Path) -> list[str]:
     """Every rule of the workflow in ``root`` (a copy) that lacks a usable `conda:` env file."""
-    proc = subprocess.run([sys.executable, "-c", RULES_PROBE], cwd=root, capture_output=True, text=True,
-                          timeout=300)
-    line = next((x for x in proc.stdout.splitlines() if x.startswith("RULES=")), None)
-    assert proc.returncode == 0 and line, f"loading the workflow failed:\n{proc.stdout}\n{proc.stderr}"
-    rules = json.loads(line[len("RULES="):])
+    rules = {}
+    for config in PROBE_CONFIGS:
+        proc = subprocess.run([sys.executable, "-c", RULES_PROBE, json.dumps(config)], cwd=root,
+                              capture_output=True, text=True, timeout=300)
+        line = next((x for x in proc.stdout.splitlines() if x.startswith("RULES=")), None)
+        assert proc.returncode == 0 and line, f"loading the workflow failed:\n{proc.stdout}\n{proc.stderr}"
+        rules.update({r["name"]: r for r in json.loads(line[len("RULES="):])})
+    rules = list(rules.values())
     problems = []
     # guard against rules the API did not see (e.g. defined only under some config)
     seen = {r["name"] for r in rules}

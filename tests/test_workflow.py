@@ -10,7 +10,7 @@ import threading
 import pytest
 import yaml
 
-from conftest import FIXTURES, SHARED_ESCONV_DIR, TINY, needs_shared
+from conftest import PAPER_KEYS, FIXTURES, SHARED_ESCONV_DIR, TINY, needs_shared
 from heart import tableio
 
 
@@ -27,9 +27,7 @@ def test_lint_is_clean(workflow_copy):
     assert "Congratulations, your workflow is in a good condition!" in proc.stdout + proc.stderr
 
 
-PAPER_KEYS = {k: "dry-run-placeholder" for k in
-              ("OPENAI_API_KEY", "ANTHROPIC_API_KEY", "GEMINI_API_KEY", "TOGETHERAI_API_KEY", "DEEPINFRA_API_KEY")}
-ONCE = {"ingest_esconv": 1, "screen_items": 1, "make_adversarial_items": 1, "collect_items": 1,
+ONCE = {"ingest_esconv": 1, "collect_items": 1,
         "original_completions": 1, "human_completions": 1, "summarize_systems": 1, "export_llm_cache": 1, "all": 1,
         "design_pairs": 1, "human_judgments": 1, "combine_judgments": 1, "ratings": 1, "agreement": 1,
         "bias_audits": 1, "strategy_stats": 1, "factor_analysis": 1, "external_correlations": 1,
@@ -46,7 +44,10 @@ def test_dry_run_whole_dag(workflow_copy, configfile, model_systems, judges, sha
     # default config (its 15 model systems are not mixed with the local model's 2) and
     # splits each LLM stage into 8 shards per model, each merged by one cheap job
     jobs = workflow_copy.jobs("--configfile", configfile, env=PAPER_KEYS)
-    assert jobs == {"download_esconv": 1, **ONCE, "generate_completions": model_systems * shards,
+    # the default screens a new study's items; the paper's are its released ones (downloaded, mapped)
+    items = ({"screen_items": 1, "make_adversarial_items": 1} if configfile == "config/config.yaml"
+             else {"download_release": 2, "map_release": 1, "release_items": 1})
+    assert jobs == {"download_esconv": 1, **ONCE, **items, "generate_completions": model_systems * shards,
                     "merge_completions": model_systems, "judge_pairs": judges * shards, "merge_judgments": judges,
                     "tag_strategies": shards, "merge_tags": 1, "strategy_f1": 1}
     jobs = workflow_copy.jobs("--configfile", configfile, "--config", f"esconv={{local_copy: {TINY}}}", env=PAPER_KEYS)

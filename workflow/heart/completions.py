@@ -89,7 +89,10 @@ def _static_rows(item_ids, system, source, texts, contributors=None) -> pd.DataF
 
 
 def original_table(items: pd.DataFrame) -> pd.DataFrame:
-    """The dataset's real next supporter turn as the "original" system."""
+    """The dataset's reply as the "original" system: the real next supporter turn, or the release's
+    ``vanilla_completion`` (items' ``original_status`` says which); items without one (released adversarial
+    contexts) have no original completion."""
+    items = items[items["original_reply"].notna()]
     return _static_rows(items["item_id"], "original", "dataset", items["original_reply"])
 
 

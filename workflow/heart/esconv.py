@@ -468,8 +468,12 @@ def ingest(path) -> tuple[pd.DataFrame, pd.DataFrame, list[dict]]:
     return conversations, turns, data
 
 
-def download(url: str, dest, sha256: str | None = None, timeout: float = 60.0) -> str:
+def download(url: str, dest, sha256: str | None = None, timeout: float = 60.0, what: str = "ESConv",
+             setting: str = "esconv", howto: str | None = None) -> str:
     """Download ``url`` to ``dest`` atomically; check ``sha256`` when given; return the digest.
+
+    ``what`` names the data in messages, ``setting`` the config section pinning it, ``howto`` says how to
+    use a local copy instead (default: ESConv's).
 
     Raises
     ------
@@ -477,7 +481,7 @@ def download(url: str, dest, sha256: str | None = None, timeout: float = 60.0) -
         With a message saying how to provide a local copy when the download fails
         (e.g. offline) or the digest does not match.
     """
-    howto = (
+    howto = howto or (
         "To use a local copy instead, set it in the config: "
         "'esconv: {local_copy: /path/to/ESConv.json}' (or run: make run ESCONV=/path/to/ESConv.json), "
         f"or place the file at {dest}."
@@ -486,11 +490,11 @@ def download(url: str, dest, sha256: str | None = None, timeout: float = 60.0) -
         with urllib.request.urlopen(url, timeout=timeout) as resp:
             payload = resp.read()
     except (urllib.error.URLError, TimeoutError, OSError) as exc:
-        raise RuntimeError(f"could not download ESConv from {url}: {exc}. {howto}") from None
+        raise RuntimeError(f"could not download {what} from {url}: {exc}. {howto}") from None
     digest = hashlib.sha256(payload).hexdigest()
     if sha256 and digest != sha256:
         raise RuntimeError(
-            f"downloaded {url} has sha256 {digest}, expected {sha256} (config esconv.sha256). {howto}"
+            f"downloaded {url} has sha256 {digest}, expected {sha256} (config {setting}.sha256). {howto}"
         )
     with atomic_path(dest) as tmp:
         Path(tmp).write_bytes(payload)

@@ -28,6 +28,8 @@ import itertools
 import numpy as np
 import pandas as pd
 
+from heart import items as items_mod
+
 COLUMNS = ["pair_id", "item_id", "conversation_id", "subset", "system_a", "contributor_a",
            "system_b", "contributor_b", "kind"]
 
@@ -65,7 +67,7 @@ def design(completions: pd.DataFrame, items: pd.DataFrame, seed: int, per_item: 
            ) -> pd.DataFrame:
     """The pairs to judge (``pairs.schema.yaml``), A/B order randomized with ``seed``."""
     rng = np.random.default_rng(seed)
-    meta = items.set_index("item_id")[["conversation_id", "subset"]]
+    meta = items.set_index("item_id")[["subset"]].assign(cluster=items_mod.clusters(items))
     rows = []
     comp = completions[completions["text"].str.strip().astype(bool)]
     for item_id, group in comp.groupby("item_id", sort=True):
@@ -79,7 +81,7 @@ def design(completions: pd.DataFrame, items: pd.DataFrame, seed: int, per_item: 
             first, second = (c1, c2) if rng.random() < 0.5 else (c2, c1)
             rows.append({
                 "pair_id": pair_id(item_id, ref_1, ref_2), "item_id": item_id,
-                "conversation_id": int(meta.at[item_id, "conversation_id"]),
+                "conversation_id": meta.at[item_id, "cluster"],
                 "subset": meta.at[item_id, "subset"],
                 "system_a": first.system, "contributor_a": first.contributor_id,
                 "system_b": second.system, "contributor_b": second.contributor_id,

@@ -32,6 +32,24 @@ def esconv_input():
     return local
 
 
+def release_inputs(wildcards=None):
+    """The paper's two released files: in the configured local folder, else the download targets."""
+    folder = config["release"]["local_copy"]
+    if not folder:
+        return {s: f"resources/heart-release/dialogues_{s}.json" for s in ("regular", "adversarial")}
+    files = {s: Path(folder) / f"dialogues_{s}.json" for s in ("regular", "adversarial")}
+    for subset, path in files.items():
+        if not path.is_file():
+            raise WorkflowError(
+                f"config release.local_copy is {folder!r}, but {path} is not a file (working directory "
+                f"{Path.cwd()}). Give the folder holding dialogues_regular.json and dialogues_adversarial.json, "
+                "or set release.local_copy to null to download them."
+            )
+    return {s: str(p) for s, p in files.items()}
+
+
+# the paper's released items (items.source: release), else a new study's screened and rewritten ones
+RELEASED_ITEMS = config["items"]["source"] == "release"
 PROMPTS = Path(workflow.basedir) / "workflow" / "resources" / "prompts"
 MODEL_SYSTEMS = sorted(config["systems"])
 SYSTEMS = MODEL_SYSTEMS + ["original", "human"]
@@ -66,7 +84,7 @@ def used_models():
     names = {s["model"] for s in config["systems"].values()}
     names |= {j["model"] for j in config["judging"]["judges"].values()}
     names |= {t["model"] for t in config["tagging"]["taggers"].values()}
-    if config["adversarial_items"]["n"] > 0:
+    if not RELEASED_ITEMS and config["adversarial_items"]["n"] > 0:
         names.add(config["adversarial_items"]["model"])
     return sorted(names)
 

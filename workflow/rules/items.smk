@@ -1,53 +1,73 @@
-# Stage 2 — screening and regular evaluation items -> results/items/*.parquet
+# Stage 2 — the evaluation items -> results/items/*.parquet: the paper's released contexts
+# (items.source: release), or a new study's, screened from ESConv and rewritten (items.source: screening)
 
 
-rule screen_items:
-    input:
-        conversations="results/data/conversations.parquet",
-        turns="results/data/turns.parquet",
-        lexicon=workflow.source_path("../resources/screening/lexicon.yaml"),
-    output:
-        audit="results/items/screening_audit.parquet",
-        regular="results/items/regular.parquet",
-    params:
-        screening=config["screening"],
-        n=config["regular_items"]["n"],
-        seed=config["regular_items"]["seed"],
-    log:
-        "logs/items/screen_items.log",
-    benchmark:
-        "benchmarks/items/screen_items.tsv"
-    conda:
-        "../../envs/data.yaml"
-    script:
-        "../scripts/screen_items.py"
+if RELEASED_ITEMS:
+
+    rule release_items:
+        input:
+            unpack(release_inputs),
+            mapping="results/data/release_mapping.parquet",
+            turns="results/data/turns.parquet",
+        output:
+            regular="results/items/regular.parquet",
+            adversarial="results/items/adversarial.parquet",
+        log:
+            "logs/items/release_items.log",
+        conda:
+            "../../envs/data.yaml"
+        script:
+            "../scripts/release_items.py"
+
+else:
+
+    rule screen_items:
+        input:
+            conversations="results/data/conversations.parquet",
+            turns="results/data/turns.parquet",
+            lexicon=workflow.source_path("../resources/screening/lexicon.yaml"),
+        output:
+            audit="results/items/screening_audit.parquet",
+            regular="results/items/regular.parquet",
+        params:
+            screening=config["screening"],
+            n=config["regular_items"]["n"],
+            seed=config["regular_items"]["seed"],
+        log:
+            "logs/items/screen_items.log",
+        benchmark:
+            "benchmarks/items/screen_items.tsv"
+        conda:
+            "../../envs/data.yaml"
+        script:
+            "../scripts/screen_items.py"
 
 
-rule make_adversarial_items:
-    input:
-        conversations="results/data/conversations.parquet",
-        turns="results/data/turns.parquet",
-        regular="results/items/regular.parquet",
-        lexicon=workflow.source_path("../resources/screening/lexicon.yaml"),
-        prompt=workflow.source_path("../resources/prompts/adversarial/rewrite_seeker.md"),
-        replay=replay_input(),
-    output:
-        adversarial="results/items/adversarial.parquet",
-        attempts="results/items/adversarial_attempts.parquet",
-    params:
-        settings=config["adversarial_items"],
-        model=model_params(config["adversarial_items"]["model"]),
-        llm=ENGINE,
-    resources:
-        local_llm=uses_local_model(config["adversarial_items"]["model"]),
-    log:
-        "logs/items/make_adversarial_items.log",
-    benchmark:
-        "benchmarks/items/make_adversarial_items.tsv"
-    conda:
-        "../../envs/llm.yaml"
-    script:
-        "../scripts/make_adversarial_items.py"
+    rule make_adversarial_items:
+        input:
+            conversations="results/data/conversations.parquet",
+            turns="results/data/turns.parquet",
+            regular="results/items/regular.parquet",
+            lexicon=workflow.source_path("../resources/screening/lexicon.yaml"),
+            prompt=workflow.source_path("../resources/prompts/adversarial/rewrite_seeker.md"),
+            replay=replay_input(),
+        output:
+            adversarial="results/items/adversarial.parquet",
+            attempts="results/items/adversarial_attempts.parquet",
+        params:
+            settings=config["adversarial_items"],
+            model=model_params(config["adversarial_items"]["model"]),
+            llm=ENGINE,
+        resources:
+            local_llm=uses_local_model(config["adversarial_items"]["model"]),
+        log:
+            "logs/items/make_adversarial_items.log",
+        benchmark:
+            "benchmarks/items/make_adversarial_items.tsv"
+        conda:
+            "../../envs/llm.yaml"
+        script:
+            "../scripts/make_adversarial_items.py"
 
 
 rule collect_items:

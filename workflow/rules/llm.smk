@@ -26,7 +26,8 @@ rule preview_llm_calls:
     input:
         conversations="results/data/conversations.parquet",
         turns="results/data/turns.parquet",
-        regular="results/items/regular.parquet",
+        # a new study's adversarial items exist only after rewriting; the release's exist already
+        regular=("results/items/items.parquet" if RELEASED_ITEMS else "results/items/regular.parquet"),
         lexicon=workflow.source_path("../resources/screening/lexicon.yaml"),
         adversarial_prompt=workflow.source_path("../resources/prompts/adversarial/rewrite_seeker.md"),
         prompts=[
@@ -51,7 +52,7 @@ rule preview_llm_calls:
         tagging=config["tagging"],
         families=system_families(),
         models={name: model_params(name) for name in used_models()},
-        adversarial=config["adversarial_items"],
+        adversarial={"n": 0} if RELEASED_ITEMS else config["adversarial_items"],
         llm=ENGINE,
     log:
         "logs/llm/preview_llm_calls.log",

@@ -19,16 +19,19 @@ with logged(snakemake.log[0], snakemake) as log:
         stages["adversarial rewrites (first attempt)"] = adversarial.first_attempt_requests(
             conversations, turns, regular, settings, prompt, version, settings["model"],
             specs[settings["model"]].params, lexicon=screening.Lexicon.from_file(snakemake.input.lexicon))
-    # completions are previewed on the regular items (adversarial ones exist only after rewriting)
+    # completions are previewed on the items that exist before any call: a new study's regular items (its
+    # adversarial ones exist only after rewriting), or all the released ones
     for system, cfg in snakemake.params.systems.items():
         path = next(p for p in snakemake.input.prompts if Path(p).stem == cfg["prompt"])
         prompt, version = llm.template(path)
         stages[f"completions {system} (regular items)"] = completions.completion_requests(
             regular, system, cfg["model"], prompt, version)
     # judging and tagging run on completions that do not exist yet: every system's reply is
-    # stood in for by the dataset's reply (same count of calls, similar prompt length)
+    # stood in for by the dataset's reply, or the last seeker turn where there is none (same count of
+    # calls, similar prompt length)
     stand_ins = pd.DataFrame([{"item_id": r.item_id, "system": s, "source": "dataset" if s == "original" else "model",
-                               "contributor_id": None, "text": r.original_reply}
+                               "contributor_id": None,
+                               "text": r.original_reply if isinstance(r.original_reply, str) else r.history[-1]["text"]}
                               for r in regular.itertuples() for s in [*snakemake.params.systems, "original"]])
     if len(regular):
         design = pairs.design(stand_ins, regular, seed=snakemake.params.judging["seed"],

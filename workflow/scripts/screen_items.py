@@ -1,4 +1,5 @@
 """rule screen_items: score every couplet, filter, cap, sample -> audit + regular items."""
+from heart import items as items_mod
 from heart import provenance, screening, tableio
 from heart.atomic import sha256_file
 from heart.runtime import logged
@@ -16,6 +17,6 @@ with logged(snakemake.log[0], snakemake) as log:
     )
     lexicon_record = {"lexicon_version": lexicon.version, "lexicon_sha256": sha256_file(snakemake.input.lexicon)}
     tableio.write_tables([(audit, snakemake.output.audit, "screening_audit"),
-                          (items, snakemake.output.regular, "items")], {**job, **lexicon_record})
+                          (items_mod.complete(items), snakemake.output.regular, "items")], {**job, **lexicon_record})
     log.info("%d couplets screened; reasons: %s", len(audit), audit["reason"].value_counts().to_dict())
     log.info("%d regular items from %d conversations", len(items), items["conversation_id"].nunique())

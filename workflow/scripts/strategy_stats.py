@@ -1,6 +1,7 @@
 """rule strategy_stats: strategy usage, diversity and human–model differences per tagger."""
 import pandas as pd
 
+from heart import items as items_mod
 from heart import provenance, strategy_stats, tableio, tagging
 from heart.runtime import logged
 
@@ -13,7 +14,7 @@ with logged(snakemake.log[0], snakemake) as log:
     sources = dict(zip(systems["system"], systems["source"]))
     families = snakemake.params.families
     items = tableio.read_table(snakemake.input.item_table)
-    clusters = dict(zip(items["item_id"], items["conversation_id"]))
+    clusters = items_mod.clusters(items).to_dict()
     usage = strategy_stats.usage(tags, families=families, sources=sources, strategies=strategies)
     diversity = strategy_stats.diversity(tags, families=families, sources=sources, strategies=strategies)
     differences = strategy_stats.human_vs_model(tags, sources=sources, clusters=clusters,

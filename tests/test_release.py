@@ -1,0 +1,169 @@
+"""The paper's released items: reading, mapping onto ESConv, items as released (heart.release), and the
+workflow's items.source: release on the tiny fixture and on the real release."""
+
+import json
+
+import pandas as pd
+import pytest
+
+from conftest import (PAPER_KEYS, SHARED_ESCONV_DIR, SHARED_RELEASE_DIR, TINY, TINY_RELEASE, needs_release)
+from heart import esconv, items, release, tableio
+
+
+@pytest.fixture(scope="module")
+def tiny_tables():
+    conversations, turns, _ = esconv.ingest(TINY)
+    return conversations, turns
+
+
+def records(subset, folder=TINY_RELEASE):
+    return release.read(folder / f"dialogues_{subset}.json", subset)
+
+
+def test_tiny_release_maps_each_record_with_its_quality(tiny_tables):
+    mapping = release.map_regular(records("regular"), *tiny_tables)
+    got = mapping.set_index("release_key")
+    assert list(got["quality"]) == ["exact", "exact", "exact", "damaged", "unmatched"]
+    # a newline inside an utterance is white space: regular:0 still matches exactly
+    assert got.loc["regular:0", ["conversation_id", "end_turn_index"]].tolist() == [0, 1]
+    # a one-entry context is a couplet too
+    assert got.loc["regular:1", ["conversation_id", "end_turn_index", "n_entries"]].tolist() == [1, 0, 1]
+    assert got.loc["regular:3", "differing_entries"] == [3]
+    assert "kept as released" in got.loc["regular:3", "detail"]
+    assert "no ESConv conversation with this situation" in got.loc["regular:4", "detail"]
+    assert pd.isna(got.loc["regular:4", "conversation_id"])
+
+
+def test_vanilla_completion_status(tiny_tables):
+    got = release.map_regular(records("regular"), *tiny_tables).set_index("release_key")["original_status"]
+    # regular:2 is the second context of conversation 1 and reuses the first one's reply
+    assert got.to_dict() == {"regular:0": "next_turn", "regular:1": "next_turn", "regular:2": "sibling_context",
+                             "regular:3": "next_turn", "regular:4": "not_found"}
+
+
+def test_items_are_kept_as_released_and_flagged(tiny_tables):
+    conversations, turns = tiny_tables
+    recs = records("regular")
+    table = release.regular_items(recs, release.map_regular(recs, conversations, turns), turns).set_index("release_key")
+    tableio.to_arrow(table.reset_index(), "items")  # a valid items table
+    damaged = table.loc["regular:3"]
+    assert [t["text"] for t in damaged["history"]] == recs[3]["dialogue_history"]  # never repaired
+    assert "damaged" in damaged["flags"]
+    assert table.loc["regular:2", "flags"] == ["original_sibling_context"]
+    assert table.loc["regular:0", "flags"] == ["contains_newlines"]
+    assert set(table.loc["regular:4", "flags"]) == {"unmatched", "original_not_found"}
+    # item ids stay content hashes of the history; the cluster is the conversation, else the release key
+    assert all(len(i) == 16 for i in table["item_id"])
+    assert table.loc["regular:1", "cluster"] == table.loc["regular:2", "cluster"] == "1"
+    assert table.loc["regular:4", "cluster"] == "regular:4"
+    assert table.loc["regular:0", "original_reply"] == recs[0]["vanilla_completion"]
+    assert list(table.loc["regular:0", "original_strategies"])  # the ESConv labels of that reply
+
+
+def test_adversarial_items_as_released(tiny_tables):
+    conversations, turns = tiny_tables
+    recs = records("adversarial")
+    mapping = release.map_adversarial(recs, conversations, turns)
+    assert mapping["quality"].tolist() == ["shared_text", "unmatched"]
+    table = release.adversarial_items(recs, mapping)
+    tableio.to_arrow(table, "items")
+    assert table["subset"].eq("adversarial").all() and table["profile"].isna().all()
+    assert all("profile_unknown" in f for f in table["flags"])
+    assert [h[0]["role"] for h in table["history"]] == ["supporter", "supporter"]
+    assert [h[-1]["role"] for h in table["history"]] == ["seeker", "seeker"]
+    assert table["original_reply"].isna().all() and table["original_status"].isna().all()
+    assert table["cluster"].tolist() == ["2", "adversarial:1"]
+
+
+def test_resolve_release_keys_and_item_ids(tiny_tables):
+    conversations, turns = tiny_tables
+    recs = records("regular")
+    table = release.regular_items(recs, release.map_regular(recs, conversations, turns), turns)
+    first = table["item_id"].iloc[0]
+    assert items.resolve(["regular:0", first, " regular:1 "], table)[:2] == [first, first]
+    with pytest.raises(KeyError, match=r"f.csv, line 2: item 'regular:99' is not an item of this study"):
+        items.resolve(["regular:99"], table, where=["f.csv, line 2"])
+
+
+@pytest.mark.parametrize("change, message", [
+    (lambda recs: recs[0].pop("situation"), r"record 0, situation: missing"),
+    (lambda recs: recs[1]["dialogue_history"].append("more"), r"record 1, prev_speakers: 1 speakers for 2"),
+    (lambda recs: recs[2]["prev_speakers"].__setitem__(0, "listener"), r"record 2, prev_speakers\[0\]"),
+    (lambda recs: recs[3].__setitem__("vanilla_completion", "  "), r"record 3, vanilla_completion: is empty"),
+    (lambda recs: recs[4].__setitem__("dialogue_history", []), r"record 4, dialogue_history"),
+])
+def test_bad_release_record_names_file_record_and_field(tmp_path, change, message):
+    recs = records("regular")
+    change(recs)
+    path = tmp_path / "dialogues_regular.json"
+    path.write_text(json.dumps(recs))
+    with pytest.raises(release.ReleaseFormatError, match=message) as err:
+        release.read(path, "regular")
+    assert str(path) in str(err.value)
+
+
+def test_unreadable_release_file_says_what_to_do(tmp_path):
+    with pytest.raises(release.ReleaseFormatError, match="local_copy"):
+        release.read(tmp_path / "dialogues_regular.json", "regular")
+    (tmp_path / "x.json").write_text('{"not": "a list"}')
+    with pytest.raises(release.ReleaseFormatError, match="expected a JSON list"):
+        release.read(tmp_path / "x.json", "regular")
+
+
+@pytest.mark.e2e
+def test_release_source_builds_items_from_the_tiny_release(workflow_copy):
+    args = ["--config", f"esconv={{local_copy: {TINY}}}", "items={source: release}",
+            f"release={{local_copy: {TINY_RELEASE}}}"]
+    jobs = workflow_copy.jobs(*args)
+    assert "screen_items" not in jobs and "make_adversarial_items" not in jobs and "download_release" not in jobs
+    workflow_copy.snakemake("results/items/items.parquet", "results/data/release_source.parquet", *args)
+    table = tableio.read_table(workflow_copy.root / "results/items/items.parquet")
+    assert table["subset"].value_counts().to_dict() == {"regular": 5, "adversarial": 2}
+    source = tableio.read_table(workflow_copy.root / "results/data/release_source.parquet")
+    assert source["n_records"].tolist() == [5, 2]
+    # the fixture is not the pinned upstream file: recorded, not hidden
+    assert source["matches_upstream"].tolist() == [False, False]
+    assert tableio.provenance_of(workflow_copy.root / "results/data/release_mapping.parquet")["release_regular_sha256"] \
+        == source["sha256"].iloc[0]
+
+
+@pytest.mark.dag
+def test_release_without_local_copy_is_downloaded_and_a_bad_folder_is_named(workflow_copy):
+    jobs = workflow_copy.jobs("--config", "items={source: release}")
+    assert jobs["download_release"] == 2 and jobs["release_items"] == 1
+    proc = workflow_copy.snakemake("-n", "--config", "items={source: release}", "release={local_copy: /nowhere}",
+                                   check=False)
+    assert proc.returncode != 0
+    assert "release.local_copy is '/nowhere', but /nowhere/dialogues_regular.json is not a file" in proc.stdout + proc.stderr
+
+
+@pytest.mark.e2e
+@pytest.mark.shared_data
+@needs_release
+def test_paper_config_builds_the_300_released_items(workflow_copy):
+    """snakemake --configfile config/paper.yaml (with the local copies) builds exactly the released items."""
+    workflow_copy.snakemake("results/items/items.parquet", "results/data/release_mapping.parquet",
+                            "--configfile", "config/paper.yaml", "--config",
+                            f"esconv={{local_copy: {SHARED_ESCONV_DIR / 'ESConv.json'}}}",
+                            f"release={{local_copy: {SHARED_RELEASE_DIR}}}", env=PAPER_KEYS)
+    table = tableio.read_table(workflow_copy.root / "results/items/items.parquet").set_index("release_key")
+    assert table["subset"].value_counts().to_dict() == {"regular": 280, "adversarial": 20}
+    assert table["item_id"].is_unique
+    mapping = tableio.read_table(workflow_copy.root / "results/data/release_mapping.parquet").set_index("release_key")
+    regular = mapping[mapping.index.str.startswith("regular:")]
+    # the facts of the release's README: 276 exact, 4 damaged (66, 80, 82, 90); 262 conversations
+    assert regular["quality"].value_counts().to_dict() == {"exact": 276, "damaged": 4}
+    assert sorted(regular.index[regular["quality"].eq("damaged")]) == ["regular:66", "regular:80", "regular:82",
+                                                                        "regular:90"]
+    assert regular["conversation_id"].nunique() == 262
+    assert regular["original_status"].value_counts().to_dict() == {"next_turn": 265, "sibling_context": 12,
+                                                                   "other_turn": 3}
+    # known mappings (conversation = 0-based position in ESConv.json)
+    assert table.loc["regular:17", ["conversation_id", "seeker_turn_index"]].tolist() == [776, 1]
+    assert table.loc["regular:82", ["conversation_id", "seeker_turn_index"]].tolist() == [902, 9]
+    assert {"damaged", "ends_on_supporter", "original_sibling_context"} <= set(table.loc["regular:82", "flags"])
+    assert sum("contains_newlines" in f for f in table["flags"]) == 72
+    released = json.loads((SHARED_RELEASE_DIR / "dialogues_regular.json").read_text())
+    assert [t["text"] for t in table.loc["regular:82", "history"]] == released[82]["dialogue_history"]
+    adversarial = table[table["subset"].eq("adversarial")]
+    assert adversarial["profile"].isna().all() and adversarial["original_reply"].isna().all()
