@@ -20,9 +20,9 @@ if not workflow.overwrite_configfiles:
 include: "workflow/rules/common.smk"
 
 
-# {system} in a completion path is one of the configured model systems
+# {system} in a completion path is one of the configured model or imported systems (each rule narrows it)
 wildcard_constraints:
-    system="|".join(map(re.escape, MODEL_SYSTEMS)) or "(?!)",
+    system="|".join(map(re.escape, MODEL_SYSTEMS + IMPORTED_SYSTEMS)) or "(?!)",
     judge="|".join(map(re.escape, JUDGES)) or "(?!)",
     tagger="|".join(map(re.escape, TAGGERS)) or "(?!)",
     shard=r"\d+of\d+",

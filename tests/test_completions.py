@@ -59,7 +59,45 @@ def test_import_humans_reports_violations(tmp_path):
     table, violations = completions.import_humans(csv, items())
     assert table[["item_id", "contributor_id"]].values.tolist() == [["a1", "c1"], ["a1", "c2"], ["b2", "c3"]]
     assert violations[["line", "problem"]].values.tolist() == [
-        [5, "unknown item_id"], [6, "empty text"], [4, "contributor already completed this context"]]
+        [5, "unknown item (expected an item_id of results/items/items.parquet)"], [6, "empty text"],
+        [4, "contributor already completed this context"]]
+
+
+def released_items():
+    return items().assign(release_key=["regular:0", "regular:1"], original_reply=["x", None])
+
+
+def test_original_table_leaves_out_items_without_a_reply():
+    assert completions.original_table(released_items())["item_id"].tolist() == ["a1"]
+
+
+def test_import_humans_keyed_by_release_key(tmp_path):
+    csv = tmp_path / "completions.csv"
+    # a release key and the item_id name the same context: the writer repeating it is caught
+    csv.write_text("item_id,contributor_id,text\nregular:0,c1,Hard.\na1,c1,Again.\nregular:1,c2,Sad.\n"
+                   "regular:7,c2,Nowhere.\n")
+    table, violations = completions.import_humans(csv, released_items())
+    assert table[["item_id", "contributor_id"]].values.tolist() == [["a1", "c1"], ["b2", "c2"]]
+    assert violations["problem"].tolist() == [
+        "unknown item (expected a release key such as 'regular:0' or an item_id of results/items/items.parquet)",
+        "contributor already completed this context"]
+
+
+def test_human_protocol_checks_the_papers_design(tmp_path):
+    csv = tmp_path / "completions.csv"
+    csv.write_text("item_id,contributor_id,text\n" + "".join(f"a1,c{k},ok {k}\n" for k in range(3))
+                   + "b2,c0,one\nb2,c0,twice\n")
+    table, violations = completions.import_humans(csv, items())
+    got = completions.human_protocol(table, violations, items(), per_context=3, pool_size=12)
+    tableio.to_arrow(got, "human_protocol")
+    got = got.set_index("measure")
+    assert got.loc["contributors", ["value", "ok"]].tolist() == [3, False]
+    assert got.loc["per_context_min", ["value", "ok"]].tolist() == [1, False]
+    assert got.loc["per_context_max", ["value", "ok"]].tolist() == [3, True]
+    assert got.loc["contexts_below", "value"] == 1 and got.loc["writer_repeats", ["value", "ok"]].tolist() == [1, False]
+    empty = completions.human_protocol(tableio.empty_like("completions"), tableio.empty_like("human_violations"),
+                                       items(), per_context=3, pool_size=None)
+    assert empty["ok"].isna().all() and empty["note"].str.startswith("absent").all()
 
 
 def test_import_humans_names_missing_column(tmp_path):
@@ -88,3 +126,55 @@ def test_an_absent_human_system_says_whether_there_was_a_file():
     assert completions.summarize(empty, "h.csv")["note"].item() == "absent: no human completions file at h.csv"
     note = completions.summarize(empty, "h.csv", human_file=True)["note"].item()
     assert note.startswith("absent: h.csv holds no usable completions")
+
+
+@pytest.mark.parametrize("fmt", ["csv", "jsonl", "parquet"])
+def test_imported_system_from_any_format(tmp_path, fmt):
+    rows = [{"item_id": "regular:0", "system": "polaris-4.0", "text": " Hi there. ", "ttft_s": 0.5, "cost_usd": 0.001},
+            {"item_id": "regular:1", "system": "polaris-4.0", "text": "Tell me more.", "ttft_s": None, "cost_usd": None},
+            {"item_id": "regular:1", "system": "other-model", "text": "Not this system's.", "ttft_s": None,
+             "cost_usd": None}]
+    path = tmp_path / f"done_elsewhere.{fmt}"
+    frame = pd.DataFrame(rows)
+    if fmt == "csv":
+        frame.to_csv(path, index=False)
+    elif fmt == "jsonl":
+        frame.to_json(path, orient="records", lines=True)
+    else:
+        frame.to_parquet(path)
+    table, violations = completions.import_system(path, released_items(), "polaris-4.0")
+    tableio.to_arrow(table, "completions")
+    assert table[["item_id", "system", "source", "text"]].values.tolist() == [
+        ["a1", "polaris-4.0", "model", "Hi there."], ["b2", "polaris-4.0", "model", "Tell me more."]]
+    assert table["ttft_s"].tolist()[0] == 0.5 and pd.isna(table["ttft_s"].tolist()[1])
+    assert violations.empty
+
+
+def test_imported_system_violations_are_listed_with_their_line(tmp_path):
+    path = tmp_path / "elsewhere.csv"
+    path.write_text("item_id,text,ttft_s\n"
+                    "regular:0,Fine.,0.4\n"
+                    "regular:9,Unknown context.,\n"
+                    "b2,  ,\n"
+                    "b2,Slow.,fast\n"
+                    "a1,Twice.,\n")
+    table, violations = completions.import_system(path, released_items(), "group-x")
+    tableio.to_arrow(violations, "imported_violations")
+    assert table["text"].tolist() == ["Fine."]
+    assert [(v.line, v.problem.split(" (")[0].split(";")[0]) for v in violations.itertuples()] == [
+        (3, "unknown item"), (4, "empty text"), (5, "field 'ttft_s' is 'fast'"),
+        (6, "a second completion of this system for this context")]
+
+
+def test_imported_file_without_the_system_says_which_it_holds(tmp_path):
+    path = tmp_path / "elsewhere.jsonl"
+    path.write_text('{"item_id": "a1", "system": "gpt-x", "text": "Hi."}\n')
+    with pytest.raises(completions.CompletionImportError, match=r"holds completions of 'gpt-x', none of system 'polaris'"):
+        completions.import_system(path, released_items(), "polaris")
+    path.write_text('{"item_id": "a1", "text": "Hi."}\n[1, 2]\n')
+    with pytest.raises(tableio.RecordError, match=r"elsewhere.jsonl, line 2: is a JSON list, not an object"):
+        completions.import_system(path, released_items(), "polaris")
+    path = tmp_path / "elsewhere.csv"
+    path.write_text("item,text\na1,Hi.\n")
+    with pytest.raises(tableio.RecordError, match=r"missing column\(s\) item_id"):
+        completions.import_system(path, released_items(), "polaris")

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from heart import items as items_mod
 from heart import tableio
 from heart.tableio import table_schema
 from heart.llm import Request
@@ -102,9 +103,9 @@ HUMAN_COLUMNS = ["item_id", "contributor_id", "text"]
 def import_humans(path, items: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Read human completions (CSV: item_id, contributor_id, text; other columns are ignored) for the items.
 
-    Returns the "human" system's table and a table of rule violations (a
-    contributor twice on one context, unknown item ids, empty text); violating
-    rows are left out of the completions and listed instead, with their file line.
+    ``item_id`` may hold an item's id or its release key (``regular:17``). Returns the "human" system's
+    table and a table of rule violations (a contributor twice on one context, unknown items, empty text);
+    violating rows are left out of the completions and listed instead, with their file line.
 
     Raises
     ------
@@ -115,16 +116,18 @@ def import_humans(path, items: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame
     path = Path(path)
     df = tableio.read_records(path, HUMAN_COLUMNS, allow_extra=True, ids=("item_id", "contributor_id"))
     problems = []
-    known = set(items["item_id"])
+    known = items_mod.lookup(items)
     for row in df.itertuples():
         if row.item_id not in known:
-            problems.append((row.line, row.item_id, row.contributor_id, "unknown item_id"))
+            problems.append((row.line, row.item_id, row.contributor_id,
+                             f"unknown item (expected {items_mod.key_hint(items)})"))
         elif tableio.is_blank(row.text):
             problems.append((row.line, row.item_id, row.contributor_id, "empty text"))
         elif tableio.is_blank(row.contributor_id):
             problems.append((row.line, row.item_id, row.contributor_id, "empty contributor_id"))
     bad_lines = {p[0] for p in problems}
-    ok = df[~df["line"].isin(bad_lines)]
+    ok = df[~df["line"].isin(bad_lines)].copy()
+    ok["item_id"] = ok["item_id"].map(known)  # a release key names the same context as its item_id
     dup = ok.duplicated(["item_id", "contributor_id"], keep="first")
     for row in ok[dup].itertuples():
         problems.append((row.line, row.item_id, row.contributor_id, "contributor already completed this context"))
@@ -135,12 +138,129 @@ def import_humans(path, items: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame
     return table, violations
 
 
-def summarize(tables: dict[str, pd.DataFrame], human_path, human_file: bool = False) -> pd.DataFrame:
+IMPORTED_REQUIRED = ["item_id", "text"]
+IMPORTED_OPTIONAL = ["system", "contributor_id", "model", "ttft_s", "latency_s", "cost_usd"]
+IMPORTED_NUMBERS = ("ttft_s", "latency_s", "cost_usd")
+_NUMBER = re.compile(r"[0-9]+(?:\.[0-9]+)?(?:[eE][-+]?[0-9]+)?", re.ASCII)
+
+
+class CompletionImportError(ValueError):
+    """An imported completions file cannot be used as a whole (the message names file and what to do)."""
+
+
+def import_system(path, items: pd.DataFrame, system: str) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Completions of ``system`` made elsewhere (another group's model run, a model without an API here).
+
+    The file (CSV, JSON Lines or Parquet, by its name; resources/imported/README.md) has one row per
+    completion: ``item_id`` (an item id or release key), ``text``, and optionally ``system`` (a file may
+    hold several systems; only this one's rows are read), ``contributor_id``, ``model``, ``ttft_s``,
+    ``latency_s``, ``cost_usd``. As for human completions, rows naming an unknown item, with an empty
+    text or a bad number, or repeating a (context, contributor) are left out and listed in the violations
+    table with their line (Parquet: row).
+
+    Raises
+    ------
+    heart.tableio.RecordError
+        The file cannot be read as its format.
+    CompletionImportError
+        The file has a ``system`` column and no row of ``system``.
+    """
+    path = Path(path)
+    df = tableio.read_records(path, IMPORTED_REQUIRED, IMPORTED_OPTIONAL,
+                              ids=("item_id", "system", "contributor_id"))
+    if "system" in df.columns and df["system"].ne("").any():
+        systems = sorted(set(df["system"]) - {""})
+        if system not in systems:
+            raise CompletionImportError(f"{path}: holds completions of {', '.join(map(repr, systems))}, none of system "
+                               f"{system!r}; name the system in config imported_systems as the file does")
+        df = df[df["system"].isin([system, ""])]
+    known = items_mod.lookup(items)
+    problems = []
+    for row in df.itertuples():
+        problem = None
+        if row.item_id not in known:
+            problem = f"unknown item (expected {items_mod.key_hint(items)})"
+        elif tableio.is_blank(row.text):
+            problem = "empty text"
+        else:
+            bad = next((c for c in IMPORTED_NUMBERS if getattr(row, c).strip()
+                        and not _NUMBER.fullmatch(getattr(row, c).strip())), None)
+            if bad:
+                problem = f"field {bad!r} is {getattr(row, bad)!r}; expected a number >= 0 (or empty)"
+        if problem:
+            problems.append((row.line, row.item_id, row.contributor_id or None, problem))
+    ok = df[~df["line"].isin({p[0] for p in problems})].copy()
+    ok["item_id"] = ok["item_id"].map(known)
+    dup = ok.duplicated(["item_id", "contributor_id"], keep="first")
+    for row in ok[dup].itertuples():
+        problems.append((row.line, row.item_id, row.contributor_id or None,
+                         "a second completion of this system for this context (and contributor)"))
+    ok = ok[~dup]
+    violations = pd.DataFrame(problems, columns=["line", "item_id", "contributor_id", "problem"])
+    violations.insert(0, "system", system)
+    violations.insert(0, "file", str(path))
+    table = _static_rows(ok["item_id"], system, "model", ok["text"].str.strip(),
+                         [c or None for c in ok["contributor_id"]])
+    table["model"] = [m or None for m in ok["model"]]
+    for col in IMPORTED_NUMBERS:
+        table[col] = [float(v) if v.strip() else None for v in ok[col]]
+    return table, violations
+
+
+PROTOCOL_COLUMNS = ["measure", "value", "expected", "ok", "note"]
+
+
+def human_protocol(table: pd.DataFrame, violations: pd.DataFrame, items: pd.DataFrame, per_context: int,
+                   pool_size: int | None) -> pd.DataFrame:
+    """How the human completions compare with the collection protocol (paper §9.3: 3 per context from a
+    pool of 12 contributors, never one writer twice on a context).
+
+    One row per measure: contributors in the pool, contexts covered, completions per context (min,
+    median, max), contexts with fewer / more than ``per_context``, rows left out because a writer
+    repeated a context. ``ok`` is null where the protocol sets no expectation (``pool_size`` None) or
+    there are no human completions at all.
+    """
+    counts = table.groupby("item_id").size().reindex(items["item_id"], fill_value=0)
+    covered = counts[counts > 0]
+    present = len(table) > 0
+    repeats = int(violations["problem"].eq("contributor already completed this context").sum())
+
+    def row(measure, value, expected=None, ok=None, note=""):
+        return {"measure": measure, "value": float(value), "expected": None if expected is None else float(expected),
+                "ok": ok if present else None, "note": note}
+
+    pool = int(table["contributor_id"].nunique())
+    rows = [
+        row("contributors", pool, pool_size, None if pool_size is None else pool == pool_size,
+            "pool size (paper: 12)"),
+        row("contexts_covered", len(covered), len(items), len(covered) == len(items), "items with a human completion"),
+        row("per_context_min", covered.min() if len(covered) else 0, per_context,
+            bool(len(covered)) and covered.min() >= per_context),
+        row("per_context_median", covered.median() if len(covered) else 0, per_context),
+        row("per_context_max", covered.max() if len(covered) else 0, per_context,
+            bool(len(covered)) and covered.max() <= per_context),
+        row("contexts_below", int((counts < per_context).sum()), 0, bool((counts >= per_context).all()),
+            f"contexts with fewer than {per_context} (uncovered ones included)"),
+        row("contexts_above", int((counts > per_context).sum()), 0, bool((counts <= per_context).all()),
+            f"contexts with more than {per_context}"),
+        row("writer_repeats", repeats, 0, repeats == 0,
+            "rows left out: a contributor completing a context twice (human_violations.parquet)"),
+    ]
+    if not present:
+        for r in rows:
+            r["note"] = ("absent: no human completions. " + r["note"]).strip()
+    return pd.DataFrame(rows, columns=PROTOCOL_COLUMNS)
+
+
+def summarize(tables: dict[str, pd.DataFrame], human_path, human_file: bool = False,
+              imported: dict | None = None) -> pd.DataFrame:
     """One row per system: source, present/absent, completions, items covered, and a note.
 
     ``human_file``: whether a file was found at ``human_path`` (an absent human system then says that
-    nothing in it could be used, not that there is no file).
+    nothing in it could be used, not that there is no file). ``imported``: system -> file of the systems
+    whose completions were made elsewhere.
     """
+    imported = imported or {}
     rows = []
     for system, t in tables.items():
         source = "human" if system == "human" else "dataset" if system == "original" else "model"
@@ -150,6 +270,9 @@ def summarize(tables: dict[str, pd.DataFrame], human_path, human_file: bool = Fa
                     f"{t.groupby('item_id').size().mean():.1f} per item" if present
                     else f"absent: {human_path} holds no usable completions (see human_violations.parquet)"
                     if human_file else f"absent: no human completions file at {human_path}")
+        elif system in imported:
+            note = (f"imported from {imported[system]}" if present
+                    else f"absent: {imported[system]} holds no usable completions of it (see its violations table)")
         elif source == "model":
             note = f"model {t['model'].iloc[0]}, prompt {t['prompt_template'].iloc[0]}" if present else "absent"
         else:

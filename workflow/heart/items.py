@@ -61,6 +61,15 @@ def complete(items: pd.DataFrame) -> pd.DataFrame:
     return items.reindex(columns=COLUMNS)
 
 
+def lookup(items: pd.DataFrame) -> dict[str, str]:
+    """Every key an item may be given by -- its ``item_id`` and, if it has one, its release key -- to its id."""
+    out = {str(i): str(i) for i in items["item_id"]}
+    if "release_key" in items.columns:
+        out.update({str(k): str(i) for k, i in zip(items["release_key"], items["item_id"]) if k is not None
+                    and not pd.isna(k)})
+    return out
+
+
 def resolve(keys, items: pd.DataFrame, where=None) -> list[str]:
     """Item ids of ``keys``, each an ``item_id`` or a release key (``regular:17``) of ``items``.
 
@@ -71,18 +80,19 @@ def resolve(keys, items: pd.DataFrame, where=None) -> list[str]:
     KeyError
         A key is neither; the message names the first such key and where it was given.
     """
-    ids = set(items["item_id"])
-    by_release = {k: i for k, i in zip(items["release_key"], items["item_id"]) if k is not None and not pd.isna(k)}
+    table = lookup(items)
     out = []
     for n, key in enumerate(keys):
         key = str(key).strip()
-        if key in ids:
-            out.append(key)
-        elif key in by_release:
-            out.append(by_release[key])
-        else:
+        if key not in table:
             at = f"{where[n]}: " if where is not None else ""
-            known = (f"a release key such as {next(iter(sorted(by_release)))!r} or an item_id"
-                     if by_release else "an item_id of results/items/items.parquet")
-            raise KeyError(f"{at}item {key!r} is not an item of this study; expected {known}")
+            raise KeyError(f"{at}item {key!r} is not an item of this study; expected {key_hint(items)}")
+        out.append(table[key])
     return out
+
+
+def key_hint(items: pd.DataFrame) -> str:
+    """What an item key may be, for error messages."""
+    released = sorted(k for k in items.get("release_key", pd.Series(dtype=object)).dropna())
+    return (f"a release key such as {released[0]!r} or an item_id of results/items/items.parquet" if released
+            else "an item_id of results/items/items.parquet")

@@ -213,8 +213,22 @@ def normalise_id(value: str) -> str:
     return _INVISIBLES.sub("", unicodedata.normalize("NFKC", value)).strip()
 
 
+#: file name endings of the formats a user-supplied table may come in (anything else is read as CSV)
+JSONL_SUFFIXES = (".jsonl", ".ndjson")
+PARQUET_SUFFIXES = (".parquet",)
+
+
+def record_label(path, line: int) -> str:
+    """How an error names record ``line`` of ``path``: ``line N`` (CSV, JSON Lines), ``row N`` (Parquet)."""
+    return f"row {line}" if Path(path).suffix.lower() in PARQUET_SUFFIXES else f"line {line}"
+
+
 def read_records(path, required, optional=(), allow_extra: bool = False, ids=()) -> pd.DataFrame:
-    """Read a user-supplied CSV file strictly: every value a string ("" when empty), plus ``line``.
+    """Read a user-supplied table strictly: every value a string ("" when empty), plus ``line``.
+
+    The format follows the file name: ``*.jsonl``/``*.ndjson`` is JSON Lines (one object per line;
+    ``line`` its line), ``*.parquet`` Parquet (``line`` the 1-based row), anything else CSV, described
+    here. Numbers in JSON Lines and Parquet are read as their text; nested values are an error.
 
     ``line`` is the file line on which each record starts (the header is line 1). Errors name the
     file, the line and, where there is one, the field: a missing or unreadable file, an encoding that
@@ -230,6 +244,12 @@ def read_records(path, required, optional=(), allow_extra: bool = False, ids=())
     """
     path = Path(path)
     expected = f"expected {', '.join(required)}" + (f" (+ optional {', '.join(optional)})" if optional else "")
+    suffix = path.suffix.lower()
+    if suffix in JSONL_SUFFIXES + PARQUET_SUFFIXES:
+        header, records, lines = (_jsonl_records if suffix in JSONL_SUFFIXES else _parquet_records)(path)
+        if not header and not records:  # no object at all: no data, as a CSV file with a header only
+            header = list(required)
+        return _checked(path, header, records, lines, required, optional, allow_extra, ids, expected)
     try:
         raw = path.read_bytes()
     except OSError as exc:
@@ -258,6 +278,11 @@ def read_records(path, required, optional=(), allow_extra: bool = False, ids=())
         raise RecordError(f"{path}, line {start}: not readable as CSV ({exc}); the file may be truncated; "
                           f"{CSV_HINT}") from None
     header = [h.strip() for h in header]
+    return _checked(path, header, records, lines, required, optional, allow_extra, ids, expected)
+
+
+def _checked(path, header, records, lines, required, optional, allow_extra, ids, expected) -> pd.DataFrame:
+    """The checks every format shares: columns, control characters, ids; the table of strings."""
     repeated = sorted({h for h in header if header.count(h) > 1})
     if repeated:
         raise RecordError(f"{path}: column(s) {', '.join(map(repr, repeated))} appear more than once in the header")
@@ -271,7 +296,7 @@ def read_records(path, required, optional=(), allow_extra: bool = False, ids=())
         for col, value in zip(header, record):
             bad = _CONTROL.search(value)
             if bad:
-                raise RecordError(f"{path}, line {line}: field {col!r} contains the control character "
+                raise RecordError(f"{path}, {record_label(path, line)}: field {col!r} contains the control character "
                                   f"U+{ord(bad.group()):04X}")
     table = pd.DataFrame(records, columns=header, dtype=object) if records else pd.DataFrame(columns=header)
     for col in optional:
@@ -286,6 +311,57 @@ def read_records(path, required, optional=(), allow_extra: bool = False, ids=())
     return table.reset_index(drop=True)
 
 
+def _scalar_text(value, path, label: str, col: str) -> str:
+    """A JSON/Parquet value as the text a CSV field would hold ("" for null)."""
+    if value is None or (isinstance(value, float) and value != value):
+        return ""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, (str, int, float)):
+        return str(value)
+    raise RecordError(f"{path}, {label}: field {col!r} is {type(value).__name__} {str(value)[:40]!r}; expected text "
+                      "or a number")
+
+
+def _jsonl_records(path: Path):
+    """JSON Lines: the union of the objects' keys is the header (first-seen order); a missing key is empty."""
+    try:
+        raw = path.read_bytes()
+    except OSError as exc:
+        raise RecordError(f"{path}: cannot be read ({exc.strerror or exc})") from None
+    text = _decode(path, raw)
+    objects, lines, header = [], [], []
+    for n, line in enumerate(text.split("\n"), start=1):
+        if not line.strip():
+            continue
+        try:
+            obj = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise RecordError(f"{path}, line {n}: not valid JSON ({exc.msg}, column {exc.colno}); write one JSON "
+                              "object per line") from None
+        if not isinstance(obj, dict):
+            raise RecordError(f"{path}, line {n}: is a JSON {type(obj).__name__}, not an object; write one JSON "
+                              "object per line")
+        header.extend(k for k in obj if k not in header)
+        objects.append(obj)
+        lines.append(n)
+    records = [[_scalar_text(o.get(c), path, f"line {n}", c) for c in header] for o, n in zip(objects, lines)]
+    return header, records, lines
+
+
+def _parquet_records(path: Path):
+    try:
+        table = pq.read_table(path)
+    except (pa.ArrowException, OSError) as exc:
+        raise RecordError(f"{path}: not a readable Parquet file ({exc}); write it with pandas DataFrame.to_parquet "
+                          "or pyarrow") from None
+    header = [c for c in table.column_names if not c.startswith("__index_level_")]
+    columns = {c: table.column(c).to_pylist() for c in header}
+    rows = range(table.num_rows)
+    records = [[_scalar_text(columns[c][i], path, f"row {i + 1}", c) for c in header] for i in rows]
+    return header, records, [i + 1 for i in rows]
+
+
 def _same_but_for_case(path, table: pd.DataFrame, columns) -> None:
     """Error when two values of ``columns`` (one vocabulary) differ only in case."""
     first: dict[str, tuple[str, str, int]] = {}
@@ -294,7 +370,8 @@ def _same_but_for_case(path, table: pd.DataFrame, columns) -> None:
         for col, value in zip(columns, row[:-1]):
             seen = first.setdefault(value.casefold(), (value, col, line))
             if seen[0] != value:
-                lines = f"line {line}" if seen[2] == line else f"lines {seen[2]} and {line}"
+                lines = (record_label(path, line) if seen[2] == line
+                         else record_label(path, seen[2]).replace(" ", "s ", 1) + f" and {line}")
                 fields = f"field {col!r} has" if seen[1] == col else f"fields {seen[1]!r} and {col!r} have"
                 raise RecordError(f"{path}, {lines}: {fields} {seen[0]!r} and {value!r}, which differ only in "
                                   "case; ids are compared exactly, so write one id one way")

@@ -51,8 +51,16 @@ def release_inputs(wildcards=None):
 # the paper's released items (items.source: release), else a new study's screened and rewritten ones
 RELEASED_ITEMS = config["items"]["source"] == "release"
 PROMPTS = Path(workflow.basedir) / "workflow" / "resources" / "prompts"
-MODEL_SYSTEMS = sorted(config["systems"])
-SYSTEMS = MODEL_SYSTEMS + ["original", "human"]
+MODEL_SYSTEMS = sorted(config["systems"])  # called by this workflow
+IMPORTED_SYSTEMS = sorted(config["imported_systems"])  # completions made elsewhere, read from files
+SYSTEMS = MODEL_SYSTEMS + IMPORTED_SYSTEMS + ["original", "human"]
+
+for _name in IMPORTED_SYSTEMS:
+    if _name in MODEL_SYSTEMS or _name in ("original", "human", "best-human"):
+        raise WorkflowError(
+            f"config imported_systems.{_name}: the name is taken (a configured system, or one of original, "
+            "human, best-human); give the imported system another name"
+        )
 
 for _name, _system in config["systems"].items():
     if not (PROMPTS / "completion" / f"{_system['prompt']}.md").is_file():
@@ -120,6 +128,7 @@ def taxonomy_file():
 def system_families():
     """Model family of every system (judges never judge their own family's output)."""
     families = {s: config["models"][c["model"]]["family"] for s, c in config["systems"].items()}
+    families |= {s: c["family"] or s for s, c in config["imported_systems"].items()}
     return {**families, "original": "dataset", "human": "human"}
 
 

@@ -3,6 +3,8 @@
 
 rule generate_completions:
     # one shard of the items (llm.shards); merge_completions joins the shards
+    wildcard_constraints:
+        system="|".join(map(re.escape, MODEL_SYSTEMS)) or "(?!)",
     input:
         item_table="results/items/items.parquet",
         prompt=lambda wc: workflow.source_path(
@@ -30,6 +32,8 @@ rule generate_completions:
 
 
 rule merge_completions:
+    wildcard_constraints:
+        system="|".join(map(re.escape, MODEL_SYSTEMS)) or "(?!)",
     input:
         item_table="results/items/items.parquet",
         shards=expand("results/completions/shards/{{system}}/{shard}.parquet", shard=SHARDS),
@@ -43,6 +47,24 @@ rule merge_completions:
         "../../envs/data.yaml"
     script:
         "../scripts/merge_shards.py"
+
+
+rule import_completions:
+    # a system whose completions were made elsewhere (config imported_systems), read like human ones
+    wildcard_constraints:
+        system="|".join(map(re.escape, IMPORTED_SYSTEMS)) or "(?!)",
+    input:
+        item_table="results/items/items.parquet",
+        completions=lambda wc: config["imported_systems"][wc.system]["path"],
+    output:
+        completions="results/completions/{system}.parquet",
+        violations="results/completions/imported/{system}_violations.parquet",
+    log:
+        "logs/completions/{system}.log",
+    conda:
+        "../../envs/data.yaml"
+    script:
+        "../scripts/import_completions.py"
 
 
 rule original_completions:
@@ -65,8 +87,11 @@ rule human_completions:
     output:
         completions="results/completions/human.parquet",
         violations="results/completions/human_violations.parquet",
+        protocol="results/completions/human_protocol.parquet",
     params:
         path=config["human_completions"]["path"],
+        per_context=config["human_completions"]["per_context"],
+        pool_size=config["human_completions"]["pool_size"],
     log:
         "logs/completions/human.log",
     conda:
@@ -82,6 +107,7 @@ rule summarize_systems:
         "results/completions/systems.parquet",
     params:
         systems=SYSTEMS,
+        imported={s: c["path"] for s, c in config["imported_systems"].items()},
         human_path=config["human_completions"]["path"],
         # the note tells "no file" from "a file with nothing usable in it"
         human_file=bool(optional_file(config["human_completions"]["path"])),

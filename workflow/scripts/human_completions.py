@@ -14,6 +14,11 @@ with logged(snakemake.log[0], snakemake) as log:
         log.warning("no human completions: %s does not exist; human systems are absent",
                     snakemake.params.path)
         table, violations = tableio.empty_like("completions"), tableio.empty_like("human_violations")
+    protocol = completions.human_protocol(table, violations, items, snakemake.params.per_context,
+                                          snakemake.params.pool_size)
     tableio.write_tables([(table, snakemake.output.completions, "completions"),
-                          (violations, snakemake.output.violations, "human_violations")], job)
+                          (violations, snakemake.output.violations, "human_violations"),
+                          (protocol, snakemake.output.protocol, "human_protocol")], job)
     log.info("human: %d completions, %d violations", len(table), len(violations))
+    for r in protocol[protocol["ok"].eq(False)].itertuples():
+        log.warning("protocol: %s is %g, expected %g (%s)", r.measure, r.value, r.expected, r.note)
