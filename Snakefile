@@ -36,22 +36,29 @@ ITEM_SOURCE_TABLES = (
 )
 
 
-include: "workflow/rules/data.smk"
-include: "workflow/rules/items.smk"
-include: "workflow/rules/completions.smk"
-include: "workflow/rules/judging.smk"
-include: "workflow/rules/tagging.smk"
-include: "workflow/rules/stats.smk"
-include: "workflow/rules/figures.smk"
-include: "workflow/rules/tables.smk"
-include: "workflow/rules/llm.smk"
+if ANALYSIS_ONLY:
 
+    include: "workflow/rules/analysis.smk"
+    include: "workflow/rules/stats.smk"
+    include: "workflow/rules/figures.smk"
 
-# merging shards reads and writes a few Parquet files: never worth a cluster job
-localrules:
-    merge_completions,
-    merge_judgments,
-    merge_tags,
+else:
+
+    include: "workflow/rules/data.smk"
+    include: "workflow/rules/items.smk"
+    include: "workflow/rules/completions.smk"
+    include: "workflow/rules/judging.smk"
+    include: "workflow/rules/tagging.smk"
+    include: "workflow/rules/stats.smk"
+    include: "workflow/rules/figures.smk"
+    include: "workflow/rules/tables.smk"
+    include: "workflow/rules/llm.smk"
+
+    # merging shards reads and writes a few Parquet files: never worth a cluster job
+    localrules:
+        merge_completions,
+        merge_judgments,
+        merge_tags,
 
 
 # API keys: declared so Snakemake checks them at start-up and passes them to cluster
@@ -60,25 +67,42 @@ envvars:
     *required_keys(),
 
 
+# a study: every table, figure and the response cache
+STUDY_TARGETS = [
+    "results/data/esconv_source.parquet",
+    ITEM_SOURCE_TABLES,
+    "results/items/items.parquet",
+    "results/completions/systems.parquet",
+    "results/judging/judgments.parquet",
+    expand("results/tagging/{tagger}_f1.parquet", tagger=TAGGERS),
+    "results/stats/ratings.parquet",
+    "results/stats/agreement_human_llm.parquet",
+    "results/stats/strategy_usage.parquet",
+    "results/stats/factor_summary.parquet",
+    "results/stats/tests.parquet",
+    "results/stats/rationale_concordance.parquet",
+    expand("results/figures/{figure}.{ext}", ext=("png", "pdf"),
+           figure=("fig4_leaderboard", "fig5_elo_ttft", "fig6_strategies", "elo_forest", "agreement",
+                   "bias_factors", "example_pair")),
+    "results/figures/example_pair.html",
+    expand("results/tables/{table}.{ext}", ext=("csv", "tex"),
+           table=("table1", "leaderboard", "agreement", "strategy_diversity", "factors", "tests")),
+    "results/llm/cache.parquet",
+]
+
+
+# an analysis-only run: the statistics and figures that need nothing but judgments
+ANALYSIS_TARGETS = [
+    "results/stats/ratings.parquet",
+    "results/stats/agreement_human_llm.parquet",
+    "results/stats/bias_position.parquet",
+    "results/stats/factor_summary.parquet",
+    *expand("results/figures/{figure}.{ext}", ext=("png", "pdf"),
+            figure=("fig4_leaderboard", "elo_forest", "agreement", "bias_factors")),
+]
+
+
 rule all:
     input:
-        "results/data/esconv_source.parquet",
-        ITEM_SOURCE_TABLES,
-        "results/items/items.parquet",
-        "results/completions/systems.parquet",
-        "results/judging/judgments.parquet",
-        expand("results/tagging/{tagger}_f1.parquet", tagger=TAGGERS),
-        "results/stats/ratings.parquet",
-        "results/stats/agreement_human_llm.parquet",
-        "results/stats/strategy_usage.parquet",
-        "results/stats/factor_summary.parquet",
-        "results/stats/tests.parquet",
-        "results/stats/rationale_concordance.parquet",
-        expand("results/figures/{figure}.{ext}", ext=("png", "pdf"),
-               figure=("fig4_leaderboard", "fig5_elo_ttft", "fig6_strategies", "elo_forest", "agreement",
-                       "bias_factors", "example_pair")),
-        "results/figures/example_pair.html",
-        expand("results/tables/{table}.{ext}", ext=("csv", "tex"),
-               table=("table1", "leaderboard", "agreement", "strategy_diversity", "factors", "tests")),
-        "results/llm/cache.parquet",
+        ANALYSIS_TARGETS if ANALYSIS_ONLY else STUDY_TARGETS,
     default_target: True

@@ -5,6 +5,7 @@ import pandas as pd
 import pytest
 
 from heart import human_judgments as hj
+from heart import items as items_mod
 from heart import pairs
 from test_judging import items_and_completions
 
@@ -82,3 +83,62 @@ def test_unknown_pair_and_missing_column(tmp_path, design):
     bad.write_text("rater_id,item_id\nr,i\n")
     with pytest.raises(hj.HumanJudgmentError, match="missing column.*shown_a"):
         hj.read(bad)
+
+
+def _refs(p):
+    ref = lambda s, c: s if pd.isna(c) else f"{s}#{c}"  # noqa: E731
+    return ref(p.system_a, p.contributor_a), ref(p.system_b, p.contributor_b)
+
+
+def _items(design):
+    ids = sorted(design["item_id"].unique())
+    return pd.DataFrame({"item_id": ids, "release_key": [f"regular:{k + 1}" for k in range(len(ids))],
+                         "subset": "regular"})
+
+
+def test_item_id_may_be_a_release_key(tmp_path, design):
+    items = _items(design)
+    p, q = design.iloc[0], design[design["item_id"] != design.iloc[0]["item_id"]].iloc[0]
+    key = dict(zip(items["item_id"], items["release_key"]))
+    (a, b), (c, d) = _refs(p), _refs(q)
+    path = write(tmp_path, f"r1,{key[p.item_id]},{a},{b},1,30,,\n"  # by release key
+                           f"r1,{q.item_id},{d},{c},4,30,,\n"  # by item_id: still accepted
+                           "r1,anything,x,y,1,30,,A\n")  # a quality check keeps its free item_id
+    raw = hj.read(path)
+    out = hj.orient(raw, design, hj.quality_control(raw, 0.5, 5, 900), STRENGTHS, path, items=items)
+    assert list(out["pair_id"]) == [p.pair_id, q.pair_id]
+    assert list(out["preference"]) == [2, 1] and list(out["order"]) == ["AB", "BA"]
+    resolved = hj.resolve_items(raw, items, path)
+    assert list(resolved["item_id"]) == [p.item_id, q.item_id, "anything"]
+    assert list(raw["item_id"])[0] == key[p.item_id]  # the read table is left as it was
+
+
+def test_release_key_errors_name_file_line_and_field(tmp_path, design):
+    items = _items(design)
+    p = design.iloc[0]
+    a, b = _refs(p)
+    key = dict(zip(items["item_id"], items["release_key"]))[p.item_id]
+    path = write(tmp_path, f"r1,{p.item_id},{a},{b},1,30,,\nr1,regular:99,{a},{b},1,30,,\n")
+    raw = hj.read(path)
+    with pytest.raises(hj.HumanJudgmentError, match=r"line 3: field 'item_id' is 'regular:99', neither an item_id "
+                                                     r"nor a release_key") as err:
+        hj.orient(raw, design, hj.quality_control(raw, 0.5, 5, 900), STRENGTHS, path, items=items)
+    assert str(path) in str(err.value)
+    path = write(tmp_path, f"r1,{p.item_id},{a},{b},1,30,,\nr1,{key},{a},{b},2,30,,\n")  # one item, two keys
+    raw = hj.read(path)
+    with pytest.raises(hj.HumanJudgmentError, match=r"lines 2 and 3: rater 'r1' judged the same shown pair of an "
+                                                     r"item twice \(field 'item_id' names the item by two keys\)"):
+        hj.orient(raw, design, hj.quality_control(raw, 0.5, 5, 900), STRENGTHS, path, items=items)
+    # without the items table a release key is simply an unknown item (as before)
+    path = write(tmp_path, f"r1,{key},{a},{b},1,30,,\n")
+    raw = hj.read(path)
+    with pytest.raises(hj.HumanJudgmentError, match=r"line 2: fields 'item_id', 'shown_a', 'shown_b'"):
+        hj.orient(raw, design, hj.quality_control(raw, 0.5, 5, 900), STRENGTHS, path)
+
+
+def test_item_keys_must_name_one_item_each():
+    items = pd.DataFrame({"item_id": ["i0", "i1", "i2"], "release_key": ["regular:1", "regular:1", None]})
+    with pytest.raises(ValueError, match=r"key 'regular:1' names two items \('i0' and 'i1'\)"):
+        items_mod.lookup(items)
+    assert items_mod.lookup(items.iloc[[0, 2]]) == {"i0": "i0", "i2": "i2", "regular:1": "i0"}
+    assert items_mod.lookup(items[["item_id"]]) == {"i0": "i0", "i1": "i1", "i2": "i2"}

@@ -308,3 +308,49 @@ def test_shards_merge_to_the_same_tables_and_share_one_cache(judged_copy, judge_
         assert one["from_cache"].all(), t
         pd.testing.assert_frame_equal(one.drop(columns="from_cache"), sharded[t].drop(columns="from_cache"), obj=t)
     assert tableio.provenance_of(wf.root / tables[2])["shards"] == ["1of1"]
+
+
+def test_an_imported_system_and_imported_judgments_join_the_study(judged_copy, judge_server):
+    """A system run elsewhere (completions from a JSONL file) is paired, judged and tagged like any system,
+    paying only for what it is in; judgments made elsewhere (public format) enter judgments.parquet."""
+    state, _ = judge_server
+    wf = judged_copy
+    items = read(wf, "results/items/items.parquet")
+    elsewhere = wf.root / "resources/imported"
+    elsewhere.mkdir(parents=True)
+    (elsewhere / "polaris.jsonl").write_text("".join(
+        json.dumps({"item_id": i, "system": "polaris-4.0", "text": f"I hear you; that sounds so heavy ({k}).",
+                    "ttft_s": 0.3, "cost_usd": 0.0002}) + "\n" for k, i in enumerate(items["item_id"])))
+    first = items["item_id"].iloc[0]
+    (elsewhere / "judgments.csv").write_text(
+        "item,system_a,system_b,judge,judge_kind,winner,strength,order\n"
+        f"{first},polaris-4.0,remote-a,outside-judge,llm,a,3,AB\n"
+        f"{first},polaris-4.0,remote-a,outside-judge,llm,a,2,BA\n"
+        f"{first},polaris-4.0,original,rater-z,human,b,4,AB\n")
+    edit_config(wf, lambda cfg: cfg.update(imported_systems={"polaris-4.0": {
+        "path": "resources/imported/polaris.jsonl", "family": "polaris"}}))
+    before = sum(state.ok.values())
+    wf.snakemake("results/judging/judgments.parquet", "results/tagging/fake-tagger.parquet",
+                 "results/completions/systems.parquet", *wf.args, env=KEY_ENV)
+    pairs = read(wf, "results/judging/pairs.parquet")
+    new_pairs = pairs[(pairs["system_a"] == "polaris-4.0") | (pairs["system_b"] == "polaris-4.0")]
+    # the new system is in 2 model pairs + 1 with the original + 3 with the humans per item, in both orders,
+    # and its 3 completions are tagged: nothing else is paid for
+    assert len(new_pairs) == 3 * (2 + 1 + 3)
+    verdicts = read(wf, "results/judging/llm/fake-judge.parquet")
+    new_verdicts = verdicts[verdicts["pair_id"].isin(new_pairs["pair_id"])]
+    assert len(new_verdicts) == 2 * len(new_pairs)
+    # paid: the judge calls of its pairs and its 3 completions' tagging, nothing else (a request identical to
+    # one made before is answered by the cache -- the SYNTHETIC humans' replies repeat -- unless two of them
+    # were in flight at once)
+    paid = sum(state.ok.values()) - before
+    assert (~new_verdicts["from_cache"]).sum() + 3 <= paid <= len(new_verdicts) + 3
+    systems = read(wf, "results/completions/systems.parquet").set_index("system")
+    assert systems.loc["polaris-4.0", "note"] == "imported from resources/imported/polaris.jsonl"
+    judgments = read(wf, "results/judging/judgments.parquet")
+    outside = judgments[judgments["judge"].eq("outside-judge")]
+    assert len(outside) == 1 and outside["n_orders"].iloc[0] == 2
+    assert {outside["system_a"].iloc[0], outside["system_b"].iloc[0]} == {"polaris-4.0", "remote-a"}
+    assert judgments["judge"].eq("human:rater-z").sum() == 1
+    sources = read(wf, "results/judging/sources.parquet").set_index("judge")
+    assert sources.loc["outside-judge", "note"] == "imported from resources/imported/judgments.csv"

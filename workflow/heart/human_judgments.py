@@ -5,7 +5,8 @@ judgment with the rater, the item and which completions were shown as A and B,
 the 5-point choice of Figure 2 (1 = "A is significantly better than B" ...
 3 = "A and B are about the same" ... 5 = "B is significantly better than A"),
 a free-text rationale, the seconds spent, and for quality-check rows the
-expected side.
+expected side. The item may be named by its item_id or, given the items table,
+by its release key ("regular:17"; :func:`resolve_items`).
 
 Quality control: a rater is excluded when the share of failed quality checks
 reaches ``max_qc_fail_share`` (paper: 50 %) or when the median seconds per
@@ -20,6 +21,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from heart import items as items_mod
 from heart import tableio
 from heart import pairs as pairs_mod
 
@@ -118,15 +120,46 @@ def quality_control(table: pd.DataFrame, max_qc_fail_share: float, min_median_se
     return pd.DataFrame(rows, columns=RATER_COLUMNS)
 
 
-def orient(table: pd.DataFrame, pairs: pd.DataFrame, raters: pd.DataFrame, strength_map: dict, path
-           ) -> pd.DataFrame:
+def resolve_items(table: pd.DataFrame, items: pd.DataFrame, path) -> pd.DataFrame:
+    """:func:`read`'s table with every judgment's ``item_id`` made the item's id: a release key (column
+    ``release_key`` of ``items``, e.g. "regular:17") becomes the item_id it names.
+
+    Quality-check rows keep their ``item_id`` (they may use any). An ``item_id`` that is neither an item id
+    nor a release key is an error naming the file, the line and the field, and so is one rater judging the
+    same shown pair of an item twice under two keys.
+    """
+    keys = items_mod.lookup(items)
+    out = table.copy()
+    judged = out["qc_expected"].isna() | out["qc_expected"].eq("")
+    seen: dict[tuple, int] = {}
+    for idx in out.index[judged]:
+        r = out.loc[idx]
+        if r["item_id"] not in keys:
+            raise HumanJudgmentError(f"{path}, line {r['line']}: field 'item_id' is {r['item_id']!r}, "
+                                     "neither an item_id nor a release_key (e.g. 'regular:17') of the items "
+                                     "table; check the key, or mark a quality-check row with qc_expected")
+        out.at[idx, "item_id"] = keys[r["item_id"]]
+        key = (r["rater_id"], keys[r["item_id"]], r["shown_a"], r["shown_b"])
+        if key in seen:
+            raise HumanJudgmentError(f"{path}, lines {seen[key]} and {r['line']}: rater {r['rater_id']!r} "
+                                     "judged the same shown pair of an item twice (field 'item_id' names the "
+                                     "item by two keys); keep one judgment")
+        seen[key] = r["line"]
+    return out
+
+
+def orient(table: pd.DataFrame, pairs: pd.DataFrame, raters: pd.DataFrame, strength_map: dict, path,
+           items: pd.DataFrame | None = None) -> pd.DataFrame:
     """Judgments of included raters, oriented to the pairs (positive preference = the pair's system_a).
 
     ``preference`` is the signed Figure-2 choice in -2..2 (0 = about the same);
     ``winner``/``strength`` map it onto the judges' scale with ``strength_map``
     ({"slight": s1, "significant": s2}); "about the same" has no winner (a tie,
-    kept for tie shares, not used by Bradley–Terry).
+    kept for tie shares, not used by Bradley–Terry). With ``items``, a row's
+    ``item_id`` may also be the item's release key (:func:`resolve_items`).
     """
+    if items is not None:
+        table = resolve_items(table, items, path)
     excluded = set(raters.loc[raters["excluded"], "rater_id"])
     by_id = pairs.set_index("pair_id")
     rows = []

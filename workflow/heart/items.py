@@ -62,11 +62,21 @@ def complete(items: pd.DataFrame) -> pd.DataFrame:
 
 
 def lookup(items: pd.DataFrame) -> dict[str, str]:
-    """Every key an item may be given by -- its ``item_id`` and, if it has one, its release key -- to its id."""
+    """Every key an item may be given by -- its ``item_id`` and, if it has one, its release key -- to its id.
+
+    Raises
+    ------
+    ValueError
+        A release key given to two items, or equal to another item's item_id.
+    """
     out = {str(i): str(i) for i in items["item_id"]}
     if "release_key" in items.columns:
-        out.update({str(k): str(i) for k, i in zip(items["release_key"], items["item_id"]) if k is not None
-                    and not pd.isna(k)})
+        for item_id, key in zip(items["item_id"], items["release_key"]):
+            if key is None or pd.isna(key):
+                continue
+            if out.setdefault(str(key), str(item_id)) != str(item_id):
+                raise ValueError(f"items table: key {key!r} names two items ({out[str(key)]!r} and {item_id!r}); "
+                                 "release keys and item ids must be unique")
     return out
 
 

@@ -208,7 +208,8 @@ def combine(verdicts: pd.DataFrame, pairs: pd.DataFrame, axes: list[str]) -> pd.
                "status": "ok" if signed is not None else ("unparsed" if ok.empty else "inconsistent"),
                "winner": None if signed is None else ("a" if signed > 0 else "b"),
                "strength": None if signed is None else abs(signed),
-               "rationale": " | ".join(f"{o}: {t}" for o, t in zip(ok["order"], ok["rationale"])) or None}
+               "rationale": " | ".join(f"{o}: {t}" for o, t in zip(ok["order"], ok["rationale"])
+                                       if isinstance(t, str)) or None}  # imported verdicts may have none
         for k in axes:
             marks = ok[f"axis_{k}"].dropna().astype(int).tolist()  # 0 = that order saw no clear edge
             row[f"axis_{k}"] = combine_signed(marks) or 0

@@ -246,7 +246,8 @@ def read_records(path, required, optional=(), allow_extra: bool = False, ids=())
     expected = f"expected {', '.join(required)}" + (f" (+ optional {', '.join(optional)})" if optional else "")
     suffix = path.suffix.lower()
     if suffix in JSONL_SUFFIXES + PARQUET_SUFFIXES:
-        header, records, lines = (_jsonl_records if suffix in JSONL_SUFFIXES else _parquet_records)(path)
+        header, records, lines = (_jsonl_records(path, required, optional, allow_extra) if suffix in JSONL_SUFFIXES
+                                  else _parquet_records(path))
         if not header and not records:  # no object at all: no data, as a CSV file with a header only
             header = list(required)
         return _checked(path, header, records, lines, required, optional, allow_extra, ids, expected)
@@ -312,36 +313,56 @@ def _checked(path, header, records, lines, required, optional, allow_extra, ids,
 
 
 def _scalar_text(value, path, label: str, col: str) -> str:
-    """A JSON/Parquet value as the text a CSV field would hold ("" for null)."""
+    """A JSON/Parquet value as the text a CSV field would hold ("" for null; 3.0 as "3")."""
     if value is None or (isinstance(value, float) and value != value):
         return ""
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, (str, int, float)):
+    if isinstance(value, str):
+        return value
+    if isinstance(value, int) and not isinstance(value, bool):
         return str(value)
-    raise RecordError(f"{path}, {label}: field {col!r} is {type(value).__name__} {str(value)[:40]!r}; expected text "
-                      "or a number")
+    if isinstance(value, float):
+        return str(int(value)) if value.is_integer() else repr(value)
+    raise RecordError(f"{path}, {label}: field {col!r} is {value!r:.60}; expected text or a number")
 
 
-def _jsonl_records(path: Path):
-    """JSON Lines: the union of the objects' keys is the header (first-seen order); a missing key is empty."""
+def _unique_keys(pairs):
+    keys = [k for k, _ in pairs]
+    repeated = next((k for k in keys if keys.count(k) > 1), None)
+    if repeated is not None:
+        raise ValueError(f"field {repeated!r} appears more than once")
+    return dict(pairs)
+
+
+def _jsonl_records(path: Path, required=(), optional=(), allow_extra: bool = False):
+    """JSON Lines: one object per line, checked per line (unknown, missing or repeated fields name the line);
+    the header is the union of the objects' keys in first-seen order, a key an object lacks is empty."""
     try:
         raw = path.read_bytes()
     except OSError as exc:
         raise RecordError(f"{path}: cannot be read ({exc.strerror or exc})") from None
     text = _decode(path, raw)
+    expected = f"expected {', '.join(required)}" + (f" (+ optional {', '.join(optional)})" if optional else "")
     objects, lines, header = [], [], []
     for n, line in enumerate(text.split("\n"), start=1):
         if not line.strip():
             continue
+        where = f"{path}, line {n}"
         try:
-            obj = json.loads(line)
+            obj = json.loads(line, object_pairs_hook=_unique_keys)
         except json.JSONDecodeError as exc:
-            raise RecordError(f"{path}, line {n}: not valid JSON ({exc.msg}, column {exc.colno}); write one JSON "
-                              "object per line") from None
+            raise RecordError(f"{where}: not valid JSON ({exc.msg}, column {exc.colno}); write one JSON object "
+                              "per line") from None
+        except ValueError as exc:
+            raise RecordError(f"{where}: {exc}") from None
         if not isinstance(obj, dict):
-            raise RecordError(f"{path}, line {n}: is a JSON {type(obj).__name__}, not an object; write one JSON "
-                              "object per line")
+            raise RecordError(f"{where}: is a JSON {type(obj).__name__}, not an object; write one JSON object "
+                              "per line")
+        unknown = [k for k in obj if k not in required and k not in optional]
+        if unknown and not allow_extra:
+            raise RecordError(f"{where}: unknown field(s) {', '.join(map(repr, unknown))}; {expected}")
+        missing = [k for k in required if k not in obj]
+        if missing:
+            raise RecordError(f"{where}: field {missing[0]!r} is missing; {expected}")
         header.extend(k for k in obj if k not in header)
         objects.append(obj)
         lines.append(n)

@@ -51,9 +51,12 @@ def release_inputs(wildcards=None):
 # the paper's released items (items.source: release), else a new study's screened and rewritten ones
 RELEASED_ITEMS = config["items"]["source"] == "release"
 PROMPTS = Path(workflow.basedir) / "workflow" / "resources" / "prompts"
+# config analysis_only: only the statistics and figures, on a table of judgments made elsewhere
+ANALYSIS_ONLY = "analysis_only" in config
 MODEL_SYSTEMS = sorted(config["systems"])  # called by this workflow
 IMPORTED_SYSTEMS = sorted(config["imported_systems"])  # completions made elsewhere, read from files
-SYSTEMS = MODEL_SYSTEMS + IMPORTED_SYSTEMS + ["original", "human"]
+# the systems with completion tables (an analysis-only run has none: only judgments)
+SYSTEMS = [] if ANALYSIS_ONLY else MODEL_SYSTEMS + IMPORTED_SYSTEMS + ["original", "human"]
 
 for _name in IMPORTED_SYSTEMS:
     if _name in MODEL_SYSTEMS or _name in ("original", "human", "best-human"):
@@ -92,7 +95,7 @@ def used_models():
     names = {s["model"] for s in config["systems"].values()}
     names |= {j["model"] for j in config["judging"]["judges"].values()}
     names |= {t["model"] for t in config["tagging"]["taggers"].values()}
-    if not RELEASED_ITEMS and config["adversarial_items"]["n"] > 0:
+    if not (RELEASED_ITEMS or ANALYSIS_ONLY) and config["adversarial_items"]["n"] > 0:
         names.add(config["adversarial_items"]["model"])
     return sorted(names)
 

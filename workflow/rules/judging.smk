@@ -73,6 +73,7 @@ rule merge_judgments:
 rule human_judgments:
     input:
         pair_table="results/judging/pairs.parquet",
+        item_table="results/items/items.parquet",
         humans=optional_file(config["human_judgments"]["path"]),
     output:
         judgments="results/judging/human.parquet",
@@ -93,11 +94,15 @@ rule combine_judgments:
         llm=expand("results/judging/llm/{judge}.parquet", judge=JUDGES),
         human="results/judging/human.parquet",
         raters="results/judging/human_raters.parquet",
+        item_table="results/items/items.parquet",
+        imported=optional_file(config["imported_judgments"]["path"]),
     output:
         judgments="results/judging/judgments.parquet",
         flips="results/judging/flip_rates.parquet",
         sources="results/judging/sources.parquet",
+        imported_verdicts="results/judging/imported_verdicts.parquet",
     params:
+        strength_map=config["human_judgments"]["strength_map"],
         judges=JUDGES,
         families=system_families(),
         judge_families=judge_families(),

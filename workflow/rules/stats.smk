@@ -52,7 +52,12 @@ rule agreement:
 rule bias_audits:
     input:
         judgments="results/judging/judgments.parquet",
-        verdicts=expand("results/judging/llm/{judge}.parquet", judge=JUDGES),
+        # each order's verdict: this workflow's judges' and those imported (config imported_judgments, or
+        # the analysis-only table)
+        verdicts=[
+            *expand("results/judging/llm/{judge}.parquet", judge=[] if ANALYSIS_ONLY else JUDGES),
+            "results/judging/imported_verdicts.parquet",
+        ],
         completions=expand("results/completions/{system}.parquet", system=SYSTEMS),
     output:
         position="results/stats/bias_position.parquet",

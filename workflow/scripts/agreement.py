@@ -9,7 +9,8 @@ with logged(snakemake.log[0], snakemake) as log:
     p = snakemake.params
     boot = p.bootstrap  # n_boot, seed, ci
     judgments = tableio.read_table(snakemake.input.judgments)
-    texts = pd.concat([tableio.read_table(path) for path in snakemake.input.completions], ignore_index=True)
+    texts = [tableio.read_table(path) for path in snakemake.input.completions]  # none: judgments only
+    texts = pd.concat(texts, ignore_index=True) if texts else tableio.empty_like("completions")
     tables = {
         "human_llm": agreement.human_llm_agreement(judgments, consensus=p.consensus, **boot),
         "cross_judge": agreement.cross_judge_agreement(judgments, **boot),

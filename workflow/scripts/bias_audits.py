@@ -11,7 +11,8 @@ with logged(snakemake.log[0], snakemake) as log:
     judgments = tableio.read_table(snakemake.input.judgments)
     verdicts = [tableio.read_table(path) for path in snakemake.input.verdicts]
     verdicts = pd.concat(verdicts, ignore_index=True) if verdicts else tableio.empty_like("judge_verdicts")
-    texts = pd.concat([tableio.read_table(path) for path in snakemake.input.completions], ignore_index=True)
+    texts = [tableio.read_table(path) for path in snakemake.input.completions]  # none: judgments only
+    texts = pd.concat(texts, ignore_index=True) if texts else tableio.empty_like("completions")
     position = bias.position_bias(verdicts, alpha=alpha, ci=ci)
     length = bias.length_bias(judgments, texts, alpha=alpha, ci=ci)
     self_pref = bias.self_preference(judgments, p.judge_families, p.families, alpha=alpha, **p.bootstrap)

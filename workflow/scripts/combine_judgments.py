@@ -1,10 +1,11 @@
-"""rule combine_judgments: both orders combined per LLM judge, human judgments added; flip rates; sources."""
+"""rule combine_judgments: both orders combined per LLM judge, human judgments and judgments made elsewhere
+added; flip rates; sources."""
 import pandas as pd
 
-from heart import judging, provenance, tableio
+from heart import judging, judgment_import, provenance, tableio
 from heart.runtime import logged
 
-AXES = ["H", "E", "A", "R", "T"]
+AXES = judgment_import.AXES
 
 with logged(snakemake.log[0], snakemake) as log:
     job = provenance.collect(snakemake)
@@ -15,8 +16,6 @@ with logged(snakemake.log[0], snakemake) as log:
         c = judging.combine(verdicts, pairs, AXES)
         combined.append(c)
         sources.append(judging.source_row(judge, verdicts, c, tableio.provenance_of(path).get("n_excluded_family", 0)))
-    combined = pd.concat(combined, ignore_index=True) if combined else judging.combine(
-        tableio.empty_like("judge_verdicts"), pairs, AXES)
     human = tableio.read_table(snakemake.input.human)
     raters = tableio.read_table(snakemake.input.raters)
     if raters.empty:
@@ -28,9 +27,32 @@ with logged(snakemake.log[0], snakemake) as log:
     sources.append({"judge": "human", "judge_kind": "human", "status": "present" if len(human) else "absent",
                     "n_pairs": int(human["pair_id"].nunique()), "n_excluded_family": 0, "n_unparsed": 0,
                     "n_inconsistent": 0, "note": note})
+    imported_verdicts = tableio.empty_like("judge_verdicts")
+    if snakemake.input.imported:  # judgments made elsewhere, beside this workflow's own
+        path = snakemake.input.imported[0]
+        items = tableio.read_table(snakemake.input.item_table)
+        judged = judgment_import.to_pairs(path, items)
+        # a pair this workflow designed keeps its A/B orientation; others are added to the judgments only
+        pairs = pd.concat([pairs, judged[~judged["pair_id"].isin(pairs["pair_id"])]], ignore_index=True)
+        imported = judgment_import.convert(path, items=items, pairs=pairs, strength_map=snakemake.params.strength_map)
+        clash = sorted(set(imported.verdicts["judge"]) & set(snakemake.params.judges))
+        if clash:
+            raise ValueError(f"{path}: judge(s) {clash} are also judges of this workflow (config judging.judges); "
+                             "rename them in the file")
+        for judge, v in imported.verdicts.groupby("judge", sort=True):
+            c = judging.combine(v, pairs, AXES)
+            combined.append(c)
+            sources.append(judging.source_row(judge, v, c, 0) | {"note": f"imported from {path}"})
+        human = pd.concat([human, imported.human.reindex(columns=human.columns)], ignore_index=True)
+        imported_verdicts = imported.verdicts
+        log.info("%s: %d judgments imported (%s)", path, len(imported.judgments),
+                 imported.judgments["judge_kind"].value_counts().to_dict())
+    combined = pd.concat(combined, ignore_index=True) if combined else judging.combine(
+        tableio.empty_like("judge_verdicts"), pairs, AXES)
     table = judging.judgments(pairs, combined, human)
     tableio.write_tables([(table, snakemake.output.judgments, "judgments"),
                           (judging.flip_rates(combined, AXES), snakemake.output.flips, "flip_rates"),
-                          (pd.DataFrame(sources), snakemake.output.sources, "judge_sources")], job)
+                          (pd.DataFrame(sources), snakemake.output.sources, "judge_sources"),
+                          (imported_verdicts, snakemake.output.imported_verdicts, "judge_verdicts")], job)
     for s in sources:
         log.info("%-24s %-7s %s", s["judge"], s["status"], s["note"])

@@ -12,7 +12,9 @@ with logged(snakemake.log[0], snakemake) as log:
                                                  s["max_median_seconds"])
         for r in raters[raters["excluded"]].itertuples():
             log.warning("rater %s excluded: %s", r.rater_id, r.reason)
-        table = human_judgments.orient(raw, tableio.read_table(snakemake.input.pair_table), raters, s["strength_map"], path)
+        # an item may be named by its item_id or its release key (regular:17)
+        table = human_judgments.orient(raw, tableio.read_table(snakemake.input.pair_table), raters, s["strength_map"],
+                                       path, items=tableio.read_table(snakemake.input.item_table))
         log.info("human: %d judgments from %d of %d raters", len(table), int((~raters["excluded"]).sum()), len(raters))
     else:
         log.warning("no human judgments: %s does not exist; human judges are absent", s["path"])

@@ -1,0 +1,391 @@
+"""Imported judgments (heart.judgment_import): the public format in CSV, JSON Lines and Parquet, its checks,
+and the conversion to the workflow's pairs and judgments tables. The data are SYNTHETIC (see
+tests/fixtures/imported/README.md)."""
+
+import csv
+import json
+import math
+
+import pandas as pd
+import pytest
+
+from conftest import FIXTURES
+from heart import human_judgments as hj
+from heart import judging, pairs, tableio
+from heart import judgment_import as ji
+from test_judging import items_and_completions
+
+EXAMPLE = FIXTURES / "imported" / "example_votes.csv"
+BASE = {"item": "i1", "system_a": "m1", "system_b": "m2", "judge": "j1", "judge_kind": "llm", "winner": "a"}
+
+
+def write_csv(path, records):
+    columns = list(dict.fromkeys(c for r in records for c in r))
+    with open(path, "w", newline="", encoding="utf-8") as f:
+        w = csv.DictWriter(f, fieldnames=columns, lineterminator="\n")
+        w.writeheader()
+        w.writerows(records)
+    return path
+
+
+def write_jsonl(path, records):
+    path.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records), encoding="utf-8")
+    return path
+
+
+def typed(record: dict) -> dict:
+    """A CSV record as a JSON Lines writer would type it: numbers as numbers, empty fields left out or null."""
+    out = {}
+    for k, v in record.items():
+        if v == "":
+            out[k] = None
+        elif k in ("strength", "seconds_spent"):
+            out[k] = int(v) if v.isdigit() else float(v)
+        else:
+            out[k] = v
+    return out
+
+
+def example_records():
+    with open(EXAMPLE, newline="", encoding="utf-8") as f:
+        return list(csv.DictReader(f))
+
+
+def imported(tmp_path, *records, name="votes.csv", **kwargs):
+    path = write_csv(tmp_path / name, [{**BASE, **r} for r in records])
+    return ji.convert(ji.read(path), **kwargs)
+
+
+# --- the three formats ------------------------------------------------------------------------
+
+def test_csv_jsonl_and_parquet_of_the_same_content_give_identical_tables(tmp_path):
+    records = example_records()
+    jsonl = write_jsonl(tmp_path / "votes.jsonl", [typed(r) for r in records])
+    frame = pd.DataFrame([typed(r) for r in records])
+    frame["strength"] = frame["strength"].astype("Int64")
+    parquet = tmp_path / "votes.parquet"
+    frame.to_parquet(parquet, index=False)
+    tables = [ji.read(p) for p in (EXAMPLE, jsonl, parquet)]
+    assert tables[0]["record"].iloc[0] == "line 2" and tables[2]["record"].iloc[0] == "row 1"
+    for t in tables[1:]:
+        pd.testing.assert_frame_equal(t.drop(columns=["file", "record"]), tables[0].drop(columns=["file", "record"]))
+    outs = [ji.convert(t) for t in tables]
+    for out in outs[1:]:
+        for name in ("pairs", "verdicts", "human", "judgments"):
+            pd.testing.assert_frame_equal(getattr(out, name), getattr(outs[0], name))
+    # a DataFrame in the public format is checked and converted the same way
+    pd.testing.assert_frame_equal(ji.to_judgments(frame), outs[0].judgments)
+
+
+def test_example_fixture_converts_to_valid_workflow_tables():
+    out = ji.convert(ji.read(EXAMPLE))
+    tableio.to_arrow(out.judgments, "judgments")
+    tableio.to_arrow(out.pairs, "pairs")
+    tableio.to_arrow(out.verdicts, "judge_verdicts")
+    tableio.to_arrow(out.human.drop(columns=ji.AXIS_COLUMNS), "human_judgments")
+    j = out.judgments
+    assert len(out.pairs) == 30 and out.pairs["item_id"].nunique() == 6
+    assert set(out.pairs["kind"]) == {"model-model", "dataset-model", "human-model"}
+    llm, human = j[j["judge_kind"] == "llm"], j[j["judge_kind"] == "human"]
+    assert len(llm) == 2 * 30 and (llm["n_orders"] == 2).all()
+    assert llm["status"].isin(["ok", "inconsistent"]).all() and (llm["status"] == "inconsistent").any()
+    assert llm["flipped"].any() and not llm["flipped"].all()
+    assert set(human["judge"]) == {"human:r1", "human:r2", "human:r3"}
+    assert (human["status"] == "tie").any() and (human["preference"] == 0).sum() == (human["status"] == "tie").sum()
+    assert (human.groupby("pair_id").size() == 3).sum() >= 20  # several raters per pair: kappa, alpha
+    assert j["conversation_id"].nunique() == 5 and set(j["subset"]) == {"regular", "adversarial"}
+    assert (llm[[f"axis_{k}" for k in ji.AXES]].abs() > 0).any().all()
+    assert human[[f"axis_{k}" for k in ji.AXES]].isna().all().all()  # the raters gave no axis marks
+
+
+# --- bad input: the file, the record, the field ------------------------------------------------
+
+BAD_ROWS = [
+    ({"judge_kind": "robot"}, r"line 2: field 'judge_kind' is 'robot'; expected human or llm"),
+    ({"winner": "A"}, r"line 2: field 'winner' is 'A'; expected a \(system_a won\)"),
+    ({"order": "ab"}, r"line 2: field 'order' is 'ab'; expected AB"),
+    ({"strength": "6"}, r"line 2: field 'strength' is '6'; expected a whole number 1-5"),
+    ({"strength": "2.5"}, r"line 2: field 'strength' is '2.5'"),
+    ({"judge_kind": "human", "winner": "tie", "strength": "2"},
+     r"line 2: field 'strength' is '2' but the winner is a tie"),
+    ({"system_b": "m1"}, r"line 2: fields 'system_a' and 'system_b' name the same completion"),
+    ({"system_a": "human", "contributor_a": "c1", "system_b": "human", "contributor_b": "c1"},
+     r"line 2: fields 'system_a' and 'system_b' name the same completion \('human#c1'\)"),
+    ({"winner": "tie"}, r"line 2: field 'winner' is 'tie' from LLM judge 'j1'; the HEART rubric"),
+    ({"axis_E": "A+"}, r"line 2: field 'axis_E' is 'A\+'; expected a, b, tie"),
+    ({"judge_kind": "human", "seconds_spent": "-3"}, r"line 2: field 'seconds_spent' is '-3'"),
+    ({"judge": " "}, r"line 2: field 'judge' is empty"),
+    ({"system_a": "human#c1"}, r"line 2: field 'system_a' is 'human#c1'; expected a system name without '#'"),
+    ({"judge": "human:x"}, r"line 2: field 'judge' is 'human:x'; expected an LLM judge's name"),
+    ({"rationale": "bell\x07"}, r"line 2: field 'rationale' contains the control character U\+0007"),
+]
+
+
+@pytest.mark.parametrize("change,message", BAD_ROWS)
+def test_a_bad_record_names_file_line_and_field(tmp_path, change, message):
+    path = write_csv(tmp_path / "votes.csv", [{**BASE, "strength": "", "order": "", "axis_E": "",
+                                               "seconds_spent": "", "rationale": "", "contributor_a": "",
+                                               "contributor_b": "", **change}])
+    with pytest.raises(ji.JudgmentImportError, match=message) as err:
+        ji.read(path)
+    assert str(err.value).startswith(f"{path}, line 2: ")
+
+
+BAD_PAIRS_OF_RECORDS = [
+    # one LLM judge, one pair, the same completion (m1) shown first twice -- also when written swapped
+    ([{"order": "AB"}, {"order": "AB", "winner": "b"}], r"lines 2 and 3: fields 'judge', 'item', 'system_a', "
+                                                        r"'system_b', 'order': LLM judge 'j1' gave two verdicts"),
+    ([{"order": "AB"}, {"system_a": "m2", "system_b": "m1", "order": "BA"}], r"lines 2 and 3: .*m1 shown first"),
+    # a human rater judges a pair once, in either order
+    ([{"judge_kind": "human"}, {"judge_kind": "human", "system_a": "m2", "system_b": "m1", "order": "BA"}],
+     r"lines 2 and 3: fields 'judge', 'item', 'system_a', 'system_b': rater 'j1' judged m2 vs m1 on item 'i1' twice"),
+    ([{"judge_kind": "human", "judge": "human:r"}, {"judge_kind": "human", "judge": "r", "winner": "tie"}],
+     r"lines 2 and 3: .*rater 'r' judged"),
+    ([{}, {"judge_kind": "human", "item": "i2"}],
+     r"lines 2 and 3: field 'judge_kind' is 'llm' and 'human' for judge 'j1'"),
+    ([{"subset": "regular"}, {"subset": "adversarial", "judge": "j2"}],
+     r"lines 2 and 3: field 'subset' is 'regular' and 'adversarial' for item 'i1'"),
+    ([{"conversation": "c1"}, {"judge": "j2"}],
+     r"lines 2 and 3: field 'conversation' is 'c1' and empty for item 'i1'"),
+    ([{}, {"system_b": "M2", "judge": "j2"}],
+     r"lines 2 and 3: field 'system_b' has 'm2' and 'M2', which differ only in case"),
+]
+
+
+@pytest.mark.parametrize("changes,message", BAD_PAIRS_OF_RECORDS)
+def test_conflicting_records_name_both_lines(tmp_path, changes, message):
+    path = write_csv(tmp_path / "votes.csv", [{**BASE, "order": "", "subset": "", "conversation": "", **c}
+                                              for c in changes])
+    with pytest.raises(ji.JudgmentImportError, match=message) as err:
+        ji.read(path)
+    assert str(err.value).startswith(f"{path}, ")
+
+
+def test_bad_files(tmp_path):
+    for name, text, message in [
+        ("v.csv", "item,system_a,system_b,judge,judge_kind\ni,a,b,j,llm\n", r"v.csv: missing column\(s\) winner"),
+        ("v.csv", "item,system_a,system_b,judge,judge_kind,winner,strenght\ni,a,b,j,llm,a,3\n",
+         r"v.csv: unknown column\(s\) 'strenght'"),
+        ("v.csv", 'item,system_a,system_b,judge,judge_kind,winner\ni,a,"b,j,llm,a\n', r"v.csv, line 2: "),
+        ("v.tsv", "", r"v.tsv: unknown file type '.tsv'; name the file \*.csv, \*.jsonl or \*.parquet"),
+        ("v.jsonl", json.dumps(BASE) + "\n{not json\n", r"v.jsonl, line 2: not valid JSON"),
+        ("v.jsonl", "\n" + json.dumps([1, 2]) + "\n", r"v.jsonl, line 2: is a JSON list, not an object"),
+        ("v.jsonl", json.dumps({**BASE, "strenght": 3}) + "\n", r"v.jsonl, line 1: unknown field\(s\) 'strenght'"),
+        ("v.jsonl", json.dumps({k: v for k, v in BASE.items() if k != "judge"}) + "\n",
+         r"v.jsonl, line 1: field 'judge' is missing"),
+        ("v.jsonl", json.dumps({**BASE, "rationale": ["a"]}) + "\n",
+         r"v.jsonl, line 1: field 'rationale' is \['a'\]; expected text"),
+        ("v.jsonl", '{"item": "i", "item": "j"}\n', r"v.jsonl, line 1: field 'item' appears more than once"),
+        ("v.jsonl", json.dumps({**BASE, "strength": True}) + "\n", r"v.jsonl, line 1: field 'strength' is True"),
+        ("v.jsonl", json.dumps({**BASE, "strength": 7}) + "\n", r"v.jsonl, line 1: field 'strength' is '7'"),
+        ("v.jsonl", json.dumps({**BASE, "judge": None}) + "\n", r"v.jsonl, line 1: field 'judge' is empty"),
+        ("v.parquet", "not parquet", r"v.parquet: not a readable Parquet file"),
+    ]:
+        path = tmp_path / name
+        path.write_text(text)
+        with pytest.raises(ji.JudgmentImportError, match=message):
+            ji.read(path)
+
+
+def test_parquet_errors_name_the_row(tmp_path):
+    frame = pd.DataFrame([BASE, {**BASE, "judge": "j2", "strength": 9}])
+    frame["strength"] = frame["strength"].astype("Int64")
+    frame.to_parquet(tmp_path / "v.parquet", index=False)
+    with pytest.raises(ji.JudgmentImportError, match=r"v.parquet, row 2: field 'strength' is '9'"):
+        ji.read(tmp_path / "v.parquet")
+    pd.DataFrame([{**BASE, "extra": 1}]).to_parquet(tmp_path / "w.parquet", index=False)
+    with pytest.raises(ji.JudgmentImportError, match=r"w.parquet: unknown column\(s\) 'extra'"):
+        ji.read(tmp_path / "w.parquet")
+    pd.DataFrame([{**BASE, "judge_kind": "human", "winner": "tie", "judge": "h"}, BASE]).to_parquet(
+        tmp_path / "x.parquet", index=False)
+    out = ji.to_judgments(tmp_path / "x.parquet")
+    assert sorted(out["status"]) == ["ok", "tie"]
+
+
+def test_empty_files_hold_no_judgments(tmp_path):
+    csv_path = tmp_path / "v.csv"
+    csv_path.write_text(",".join(ji.REQUIRED) + "\n")
+    jsonl_path = tmp_path / "v.jsonl"
+    jsonl_path.write_text("\n")
+    for path in (csv_path, jsonl_path):
+        out = ji.convert(ji.read(path))
+        assert out.judgments.empty and out.pairs.empty
+        tableio.to_arrow(out.judgments, "judgments")
+        tableio.to_arrow(out.pairs, "pairs")
+
+
+# --- the two orders of an LLM judge -----------------------------------------------------------
+
+def combined(tmp_path, ab: dict, ba: dict):
+    out = imported(tmp_path, {"order": "AB", **ab}, {"order": "BA", **ba})
+    assert len(out.judgments) == 1
+    return out.judgments.iloc[0]
+
+
+def test_two_orders_that_agree_combine_to_ok(tmp_path):
+    row = combined(tmp_path, {"strength": "5", "axis_E": "a"}, {"strength": "2", "axis_E": "a", "axis_T": "b"})
+    assert (row["status"], row["winner"], row["strength"], row["n_orders"]) == ("ok", "a", 4, 2)  # ceil(7 / 2)
+    assert not row["flipped"] and row["axis_E"] == 1 and row["axis_T"] == -1 and row["axis_H"] == 0
+    assert pd.isna(row["rationale"])  # no rationale given: none, not "AB: None | BA: None"
+    one = imported(tmp_path, {"order": "AB", "rationale": "warmer"}, {"order": "BA"}).judgments.iloc[0]
+    assert one["rationale"] == "AB: warmer"
+
+
+def test_two_orders_that_disagree_are_flipped_or_inconsistent(tmp_path):
+    row = combined(tmp_path, {"strength": "5"}, {"winner": "b", "strength": "1"})
+    assert (row["status"], row["winner"], row["strength"], bool(row["flipped"])) == ("ok", "a", 2, True)
+    row = combined(tmp_path, {"strength": "3"}, {"winner": "b", "strength": "3"})  # a pure position effect
+    assert row["status"] == "inconsistent" and pd.isna(row["winner"]) and bool(row["flipped"])
+    row = combined(tmp_path, {"strength": "3", "axis_A": "b"}, {"winner": "b", "strength": "3"})  # axes break it
+    assert (row["status"], row["winner"], row["strength"]) == ("ok", "b", 1)
+
+
+def test_orders_combine_exactly_as_judging_combine(tmp_path):
+    """The same two answers as workflow verdict rows (heart.judging.orient) and as imported records."""
+    out = imported(tmp_path,
+                   {"order": "AB", "winner": "a", "strength": "4", "axis_H": "a", "axis_R": "tie"},
+                   # written the other way round: system_a is m2, shown first; the judge prefers m1
+                   {"system_a": "m2", "system_b": "m1", "order": "AB", "winner": "b", "strength": "1",
+                    "axis_H": "a"})
+    pair = out.pairs
+    axes = list(ji.AXES)
+    rows = []
+    for order, parsed in (("AB", {"winner": "A", "strength": 4, "axes": {"H": "A+", "E": "none", "A": "none",
+                                                                        "R": "none", "T": "none"}}),
+                          ("BA", {"winner": "B", "strength": 1, "axes": {"H": "A+", "E": "none", "A": "none",
+                                                                        "R": "none", "T": "none"}})):
+        rows.append({"pair_id": pair["pair_id"].iloc[0], "judge": "j1", "order": order, "parse_ok": True,
+                     "rationale": None, **judging.orient(parsed, order, axes)})
+    expected = judging.combine(pd.DataFrame(rows), pair, axes)
+    got = judging.combine(out.verdicts, pair, axes)
+    cols = ["winner", "strength", "status", "flipped", "n_orders", *ji.AXIS_COLUMNS]
+    assert got[cols].to_dict("records") == expected[cols].to_dict("records")
+    row = out.judgments.iloc[0]
+    assert (row["winner"], row["strength"], row["axis_H"], bool(row["flipped"])) == ("a", 3, 0, False)
+    assert list(out.verdicts["order"]) == ["AB", "BA"] and list(out.verdicts["winner_shown"]) == ["A", "B"]
+    assert list(out.verdicts["shown_a"]) == ["m1", "m2"]
+
+
+def test_one_order_and_a_missing_strength(tmp_path):
+    row = imported(tmp_path, {"winner": "b"}).judgments.iloc[0]
+    assert (row["status"], row["winner"], row["strength"], row["n_orders"]) == ("ok", "b", 1, 1)
+    assert pd.isna(row["flipped"])
+
+
+# --- human raters -----------------------------------------------------------------------------
+
+def test_human_records_map_like_the_human_judgments_import(tmp_path):
+    """The same four judgments in the human CSV (Figure-2 choices) and as imported records."""
+    items, comp = items_and_completions(n_items=1, humans=1)
+    design = pairs.design(comp, items, seed=1)
+    p = design[design["kind"] == "human-model"].iloc[0]
+    ref = lambda s, c: s if pd.isna(c) else f"{s}#{c}"  # noqa: E731
+    a, b = ref(p.system_a, p.contributor_a), ref(p.system_b, p.contributor_b)
+    human_csv = tmp_path / "human.csv"
+    human_csv.write_text("rater_id,item_id,shown_a,shown_b,choice,seconds_spent\n"
+                         f"r1,{p.item_id},{a},{b},1,30\nr2,{p.item_id},{b},{a},2,30\n"
+                         f"r3,{p.item_id},{a},{b},3,30\nr4,{p.item_id},{b},{a},5,30\n")
+    raw = hj.read(human_csv)
+    want = hj.orient(raw, design, hj.quality_control(raw, 0.5, 5, 900), ji.DEFAULT_STRENGTH_MAP, human_csv)
+    rec_a = {"system_a": p.system_a, "contributor_a": "" if pd.isna(p.contributor_a) else p.contributor_a,
+             "system_b": p.system_b, "contributor_b": "" if pd.isna(p.contributor_b) else p.contributor_b}
+    rec_b = {"system_a": p.system_b, "contributor_a": "" if pd.isna(p.contributor_b) else p.contributor_b,
+             "system_b": p.system_a, "contributor_b": "" if pd.isna(p.contributor_a) else p.contributor_a}
+    records = [{**rec_a, "judge": "r1", "order": "AB", "winner": "a", "strength": "5"},  # shown A much better
+               {**rec_b, "judge": "r2", "order": "AB", "winner": "a", "strength": ""},  # shown A (= b) slightly
+               {**rec_a, "judge": "r3", "order": "AB", "winner": "tie", "strength": ""},
+               {**rec_a, "judge": "r4", "order": "BA", "winner": "a", "strength": "4"}]  # shown B (= a) much
+    out = imported(tmp_path, *[{**r, "item": p.item_id, "judge_kind": "human", "seconds_spent": "30"}
+                               for r in records], pairs=design)
+    got = out.human
+    cols = ["pair_id", "judge", "rater_id", "order", "preference", "winner", "strength", "seconds_spent"]
+    pd.testing.assert_frame_equal(got[cols].reset_index(drop=True), want[cols].reset_index(drop=True),
+                                  check_dtype=False)
+    j = out.judgments.set_index("judge")
+    assert j.loc["human:r3", "status"] == "tie" and j.loc["human:r1", "status"] == "ok"
+    tableio.to_arrow(out.judgments, "judgments")
+
+
+def test_human_strength_levels_follow_the_strength_map(tmp_path):
+    out = imported(tmp_path, *[{"judge_kind": "human", "judge": f"r{s}", "strength": str(s)} for s in range(1, 6)],
+                   strength_map={"slight": 1, "significant": 3})
+    h = out.human.set_index("rater_id")
+    assert list(h["preference"]) == [1, 1, 2, 2, 2] and list(h["strength"]) == [1, 1, 3, 3, 3]
+
+
+# --- items, release keys, conversations, pairs --------------------------------------------------
+
+ITEMS = pd.DataFrame({"item_id": ["3f2a9c0d11aa22bb", "77aa00bb11cc22dd"],
+                      "release_key": ["regular:17", "adversarial:3"],
+                      "cluster": ["esconv-17", "esconv-3"], "subset": ["regular", "adversarial"]})
+
+
+def test_release_keys_resolve_through_the_items_table(tmp_path):
+    out = imported(tmp_path, {"item": "regular:17"}, {"item": "adversarial:3", "judge": "j2"},
+                   {"item": "77aa00bb11cc22dd", "judge": "j1", "system_b": "original"}, items=ITEMS)
+    j = out.judgments.set_index(["judge", "system_b"])
+    assert j.loc[("j1", "m2"), "item_id"] == "3f2a9c0d11aa22bb"
+    assert j.loc[("j1", "m2"), "pair_id"] == pairs.pair_id("3f2a9c0d11aa22bb", "m1", "m2")
+    assert (j.loc[("j2", "m2"), "conversation_id"], j.loc[("j2", "m2"), "subset"]) == ("esconv-3", "adversarial")
+    assert j.loc[("j1", "original"), "kind"] == "dataset-model"
+    tableio.to_arrow(out.judgments, "judgments")
+    tableio.to_arrow(out.pairs, "pairs")
+
+
+@pytest.mark.parametrize("records,message", [
+    ([{"item": "regular:18"}], r"line 2: field 'item' is 'regular:18', neither an item_id nor a release_key"),
+    ([{"item": "regular:17", "subset": "adversarial"}],
+     r"line 2: field 'subset' is 'adversarial' but item 'regular:17' has subset 'regular' in the items table"),
+    ([{"item": "regular:17", "conversation": "17"}], r"line 2: field 'conversation' is '17' but item"),
+    ([{"item": "regular:17"}, {"item": "3f2a9c0d11aa22bb"}], r"lines 2 and 3: .*LLM judge 'j1' gave two verdicts"),
+])
+def test_unknown_or_conflicting_item_keys_name_the_record(tmp_path, records, message):
+    with pytest.raises(ji.JudgmentImportError, match=message):
+        imported(tmp_path, *records, items=ITEMS)
+
+
+def test_string_conversation_ids_and_defaults(tmp_path):
+    out = imported(tmp_path, {"item": "q81", "conversation": "turn-1 of MT-bench 81"},
+                   {"item": "q81", "conversation": "turn-1 of MT-bench 81", "judge": "j2"},
+                   {"item": "q82", "judge": "j2"})
+    j = out.judgments.set_index(["item_id", "judge"])
+    assert j.loc[("q81", "j1"), "conversation_id"] == "turn-1 of MT-bench 81"
+    assert j.loc[("q82", "j2"), "conversation_id"] == "q82"  # default: the item key
+    assert set(j["subset"]) == {"regular"}
+    jsonl = write_jsonl(tmp_path / "v.jsonl", [{**BASE, "item": 81, "conversation": 81}])
+    row = ji.to_judgments(jsonl).iloc[0]
+    assert (row["item_id"], row["conversation_id"]) == ("81", "81")  # a number key is its text
+    tableio.to_arrow(out.judgments, "judgments")
+
+
+def test_kind_from_sources_and_override(tmp_path):
+    records = [{"system_b": "original"}, {"system_b": "human", "contributor_b": "c1", "judge": "j2"},
+               {"system_a": "human", "system_b": "original", "judge_kind": "human", "judge": "r"},
+               {"system_b": "expert", "contributor_b": "e1", "judge": "j3"}]
+    p = imported(tmp_path, *records).pairs
+    assert sorted(p["kind"]) == ["dataset-human", "dataset-model", "human-model", "human-model"]
+    p = imported(tmp_path, *records, sources={"m1": "human", "original": "model"}).pairs
+    assert sorted(p["kind"]) == ["human-human", "human-human", "human-model", "human-model"]
+    with pytest.raises(ValueError, match="sources"):
+        imported(tmp_path, *records, sources={"m1": "robot"})
+
+
+def test_an_existing_pairs_table_orients_the_judgments(tmp_path):
+    items, comp = items_and_completions(n_items=1, humans=1)
+    design = pairs.design(comp, items, seed=1)
+    p = design[design["kind"] == "model-model"].iloc[0]
+    out = imported(tmp_path, {"item": p.item_id, "system_a": p.system_b, "system_b": p.system_a, "winner": "a",
+                              "strength": "3"}, pairs=design)
+    row = out.judgments.iloc[0]
+    assert (row["pair_id"], row["system_a"], row["winner"], row["strength"]) == (p.pair_id, p.system_a, "b", 3)
+    assert list(out.pairs["pair_id"]) == [p.pair_id]
+    with pytest.raises(ji.JudgmentImportError, match=r"line 2: fields 'item', 'system_a', 'system_b' .* name no pair"):
+        imported(tmp_path, {"item": p.item_id, "system_a": "m1", "system_b": "nobody"}, pairs=design)
+
+
+def test_seconds_and_rationale_survive(tmp_path):
+    out = imported(tmp_path, {"judge_kind": "human", "judge": "r", "seconds_spent": "12.5",
+                              "rationale": 'A said "that sounds exhausting", B lectured'})
+    assert out.human["seconds_spent"].iloc[0] == 12.5
+    assert out.judgments["rationale"].iloc[0] == 'A said "that sounds exhausting", B lectured'
+    assert math.isnan(imported(tmp_path, {"judge_kind": "human", "judge": "r"}).human["seconds_spent"].iloc[0])
