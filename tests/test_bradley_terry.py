@@ -203,6 +203,39 @@ def test_comparisons_axis_sign_and_magnitude():
     assert bt.comparisons(judgments_frame(), axis="T").empty
 
 
+def test_comparisons_keep_string_conversation_ids_and_the_row_labels():
+    j = judgments_frame().assign(conversation_id=["c-1", "c-1", "c-2", "c-2", "c-3", "c-3"])
+    j.index = [10, 11, 12, 13, 14, 15]
+    comp = bt.comparisons(j)
+    assert comp["conversation_id"].tolist() == ["c-1", "c-1", "c-3"]
+    assert comp.index.tolist() == [10, 11, 15]  # the judgment rows kept, so their columns can be joined back
+    text = bt.comparisons(j.assign(conversation_id=j["conversation_id"].astype("string")))
+    assert text["conversation_id"].tolist() == ["c-1", "c-1", "c-3"]
+    with pytest.raises(ValueError, match="all strings or all integers"):
+        bt.comparisons(j.assign(conversation_id=pd.Series(["c-1", 1, "c-2", 2, "c-3", 3], index=j.index,
+                                                            dtype=object)))
+
+
+def test_string_conversation_ids_give_the_integer_ids_ratings():
+    rng = np.random.default_rng(12)
+    comp = clustered(rng, np.array([0.6, 0.1, -0.2, -0.5]), n_conv=30, judges=3, rho=0.5)
+    as_int = bt.ratings(comp, n_boot=100, seed=2)
+    # text ids that sort like the integers: the very same ratings, bootstrap included
+    padded = comp.assign(conversation_id=[f"conv-{c:03d}" for c in comp["conversation_id"]])
+    pd.testing.assert_frame_equal(bt.ratings(padded, n_boot=100, seed=2), as_int)
+    assert bt.ratings(padded, n_boot=0).attrs["n_conversations"] == 30
+    # text ids in another order ("10" < "9"): the same fit; the bootstrap is the integer one with the
+    # clusters taken in the text order (heart.bootstrap sorts the ids)
+    text = comp.assign(conversation_id=comp["conversation_id"].astype(str))
+    r = bt.ratings(text, n_boot=100, seed=2)
+    same = ["system", "theta", "elo", "n_comparisons", "wins", "win_rate", "elo_lo_asym", "elo_hi_asym",
+            "rank_asym"]
+    pd.testing.assert_frame_equal(r[same], as_int[same])
+    rank = {c: k for k, c in enumerate(sorted(text["conversation_id"].unique()))}
+    relabelled = comp.assign(conversation_id=text["conversation_id"].map(rank))
+    pd.testing.assert_frame_equal(r, bt.ratings(relabelled, n_boot=100, seed=2))
+
+
 def test_comparisons_errors():
     bad = judgments_frame()
     bad.loc[0, "strength"] = pd.NA

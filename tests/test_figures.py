@@ -43,7 +43,7 @@ def _scale(n_systems: int, n_items: int, pairs_per_item: int, human_pairs: int, 
     families = {s: f"sim-family-{k % 4}" for k, s in enumerate(models)}
     usage = strategy_stats.usage(tags, families=families)
     return {"judgments": j, "ratings": ratings, "leaderboard": leaderboard.headline(ratings), "usage": usage,
-            "systems": systems}
+            "systems": systems, "rated": sorted(ratings["system"].unique())}  # rated: + best-human
 
 
 @pytest.fixture(scope="module")
@@ -114,6 +114,17 @@ def test_heatmap_rows_by_elo_and_absent_rows_at_the_bottom():
     assert NOTE in fig._suptitle.get_text()
 
 
+def test_heatmap_marks_the_derived_best_human_row():
+    lb = _lb([{"system": "human", "elo": 1450.0}, {"system": "best-human", "elo": 1520.0}])
+    lb["derived"] = lb["system"].eq("best-human")
+    fig = leaderboard_figure.leaderboard_heatmap(lb)
+    labels = [t.get_text() for t in fig.axes[0].get_yticklabels()]
+    assert labels == ["best-human" + leaderboard_figure.DERIVED_MARK, "human"]
+    assert leaderboard_figure.DERIVED_LEGEND in [t.get_text() for t in fig.legends[0].get_texts()]
+    plain = leaderboard_figure.leaderboard_heatmap(lb.drop(columns="derived"))
+    assert leaderboard_figure.DERIVED_LEGEND not in [t.get_text() for t in plain.legends[0].get_texts()]
+
+
 def test_heatmap_missing_value_in_an_estimated_row_is_absent_not_zero():
     lb = _lb([{"system": "s1", "elo": 1500.0, "T_pct": np.nan}])
     fig = leaderboard_figure.leaderboard_heatmap(lb)
@@ -127,14 +138,14 @@ def _no_overlap(boxes) -> bool:
 
 
 def test_heatmap_tick_labels_do_not_overlap_at_paper_scale(large):
-    assert len(large["leaderboard"]) == 21
+    assert len(large["leaderboard"]) == 22  # 21 systems and the derived best-human
     fig = leaderboard_figure.leaderboard_heatmap(large["leaderboard"], title_note=NOTE)
     fig.canvas.draw()
     renderer = fig.canvas.get_renderer()
     ax = fig.axes[0]
     ylabels = [t.get_window_extent(renderer) for t in ax.get_yticklabels()]
     xlabels = [t.get_window_extent(renderer) for t in ax.get_xticklabels()]
-    assert len(ylabels) == 21 and _no_overlap(ylabels) and _no_overlap(xlabels)
+    assert len(ylabels) == 22 and _no_overlap(ylabels) and _no_overlap(xlabels)
     # labels and legend inside the canvas
     canvas = fig.bbox
     for box in ylabels + xlabels + [fig.legends[0].get_window_extent(renderer)]:
@@ -152,7 +163,7 @@ def test_heatmap_tick_labels_do_not_overlap_at_paper_scale(large):
 def test_forest_two_error_bars_per_system_per_panel(scale, request):
     data = request.getfixturevalue(scale)
     fig = elo_forest.elo_forest(data["ratings"], title_note=NOTE)
-    n = len(data["systems"])
+    n = len(data["rated"])
     assert len(fig.axes) == 3
     for ax in fig.axes:
         bars = [c for c in ax.containers if isinstance(c, ErrorbarContainer)]
@@ -166,7 +177,7 @@ def test_forest_absent_scope_is_labelled_absent(small):
     fig = elo_forest.elo_forest(small["ratings"], source="human")
     for ax in fig.axes:
         assert not [c for c in ax.containers if isinstance(c, ErrorbarContainer)]
-        assert [t.get_text() for t in ax.texts].count("absent") == len(small["systems"])
+        assert [t.get_text() for t in ax.texts].count("absent") == len(small["rated"])
         assert ax.get_title().endswith("absent")
 
 

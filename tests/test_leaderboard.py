@@ -4,6 +4,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from heart import bradley_terry as bt
 from heart import leaderboard, multiple_testing, simulate, tableio
 
 
@@ -25,7 +26,7 @@ def test_every_scope_lists_every_system_and_recovers_the_truth(sim):
     tableio.to_arrow(sep, "separability")
     n_sources = 3 + j.loc[j["judge_kind"] == "llm", "judge"].nunique()
     assert len(sep) == 6 * 3 * n_sources
-    assert ratings.groupby(["axis", "subset", "source"]).size().eq(theta.size).all()
+    assert ratings.groupby(["axis", "subset", "source"]).size().eq(theta.size + 1).all()  # + best-human
     overall = ratings[(ratings.axis == "overall") & (ratings.subset == "all") & (ratings.source == "llm")]
     est = overall.set_index("system")["theta"]
     assert np.corrcoef(est[theta.index], theta)[0, 1] > 0.9  # SIMULATED truth is recovered
@@ -70,6 +71,161 @@ def test_headline_has_figure_4s_columns(sim):
     tableio.to_arrow(head, "leaderboard")
     assert list(head["elo"]) == sorted(head["elo"], reverse=True)
     assert head[[f"{a}_pct" for a in "HEART"]].stack().between(0, 100).all()
+
+
+# --- Best Human (Figure 4, §9.3) ----------------------------------------------------------------
+
+def _judgment(item, a, b, winner, conv=None, contributor_a=None, contributor_b=None, strength=3, judge="j1"):
+    return {"pair_id": f"{item}|{a}{contributor_a or ''}|{b}{contributor_b or ''}|{judge}", "item_id": item,
+            "conversation_id": conv or f"conv-{item}", "subset": "regular", "system_a": a,
+            "contributor_a": contributor_a, "system_b": b, "contributor_b": contributor_b, "judge": judge,
+            "judge_kind": "llm", "status": "ok", "winner": winner, "strength": strength}
+
+
+def _frame(rows):
+    j = pd.DataFrame(rows)
+    j["strength"] = j["strength"].astype("Int64")
+    for a in "HEART":
+        j[f"axis_{a}"] = pd.array([pd.NA] * len(j), dtype="Int64")
+    return j
+
+
+def _hand_made():
+    """Three contexts, hand-made: i1 has a clear best writer (w2), i2 a tie on win share broken by the
+    number of comparisons (b), i3 a full tie broken by the contributor id (y)."""
+    h = "human"
+    rows = [  # i1: w2 wins 2 of 2, w1 1 of 2, w3 0 of 2
+        _judgment("i1", "m1", h, "b", contributor_b="w2"), _judgment("i1", h, "m2", "a", contributor_a="w2"),
+        _judgment("i1", "m1", h, "a", contributor_b="w1"), _judgment("i1", h, "m2", "a", contributor_a="w1"),
+        _judgment("i1", "m1", h, "a", contributor_b="w3"), _judgment("i1", h, "m2", "b", contributor_a="w3"),
+        # i2: a wins 1 of 2, b wins 2 of 4 (same share, more comparisons)
+        _judgment("i2", "m1", h, "b", contributor_b="a"), _judgment("i2", "m2", h, "a", contributor_b="a"),
+        _judgment("i2", "m1", h, "b", contributor_b="b"), _judgment("i2", "m2", h, "a", contributor_b="b"),
+        _judgment("i2", "m1", h, "b", contributor_b="b", judge="j2"),
+        _judgment("i2", "m2", h, "a", contributor_b="b", judge="j2"),
+        # i3: z and y each win 1 of 2
+        _judgment("i3", "m1", h, "a", contributor_b="z"), _judgment("i3", "m2", h, "b", contributor_b="z"),
+        _judgment("i3", "m1", h, "b", contributor_b="y"), _judgment("i3", "m2", h, "a", contributor_b="y"),
+        # the models among themselves
+        _judgment("i1", "m1", "m2", "a"), _judgment("i2", "m1", "m2", "b"), _judgment("i3", "m1", "m2", "a"),
+    ]
+    return _frame(rows)
+
+
+def test_best_human_is_the_top_completion_per_context_with_documented_tie_breaks():
+    choice = leaderboard.best_human(leaderboard.judged(_hand_made()))
+    assert list(choice.columns) == leaderboard.BEST_HUMAN_COLUMNS
+    best = choice[choice["best"]].set_index("item_id")
+    assert best["contributor"].to_dict() == {"i1": "w2", "i2": "b", "i3": "y"}
+    assert choice.loc[choice.item_id == "i1", "contributor"].tolist() == ["w2", "w1", "w3"]  # ranked
+    assert best.loc["i1", ["n_comparisons", "wins"]].tolist() == [2, 2]
+    assert best.loc["i2", ["n_comparisons", "wins"]].tolist() == [4, 2]  # 2/4 beats 1/2: more comparisons
+    assert choice.groupby("item_id")["best"].sum().eq(1).all()
+
+
+def test_a_missing_contributor_id_is_one_completion_per_context():
+    j = _hand_made().drop(columns=["contributor_a", "contributor_b"])
+    choice = leaderboard.best_human(leaderboard.judged(j))
+    assert choice["contributor"].eq("").all() and choice["best"].all() and len(choice) == 3
+    with pytest.raises(ValueError, match="item_id"):
+        leaderboard.best_human(leaderboard.judged(j.drop(columns="item_id")))
+
+
+def test_best_human_is_rated_on_the_chosen_comparisons_and_flagged():
+    j = _hand_made()
+    ratings, _ = leaderboard.leaderboard(j, n_boot=0, axes=("overall",), subsets=("all",))
+    tableio.to_arrow(ratings, "ratings")
+    r = ratings[ratings.source == "combined"].reset_index(drop=True)
+    assert r.system.tolist().index("best-human") == r.system.tolist().index("human") + 1  # next to it
+    best = r.set_index("system").loc["best-human"]
+    assert best.status == "ok" and best.derived and not r.loc[r.system != "best-human", "derived"].any()
+    assert "after judging" in best.note and "flattered" in best.note
+    # its record: the chosen completions' comparisons only (w2 2/2, b 2/4, y 1/2)
+    assert (best.n_comparisons, best.wins) == (8, 5)
+    human = r.set_index("system").loc["human"]
+    assert (human.n_comparisons, human.wins) == (16, 8)
+    assert best.elo > human.elo  # chosen after judging: flattered
+    head = leaderboard.headline(ratings)
+    tableio.to_arrow(head, "leaderboard")
+    row = head.set_index("system").loc["best-human"]
+    assert row.derived and "after judging" in row.note and row.win_pct == pytest.approx(62.5)
+    assert not head.loc[head.system != "best-human", "derived"].any()
+
+
+def test_best_human_elo_is_put_on_the_main_fits_scale():
+    j = _hand_made()
+    ratings, _ = leaderboard.leaderboard(j, n_boot=0, axes=("overall",), subsets=("all",))
+    r = ratings[ratings.source == "combined"].set_index("system")
+    full = leaderboard.judged(j)
+    second = bt.ratings(leaderboard.best_human_comparisons(full, leaderboard.best_human(full)),
+                        n_boot=0).set_index("system")
+    shared = ["m1", "m2"]
+    shift = (r.loc[shared, "elo"] - second.loc[shared, "elo"]).mean()
+    assert shift > 0  # a stronger system lowers the centre of the second fit's raw Elo scale
+    assert r.loc["best-human", "elo"] == pytest.approx(second.loc["best-human", "elo"] + shift)
+    assert r.loc["best-human", "theta"] == pytest.approx((r.loc["best-human", "elo"] - 1500) / bt.ELO_SCALE)
+    lo, hi = r.loc["best-human", ["elo_lo_asym", "elo_hi_asym"]]
+    lo2, hi2 = second.loc["best-human", ["elo_lo_asym", "elo_hi_asym"]]
+    assert (lo, hi) == (pytest.approx(lo2 + shift), pytest.approx(hi2 + shift))
+
+
+@pytest.fixture(scope="module")
+def sim_writers():
+    """SIMULATED judgments whose human completions come from three writers (random per pair)."""
+    j, _ = simulate.judgments(n_items=40, n_adversarial=4, pairs_per_item=12, human_pairs=60, seed=5)
+    rng = np.random.default_rng(1)
+    for side in "ab":
+        human = j[f"system_{side}"].eq("human")
+        j.loc[human, f"contributor_{side}"] = rng.choice(["w1", "w2", "w3"], human.sum())
+    return j
+
+
+def test_best_human_leaves_the_main_fit_unchanged(sim_writers):
+    j = sim_writers
+    ratings, sep = leaderboard.leaderboard(j, n_boot=30, seed=4, axes=("overall", "H"), subsets=("all",))
+    cols = [c for c in bt.RATING_COLUMNS if c != "system"]
+    for axis in ("overall", "H"):
+        for source in ("combined", "llm", "human"):
+            r = ratings[(ratings.axis == axis) & (ratings.source == source)].set_index("system")
+            comp = bt.comparisons(leaderboard.select(j, "all", source),
+                                  axis=None if axis == "overall" else axis)
+            if comp.empty:
+                assert (r.status == "absent").all() and "best-human" in r.index
+                continue
+            main = bt.ratings(comp, n_boot=30, seed=4).set_index("system")
+            # every fitted system, the pooled human included, is exactly the fit without best-human
+            got = r.loc[main.index, cols].astype(main[cols].dtypes.to_dict())
+            pd.testing.assert_frame_equal(got, main[cols])
+            assert r.loc["best-human", "status"] == "ok" and r.loc["best-human", "derived"]
+            assert r.loc["best-human", "n_comparisons"] < r.loc["human", "n_comparisons"]
+            s = sep[(sep.axis == axis) & (sep.source == source)].iloc[0]
+            assert s.n_systems == len(main)  # separability is the main fit's
+
+
+def test_one_human_completion_per_context_repeats_the_pooled_row(sim):
+    j, _ = sim  # every human completion from "sim-person-1"
+    ratings, _ = leaderboard.leaderboard(j, n_boot=10, axes=("overall",), subsets=("all",))
+    r = ratings[ratings.source == "combined"].set_index("system")
+    cols = [c for c in bt.RATING_COLUMNS if c != "system"]
+    assert r.loc["best-human", cols].tolist() == r.loc["human", cols].tolist()
+    assert "repeats the pooled human row" in r.loc["best-human", "note"]
+
+
+def test_no_human_completions_no_best_human_row(sim):
+    j, _ = sim
+    models_only = j[(j.system_a != "human") & (j.system_b != "human")]
+    ratings, _ = leaderboard.leaderboard(models_only, n_boot=0, axes=("overall", "H"))
+    assert not ratings.system.isin(["human", "best-human"]).any() and not ratings.derived.any()
+    assert "best-human" not in set(leaderboard.headline(ratings).system)
+
+
+def test_string_conversation_ids_give_the_integer_ids_ratings(sim):
+    j, _ = sim  # ids 100000 + i: as text they sort in the same order
+    scopes = {"n_boot": 20, "axes": ("overall",), "subsets": ("all", "regular")}
+    as_int, sep_int = leaderboard.leaderboard(j.assign(conversation_id=j.conversation_id.astype(int)), **scopes)
+    as_str, sep_str = leaderboard.leaderboard(j.assign(conversation_id=j.conversation_id.astype(str)), **scopes)
+    pd.testing.assert_frame_equal(as_int, as_str)
+    pd.testing.assert_frame_equal(sep_int, sep_str)
 
 
 def test_multiple_testing_adjusts_within_families_only():

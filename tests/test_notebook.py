@@ -38,7 +38,7 @@ def test_the_notebook_runs_in_a_kernel_and_redraws_figure_4(results, monkeypatch
     monkeypatch.delenv("PYTHONPATH", raising=False)
     nb = execute_notebook(NOTEBOOK, {"HEART_RESULTS": str(results)})
     order = leaderboard_order(tableio.read_table(results / "stats" / "leaderboard.parquet"))
-    assert len(order) == 4
+    assert len(order) == 5  # remote-a, remote-b, original, human and the derived best-human
 
     board = output_text(tagged(nb, "leaderboard"))
     assert all(system in board for system in order), board

@@ -119,7 +119,7 @@ def test_figures_tables_and_report(judged_workflow):
 
     systems = set(read(wf, "results/stats/leaderboard.parquet")["system"])
     board = pd.read_csv(wf.root / "results/tables/leaderboard.csv")
-    assert set(board["System"]) == systems == {"remote-a", "remote-b", "original", "human"}
+    assert set(board["System"]) == systems == {"remote-a", "remote-b", "original", "human", "best-human"}
     table1 = pd.read_csv(wf.root / "results/tables/table1.csv")
     paper = table1[table1["data"] == "paper"]
     assert len(paper) == 15 and paper["Pearson r (Elo, AA)"].str.startswith("r = 0.70").all()
@@ -141,7 +141,7 @@ def test_the_notebook_runs_in_a_kernel_on_the_runs_results(judged_workflow):
     nb = execute_notebook(REPO / "notebooks/explore_results.ipynb", {"HEART_ROOT": str(wf.root),
                                                                      "HEART_RESULTS": str(wf.root / "results")})
     order = leaderboard_order(read(wf, "results/stats/leaderboard.parquet"))
-    assert set(order) == {"remote-a", "remote-b", "original", "human"}
+    assert set(order) == {"remote-a", "remote-b", "original", "human", "best-human"}
     fig4 = tagged(nb, "figure4")
     assert f"Figure 4 rows, top to bottom: {', '.join(order)}" in output_text(fig4) and has_image(fig4)
 

@@ -48,6 +48,12 @@ Intervals.
   win matrices, and all B fits run at once as a batched Newton iteration
   (``np.linalg.solve`` on a (B, K, K) stack).
 
+  The conversation id is only the cluster key: any strings (``judgments.schema.yaml``
+  stores them as text) or integers, never a mix. The clusters are taken in sorted
+  order (``numpy.unique``), so renaming the ids keeps the point estimates and the
+  asymptotic intervals but gives other, equally valid, bootstrap replicates
+  unless the new ids sort in the same order (``"10" < "9"`` as text).
+
 Ranks. A system ranks ahead of another only if its interval clears the other's:
 ``rank_i = 1 + #{j : lo_j > hi_i}`` (ties share a rank). *Separability* is the
 share of system pairs whose intervals do not overlap.
@@ -102,14 +108,19 @@ def comparisons(judgments: pd.DataFrame, axis: str | None = None, weighted: bool
     -------
     DataFrame
         Columns ``winner``, ``loser`` (system names), ``weight`` (float),
-        ``conversation_id`` (int), in the input's row order.
+        ``conversation_id`` (the bootstrap's cluster key as given: any
+        sortable ids of one kind -- strings, as in ``judgments.schema.yaml``,
+        or integers), in the input's row order and indexed by the kept
+        judgment rows' index labels (so callers can join other columns of
+        ``judgments`` back, e.g. ``item_id``).
 
     Raises
     ------
     ValueError
         Missing columns, an unknown axis, a verdict row without a strength
-        1-5 (when weighted), a mark outside -5..5, a missing conversation id
-        or a system compared with itself.
+        1-5 (when weighted), a mark outside -5..5, a missing conversation id,
+        conversation ids mixing strings and numbers, or a system compared
+        with itself.
     """
     if axis is None:
         need = ["status", "winner", "strength"]
@@ -141,9 +152,30 @@ def comparisons(judgments: pd.DataFrame, axis: str | None = None, weighted: bool
     if (sa == sb).any():
         raise ValueError(f"judgments, {what}: a system is compared with itself")
     weight = strength.to_numpy(dtype="float64") if weighted else np.ones(len(rows))
-    conversation_id = rows["conversation_id"].to_numpy(dtype="int64")
+    conversation_id = cluster_ids(rows["conversation_id"], f"judgments, {what}")
     return pd.DataFrame({"winner": np.where(a_won, sa, sb), "loser": np.where(a_won, sb, sa),
-                         "weight": weight, "conversation_id": conversation_id})
+                         "weight": weight, "conversation_id": conversation_id}, index=rows.index)
+
+
+def cluster_ids(values, what: str = "comparisons") -> np.ndarray:
+    """Conversation ids as one sortable array: strings (object array) or numbers, never a mix.
+
+    The conversation id is only a cluster key of the bootstrap (:mod:`heart.bootstrap` sorts the
+    distinct ids with ``numpy.unique``), so any string works; integer ids are kept as they are.
+    Ids mixing strings and numbers cannot be sorted into one order (and "7" and 7 would be
+    ambiguous), so they are refused.
+    """
+    values = pd.Series(values)
+    if pd.api.types.is_numeric_dtype(values.dtype) and not pd.api.types.is_bool_dtype(values.dtype):
+        return values.to_numpy()
+    arr = values.to_numpy(dtype=object)
+    kinds = {type(v) for v in arr}
+    if kinds and not all(issubclass(k, str) for k in kinds):
+        if all(issubclass(k, (int, np.integer)) and not issubclass(k, (bool, np.bool_)) for k in kinds):
+            return arr.astype(np.int64)
+        raise ValueError(f"{what}: conversation_id must be all strings or all integers, found "
+                         f"{sorted(k.__name__ for k in kinds)}")
+    return arr
 
 
 def _check_comparisons(comp: pd.DataFrame, systems=None) -> list[str]:
@@ -156,6 +188,7 @@ def _check_comparisons(comp: pd.DataFrame, systems=None) -> list[str]:
     if comp[COMPARISON_COLUMNS].isna().any().any():
         bad = [c for c in COMPARISON_COLUMNS if comp[c].isna().any()]
         raise ValueError(f"comparisons: missing values (NaN/None) in {bad}")
+    cluster_ids(comp["conversation_id"])
     w = comp["weight"].to_numpy(dtype="float64")
     if not (np.isfinite(w).all() and (w > 0).all()):
         raise ValueError("comparisons: weights must be finite and > 0")
@@ -435,8 +468,8 @@ def bootstrap(comp: pd.DataFrame, systems, n_boot: int = 1000, seed: int = 0, al
     -------
     ndarray, shape (n_boot, K)
         Elo of every replicate. Replicate ``b`` is the fit to the comparisons of
-        conversation ``c`` (sorted ids) repeated ``heart.bootstrap.counts(C, n_boot,
-        seed)[b, c]`` times.
+        conversation ``c`` (sorted ids; text sorts as text, numbers as numbers)
+        repeated ``heart.bootstrap.counts(C, n_boot, seed)[b, c]`` times.
     """
     systems = _check_comparisons(comp, systems)
     if n_boot < 1:

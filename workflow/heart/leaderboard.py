@@ -16,19 +16,75 @@ rows say so (``status`` "absent", a ``note``, empty numbers), never a rating of
 1500 or a zero. Where the data do not give one common scale (systems never
 compared with each other, even indirectly), ``status`` is "not_estimable" and
 the note gives the reason.
+
+Best Human (Figure 4's "Best Human" row, §9.3). Every context (``item_id``)
+has up to three human completions, one per contributor (:mod:`heart.pairs`);
+the system "human" pools them all. Where "human" appears, every scope also
+lists the derived system ``best-human`` (:data:`BEST_HUMAN`), next to it:
+
+* *Choice.* Per context, the one human completion that scores highest in that
+  scope: the largest share of its comparisons won (unweighted, the
+  leaderboard's ``win_rate``; a comparison is a judgment the scope's fit uses --
+  a verdict with a winner, or a non-zero axis mark -- so ties and unparsed
+  verdicts do not count), ties broken by more comparisons, then by the
+  contributor id (ascending). It is chosen anew in every scope (axis, subset,
+  source) from the judgments that scope's fit uses (:func:`best_human`). A
+  completion without comparisons in the scope cannot be chosen; a missing
+  contributor id counts as one completion per context (as in
+  :mod:`heart.pairs`). The paper does not say how "top-scoring" is decided
+  (§9.3 calls the row "Average Human" yet defines it as "the top-scoring
+  completion per context"; Figure 4 labels it "Best Human"): this is our
+  reading.
+* *Selection bias.* The completion is chosen *after* judging, on the very
+  judgments it is then rated with: the best of several noisy completions
+  scores above what any one writer would, even if all were equally good (the
+  winner's curse). Its row is flagged (``derived`` true) and its ``note`` says
+  so; read it as flattered, an upper bound on the human writers rather than an
+  estimate of a best writer. (An unbiased version would choose on some
+  judgments and rate on others; not done here.)
+* *Rating, without double counting.* The pooled "human" and ``best-human``
+  are never in one fit (the chosen completions' comparisons would count twice).
+  A second fit uses the scope's comparisons with those of the non-chosen human
+  completions left out and those of the chosen ones relabelled ``best-human``;
+  only its ``best-human`` row is kept. The main fit -- the pooled "human" row,
+  every other system, the ranks and the separability -- is unchanged.
+* *Elo scale.* Elo is centred on the mean of the fit's systems
+  (:func:`heart.bradley_terry.elo`), and the chosen completions are stronger
+  than the pool, so in the second fit the centre rises and every other
+  system's raw Elo drops (by about the gain over K systems). That fit is
+  translated by the constant that gives the systems of both fits (all but
+  "human" / ``best-human``) the mean Elo they have in the main fit (the least-
+  squares alignment); their second-fit ratings then differ from the main fit's
+  only through their comparisons with the left-out human completions, and the
+  note gives the largest such difference. Both intervals are translated by the
+  same constant: the asymptotic one uses the chosen completions' number of
+  comparisons; the bootstrap one resamples conversations as usual but does not
+  repeat the choice in each replicate, so it leaves out the selection's own
+  variability. ``rank_asym`` / ``rank_boot`` rank it among the main fit's
+  systems other than the pooled "human". Where no comparison is left out (in
+  that scope every context's human comparisons are of one completion),
+  ``best-human`` repeats the "human" row.
 """
 
 from __future__ import annotations
 
 import math
 
+import numpy as np
 import pandas as pd
 
 from heart import bradley_terry as bt
 
 AXES = ("H", "E", "A", "R", "T")
 SUBSETS = ("all", "regular", "adversarial")
-COLUMNS = ["axis", "subset", "source", "status", "note", *bt.RATING_COLUMNS]
+COLUMNS = ["axis", "subset", "source", "status", "note", "derived", *bt.RATING_COLUMNS]
+HEADLINE_COLUMNS = ["system", "status", "derived", "note", "elo", "elo_lo_asym", "elo_hi_asym", "elo_lo_boot",
+                    "elo_hi_boot", "n_comparisons", "win_pct", *(f"{a}_pct" for a in AXES)]
+#: The pooled human system (every human completion) and the derived Best Human system (module docstring).
+HUMAN = "human"
+BEST_HUMAN = "best-human"
+BEST_HUMAN_COLUMNS = ["item_id", "contributor", "n_comparisons", "wins", "win_rate", "best"]
+_ELO_COLUMNS = ("elo", "elo_lo_asym", "elo_hi_asym", "elo_lo_boot", "elo_hi_boot")
 SEPARABILITY_COLUMNS = ["axis", "subset", "source", "status", "n_systems", "n_comparisons", "n_conversations",
                         "separability_asym", "separability_boot"]
 
@@ -53,11 +109,146 @@ def _absent(systems, scope: dict, status: str, note: str) -> list[dict]:
     return [{**scope, "status": status, "note": note, "system": s} for s in systems]
 
 
+def _contributors(values: np.ndarray) -> np.ndarray:
+    """Contributor ids as text, "" where missing (one anonymous completion per context)."""
+    return np.where(pd.isna(values), "", values).astype(str).astype(object)
+
+
+def judged(judgments: pd.DataFrame, axis: str = "overall") -> pd.DataFrame:
+    """A scope's comparisons (:func:`heart.bradley_terry.comparisons`), their contexts and human completions.
+
+    Returns
+    -------
+    DataFrame
+        ``bradley_terry.COMPARISON_COLUMNS`` plus ``item_id`` and ``winner_contributor`` /
+        ``loser_contributor`` (the contributor id of a human completion, "" where it is missing;
+        meaningless for other systems).
+    """
+    if not judgments.index.is_unique:  # the comparisons keep the row labels: they must name one row
+        judgments = judgments.reset_index(drop=True)
+    comp = bt.comparisons(judgments, axis=None if axis == "overall" else axis)
+    at = judgments.index.get_indexer(comp.index)
+
+    def column(name: str) -> np.ndarray:  # a column of the kept rows; all None where the table lacks it
+        if name not in judgments.columns:
+            return np.full(len(comp), None, dtype=object)
+        return judgments[name].to_numpy(dtype=object)[at]
+
+    a_won = comp["winner"].to_numpy(dtype=object) == column("system_a")
+    ca, cb = _contributors(column("contributor_a")), _contributors(column("contributor_b"))
+    return comp.assign(item_id=column("item_id"), winner_contributor=np.where(a_won, ca, cb),
+                       loser_contributor=np.where(a_won, cb, ca))
+
+
+def best_human(comp: pd.DataFrame) -> pd.DataFrame:
+    """Every human completion's record in a scope and which one is Best Human in its context.
+
+    Parameters
+    ----------
+    comp : DataFrame
+        :func:`judged` output of one scope.
+
+    Returns
+    -------
+    DataFrame
+        ``BEST_HUMAN_COLUMNS``: one row per human completion with comparisons (``item_id`` and
+        ``contributor`` as text, ``n_comparisons``, ``wins``, ``win_rate``), ordered per context from the
+        chosen one down: ``win_rate`` descending, then ``n_comparisons`` descending, then
+        ``contributor`` ascending; ``best`` marks the first of every context (module docstring).
+
+    Raises
+    ------
+    ValueError
+        Human comparisons without an ``item_id`` (the context the choice is made in).
+    """
+    won, lost = comp["winner"].eq(HUMAN).to_numpy(), comp["loser"].eq(HUMAN).to_numpy()
+    items = comp["item_id"].to_numpy(dtype=object)
+    item = np.concatenate([items[won], items[lost]])
+    if pd.isna(item).any():
+        raise ValueError("judgments: human comparisons without an item_id (Best Human is chosen per context)")
+    item = item.astype(str)
+    contributor = np.concatenate([comp["winner_contributor"].to_numpy(dtype=object)[won],
+                                  comp["loser_contributor"].to_numpy(dtype=object)[lost]]).astype(str)
+    outcome = np.r_[np.ones(won.sum()), np.zeros(lost.sum())]
+    # one code per completion (item, contributor): the unique rows of the two columns
+    _, first, code = np.unique(np.stack([item, contributor], axis=1), axis=0, return_index=True,
+                               return_inverse=True)
+    code = code.ravel()
+    n = np.bincount(code, minlength=len(first))
+    wins = np.bincount(code, weights=outcome, minlength=len(first)).astype(np.int64)
+    out = pd.DataFrame({"item_id": item[first].astype(object),
+                        "contributor": contributor[first].astype(object),
+                        "n_comparisons": n, "wins": wins, "win_rate": wins / np.maximum(n, 1)})
+    out = out.sort_values(["item_id", "win_rate", "n_comparisons", "contributor"],
+                          ascending=[True, False, False, True], ignore_index=True)
+    out["best"] = ~out["item_id"].duplicated().to_numpy()
+    return out[BEST_HUMAN_COLUMNS]
+
+
+def best_human_comparisons(comp: pd.DataFrame, choice: pd.DataFrame) -> pd.DataFrame:
+    """The second fit's comparisons: other human completions' left out, the chosen relabelled ``best-human``.
+
+    ``comp`` is :func:`judged` output, ``choice`` :func:`best_human` output of the same scope.
+    """
+    chosen = pd.MultiIndex.from_frame(choice.loc[choice["best"], ["item_id", "contributor"]])
+    keep = np.ones(len(comp), dtype=bool)
+    out = comp[bt.COMPARISON_COLUMNS].copy()
+    for side in ("winner", "loser"):
+        human = comp[side].eq(HUMAN).to_numpy()
+        completion = pd.MultiIndex.from_arrays([comp["item_id"].astype(str), comp[f"{side}_contributor"]])
+        mine = completion.isin(chosen)
+        keep &= ~human | mine
+        out.loc[human, side] = BEST_HUMAN
+    return out[keep]
+
+
+def _best_human_row(comp: pd.DataFrame, main: pd.DataFrame, n_boot: int, seed: int, alpha: float,
+                    ci: float) -> dict:
+    """The ``best-human`` row of one scope whose main fit rated "human" (module docstring)."""
+    choice = best_human(comp)
+    n_ctx, n_cand = int(choice["best"].sum()), len(choice)
+    what = (f"derived (Best Human, §9.3): per context the human completion that won the largest share of "
+            f"its comparisons in this scope (ties: more comparisons, then contributor id), chosen from "
+            f"{n_cand} completions in {n_ctx} contexts after judging, on the judgments it is rated with -- "
+            "the best of several noisy completions, so flattered (selection bias); ")
+    human = main.loc[main["system"] == HUMAN].iloc[0].to_dict()
+    if choice["best"].all():  # one completion per context: the very comparisons of the pooled "human"
+        return {**human, "system": BEST_HUMAN, "status": "ok",
+                "note": what + "every context's human comparisons here are of one completion, so it repeats "
+                               "the pooled human row"}
+    second = best_human_comparisons(comp, choice)
+    rated = sorted(set(second["winner"]) | set(second["loser"]))
+    try:
+        table = bt.ratings(second, rated, n_boot=n_boot, seed=seed, alpha=alpha, ci=ci)
+    except ValueError as err:
+        return {"status": "not_estimable", "note": what + f"its fit failed: {err}"}
+    e1 = main.set_index("system")["elo"]
+    e2 = table.set_index("system")["elo"]
+    shared = [s for s in e2.index if s != BEST_HUMAN and s in e1.index]
+    shift = float((e1[shared] - e2[shared]).mean())
+    spread = float((e2[shared] + shift - e1[shared]).abs().max())
+    row = table.loc[table["system"] == BEST_HUMAN].iloc[0].to_dict()
+    for col in _ELO_COLUMNS:
+        row[col] += shift
+    row["theta"] = (row["elo"] - bt.ELO_BASE) / bt.ELO_SCALE
+    others = main[main["system"] != HUMAN]
+    row["rank_asym"] = 1 + int((others["elo_lo_asym"] > row["elo_hi_asym"]).sum())
+    row["rank_boot"] = (pd.NA if math.isnan(row["elo_hi_boot"]) or others["elo_lo_boot"].isna().any()
+                        else 1 + int((others["elo_lo_boot"] > row["elo_hi_boot"]).sum()))
+    return {**row, "status": "ok",
+            "note": what + (f"rated in a second fit with the pooled human's comparisons replaced by the "
+                            f"chosen completions' ({row['n_comparisons']} of {human['n_comparisons']}), "
+                            f"its Elo translated by {shift:+.1f} onto the main fit's scale (the other "
+                            f"systems there differ from the main fit by at most {spread:.1f} Elo)")}
+
+
 def scope_ratings(judgments: pd.DataFrame, systems: list[str], axis: str, subset: str, source: str,
                   n_boot: int, seed: int, alpha: float, ci: float) -> tuple[list[dict], dict]:
-    """Rows of one scope (every system listed) and its separability row."""
+    """Rows of one scope (every system listed, ``best-human`` next to "human") and its separability row."""
     scope = {"axis": axis, "subset": subset, "source": source}
-    comp = bt.comparisons(select(judgments, subset, source), axis=None if axis == "overall" else axis)
+    listed = [*systems, BEST_HUMAN] if HUMAN in systems else list(systems)
+    full = judged(select(judgments, subset, source), axis)
+    comp = full[bt.COMPARISON_COLUMNS]
     sep = {**scope, "n_systems": 0, "n_comparisons": len(comp),
            "n_conversations": int(comp["conversation_id"].nunique()),
            "separability_asym": math.nan, "separability_boot": math.nan}
@@ -65,15 +256,20 @@ def scope_ratings(judgments: pd.DataFrame, systems: list[str], axis: str, subset
         why = ("no human judgments" if source == "human" else "no judgments") + \
             (f" on axis {axis} (no clear advantage marked)" if axis != "overall" else "") + \
             (f" on {subset} items" if subset != "all" else "")
-        return _absent(systems, scope, "absent", why), {**sep, "status": "absent"}
+        return _absent(listed, scope, "absent", why), {**sep, "status": "absent"}
     rated = sorted(set(comp["winner"]) | set(comp["loser"]))
     missing = [s for s in systems if s not in rated]
     try:
         table = bt.ratings(comp, rated, n_boot=n_boot, seed=seed, alpha=alpha, ci=ci)
     except ValueError as err:
-        return _absent(systems, scope, "not_estimable", str(err)), {**sep, "status": "not_estimable"}
+        return _absent(listed, scope, "not_estimable", str(err)), {**sep, "status": "not_estimable"}
     rows = [{**scope, "status": "ok", "note": None, **r} for r in table.to_dict("records")]
     rows += _absent(missing, scope, "absent", "no comparisons involving this system in this scope")
+    if HUMAN in systems:
+        at = next(k for k, r in enumerate(rows) if r["system"] == HUMAN) + 1
+        best = ({**scope, **_best_human_row(full, table, n_boot, seed, alpha, ci), "system": BEST_HUMAN}
+                if HUMAN in rated else {**rows[at - 1], "system": BEST_HUMAN})
+        rows.insert(at, best)
     summary = bt.summary(table)
     return rows, {**sep, "status": "ok", "n_systems": len(rated),
                   "separability_asym": summary["separability_asym"],
@@ -87,9 +283,11 @@ def leaderboard(judgments: pd.DataFrame, n_boot: int = 1000, seed: int = 0, alph
     Returns
     -------
     (DataFrame, DataFrame)
-        ``COLUMNS`` (one row per scope x system) and ``SEPARABILITY_COLUMNS``
-        (one row per scope).
+        ``COLUMNS`` (one row per scope x system, plus the derived ``best-human``
+        after "human" where humans appear; ``derived`` marks it) and
+        ``SEPARABILITY_COLUMNS`` (one row per scope, of the main fits).
     """
+    judgments = judgments.reset_index(drop=True)  # unique row labels, once (judged() joins on them)
     systems = sorted(set(judgments["system_a"]) | set(judgments["system_b"]))
     rows, seps = [], []
     for axis in axes:
@@ -99,18 +297,26 @@ def leaderboard(judgments: pd.DataFrame, n_boot: int = 1000, seed: int = 0, alph
                 rows += r
                 seps.append(s)
     table = pd.DataFrame(rows).reindex(columns=COLUMNS)
+    table["derived"] = table["system"].eq(BEST_HUMAN)
     for col in ("n_comparisons", "wins", "rank_asym", "rank_boot"):
         table[col] = table[col].astype("Int64")
     return table, pd.DataFrame(seps).reindex(columns=SEPARABILITY_COLUMNS)
 
 
 def headline(ratings: pd.DataFrame, source: str = "combined") -> pd.DataFrame:
-    """Figure 4's table: per system, overall Elo (both CIs) and win rate, and each axis's win rate (%)."""
+    """Figure 4's table: per system, overall Elo (both CIs) and win rate, and each axis's win rate (%).
+
+    ``HEADLINE_COLUMNS``, sorted by Elo; ``best-human`` is a row like the others (each of its
+    columns from its own scope's choice), with ``derived`` true and the overall scope's ``note``
+    saying it was chosen after judging.
+    """
     r = ratings[(ratings["subset"] == "all") & (ratings["source"] == source)]
     overall = r[r["axis"] == "overall"].set_index("system")
-    out = overall[["status", "elo", "elo_lo_asym", "elo_hi_asym", "elo_lo_boot", "elo_hi_boot",
-                   "n_comparisons", "win_rate"]].copy()
+    out = overall[["status", "derived", "note", "elo", "elo_lo_asym", "elo_hi_asym", "elo_lo_boot",
+                   "elo_hi_boot", "n_comparisons", "win_rate"]].copy()
+    out["derived"] = out["derived"].astype("boolean").fillna(False).astype(bool)
     out["win_pct"] = 100 * out.pop("win_rate")
     for axis in AXES:
         out[f"{axis}_pct"] = 100 * r[r["axis"] == axis].set_index("system")["win_rate"].reindex(out.index)
-    return out.reset_index().sort_values("elo", ascending=False, na_position="last", ignore_index=True)
+    out = out.reset_index().sort_values("elo", ascending=False, na_position="last", ignore_index=True)
+    return out[HEADLINE_COLUMNS]

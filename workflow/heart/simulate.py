@@ -44,7 +44,7 @@ def judgments(n_systems: int = 21, n_items: int = 300, n_adversarial: int = 20, 
     rows = []
     n_pairs_total = 0
     for i in range(n_items):
-        item, conv = f"sim-item-{i:03d}", 100000 + i
+        item, conv = f"sim-item-{i:03d}", str(100000 + i)
         subset = "adversarial" if i >= n_items - n_adversarial else "regular"
         conv_effect = rng.normal(0, 0.5, len(systems))
         cand = [(a, b) for ai, a in enumerate(systems) for b in systems[ai + 1:]

@@ -44,7 +44,9 @@ def leaderboard(board: pd.DataFrame, ci: float = 0.95) -> pd.DataFrame:
     asym, boot = f"Elo {ci_label(ci)} (asymptotic)", f"Elo {ci_label(ci)} (bootstrap)"
     out[asym] = _interval(board["elo_lo_asym"], board["elo_hi_asym"])
     out[boot] = _interval(board["elo_lo_boot"], board["elo_hi_boot"])
-    return out[["System", "status", "Elo", asym, boot, "Win %", *"HEART", "Comparisons"]].round(1)
+    # a derived row (best-human: chosen after judging) says so
+    out["note"] = board["note"].fillna("") if "note" in board.columns else ""
+    return out[["System", "status", "Elo", asym, boot, "Win %", *"HEART", "Comparisons", "note"]].round(1)
 
 
 def agreement(human_llm: pd.DataFrame, cross_judge: pd.DataFrame, ci: float = 0.95) -> pd.DataFrame:

@@ -15,6 +15,9 @@ from heart.figures.style import (ABSENT_COLOR, ABSENT_HATCH, BIN_COLORS, BIN_LAB
 
 #: The Elo column is not binned (Elo is not a percentage): every Elo cell has this neutral shade.
 ELO_COLOR = "#ececec"
+#: Appended to the label of a derived row (best-human) and explained in the legend.
+DERIVED_MARK = " \u2020"
+DERIVED_LEGEND = "\u2020 best of the human completions per\ncontext, chosen after judging (flattered)"
 #: Figure 4's columns: (leaderboard column, header).
 HEATMAP_COLUMNS = (("H_pct", "H"), ("E_pct", "E"), ("A_pct", "A"), ("R_pct", "R"), ("T_pct", "T"),
                    ("win_pct", "Overall\nwin rate"), ("elo", "Elo"))
@@ -39,6 +42,9 @@ def leaderboard_heatmap(leaderboard: pd.DataFrame, labels: Mapping | None = None
     Figure
         Rows: systems by Elo (highest on top); rows without an estimate (status "absent",
         "not_estimable") at the bottom, hatched grey and labelled with their status, never zeros.
+        A derived row (``derived`` true: ``best-human``, the top human completion per context,
+        chosen after judging) is labelled with a dagger (:data:`DERIVED_MARK`) and the legend
+        says that it is chosen after judging and so flattered.
         Columns H, E, A, R, T, overall win rate: coloured by
         :func:`~heart.figures.style.bin_color` (``BIN_EDGES``, ``BIN_COLORS``); a missing value in
         an estimated row is a hatched "absent" cell. The Elo column is not binned: every Elo cell
@@ -50,7 +56,9 @@ def leaderboard_heatmap(leaderboard: pd.DataFrame, labels: Mapping | None = None
     rows = (leaderboard.assign(system=leaderboard["system"].astype(str))
             .drop_duplicates("system").set_index("system"))
     n, m = len(order), len(HEATMAP_COLUMNS)
-    names = [display_name(s, labels) for s in order]
+    derived = (rows["derived"].astype("boolean").fillna(False).astype(bool) if "derived" in rows
+               else pd.Series(False, index=rows.index))
+    names = [display_name(s, labels) + (DERIVED_MARK if derived[s] else "") for s in order]
     label_w = 0.075 * max([len(s) for s in names] + [8])
     fig = new_figure(label_w + 0.82 * m + 0.4, 1.55 + 0.29 * max(n, 3))
     ax = fig.add_subplot()
@@ -81,6 +89,8 @@ def leaderboard_heatmap(leaderboard: pd.DataFrame, labels: Mapping | None = None
     handles.append(Patch(facecolor=ELO_COLOR, edgecolor="#888888", linewidth=0.5, label="Elo (not binned)"))
     handles.append(Patch(facecolor=ABSENT_COLOR, hatch=ABSENT_HATCH, edgecolor="#a8a8a8", linewidth=0.5,
                          label="absent"))
+    if derived.any():
+        handles.append(Patch(facecolor="none", edgecolor="none", label=DERIVED_LEGEND))
     fig.legend(handles=handles, loc="outside lower center", ncols=4, fontsize=FONT - 0.5, frameon=False,
                title="Win rate (%)", title_fontsize=FONT - 0.5)
     suptitle(fig, title, title_note)
