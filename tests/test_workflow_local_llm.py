@@ -23,7 +23,8 @@ def test_default_pipeline_on_the_local_model(workflow_copy):
     items, attempts = r("results/items/items.parquet"), r("results/items/adversarial_attempts.parquet")
     adv = items[items["subset"] == "adversarial"]
     assert (items["subset"] == "regular").sum() == 1
-    assert attempts["conversation_id"].nunique() == 1 and len(adv) == attempts["valid"].sum()
+    # one item slot; a window failing validation hands it to another, so accepted attempts = items
+    assert attempts["slot"].nunique() == 1 and len(adv) == attempts["outcome"].eq("accepted").sum()
     for h, profile in zip(adv["history"], adv["profile"]):
         assert h[0]["role"] == "supporter" and h[-1]["role"] == "seeker" and profile in (
             "Always-10", "Linear-Ramp", "Mid-Spike", "Mid-Ramp")

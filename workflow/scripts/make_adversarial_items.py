@@ -1,5 +1,6 @@
 """rule make_adversarial_items: rewrite seeker turns of chosen windows -> adversarial items + attempts log."""
 from heart import adversarial, llm, provenance, screening, tableio
+from heart import items as items_mod
 from heart.runtime import logged
 
 with logged(snakemake.log[0], snakemake) as log:
@@ -14,11 +15,14 @@ with logged(snakemake.log[0], snakemake) as log:
         lexicon=screening.Lexicon.from_file(snakemake.input.lexicon), log=log,
     )
     if len(items) < snakemake.params.settings["n"]:
-        log.warning("%d of %d adversarial items passed validation; see %s",
-                    len(items), snakemake.params.settings["n"], snakemake.output.attempts)
-    tableio.write_tables([(items if len(items) else tableio.empty_like("items"), snakemake.output.adversarial, "items"),
+        log.warning("%d of %d adversarial items passed validation and no window is left to replace the others "
+                    "(or adversarial_items.max_windows were tried); "
+                    "see %s", len(items), snakemake.params.settings["n"], snakemake.output.attempts)
+    tableio.write_tables([(items_mod.complete(items) if len(items) else tableio.empty_like("items"),
+                           snakemake.output.adversarial, "items"),
                           (attempts if len(attempts) else tableio.empty_like("adversarial_attempts"),
-                      snakemake.output.attempts, "adversarial_attempts")],
-                    {**job, "prompt_version": version, "model": spec.model})
-    log.info("%d adversarial items; profiles %s", len(items),
-             items["profile"].value_counts().to_dict() if len(items) else {})
+                           snakemake.output.attempts, "adversarial_attempts")],
+                         {**job, "prompt_version": version, "model": spec.model})
+    log.info("%d adversarial items; profiles %s; %d attempts, %d windows dropped", len(items),
+             items["profile"].value_counts().to_dict() if len(items) else {}, len(attempts),
+             int((attempts["outcome"] == "dropped").sum()) if len(attempts) else 0)
