@@ -3,12 +3,16 @@
 #   make test   set up .venv and run the test suite, every tier (what CI runs)
 #   make test-fast   the quick loop while working: the unit and dag tiers (no Snakemake run, no model)
 # Variables: ESCONV=/path/to/ESConv.json (use a local copy instead of downloading),
+#            RELEASE=/path/to/folder (a local copy of the paper's released contexts),
+#            CONFIG=config/paper.yaml (another complete config instead of the embedded default),
 #            CORES=2, PYTHON=python3.11, SNAKEMAKE_ARGS="...", PYTEST_ARGS="...".
 SHELL := /bin/bash
 PYTHON ?= $(shell command -v python3.11 || command -v python3)
 VENV ?= .venv
 CORES ?= 2
 ESCONV ?=
+RELEASE ?=
+CONFIG ?=
 SNAKEMAKE_ARGS ?=
 PYTEST_ARGS ?=
 STAMP := $(VENV)/.heart-installed
@@ -35,10 +39,12 @@ $(STAMP): envs/requirements.txt envs/constraints.txt
 	$(VENV)/bin/python -m pip install --quiet -r envs/requirements.txt -c envs/constraints.txt
 	touch $@
 
+RUN_ARGS = $(if $(CONFIG),--configfile $(CONFIG)) $(if $(ESCONV)$(RELEASE),--config) \
+  $(if $(ESCONV),'esconv={local_copy: $(ESCONV)}') $(if $(RELEASE),'release={local_copy: $(RELEASE)}')
+
 run: setup
-	$(VENV)/bin/snakemake --cores $(CORES) $(if $(ESCONV),--config 'esconv={local_copy: $(ESCONV)}') $(SNAKEMAKE_ARGS)
-	$(VENV)/bin/snakemake --cores $(CORES) $(if $(ESCONV),--config 'esconv={local_copy: $(ESCONV)}') $(SNAKEMAKE_ARGS) \
-	  --report results/report.html
+	$(VENV)/bin/snakemake --cores $(CORES) $(RUN_ARGS) $(SNAKEMAKE_ARGS)
+	$(VENV)/bin/snakemake --cores $(CORES) $(RUN_ARGS) $(SNAKEMAKE_ARGS) --report results/report.html
 
 # two workers, a test file's tests on one (tests/conftest.py: the longest files first)
 test: setup
