@@ -185,8 +185,8 @@ print("RULES=" + json.dumps(rules))
 """
 
 
-# rules defined only under some config: loaded once per such config (each item source's rules)
-PROBE_CONFIGS = ({}, {"items": {"source": "release"}})
+# rules defined only under some config: loaded once per such config (each item source, analysis only)
+PROBE_CONFIGS = ({}, {"items": {"source": "release"}}, {"analysis_only": {"judgments": "votes.csv"}})
 
 
 def rule_conda_problems(root: Path) -> list[str]:
