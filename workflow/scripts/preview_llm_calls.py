@@ -12,6 +12,7 @@ with logged(snakemake.log[0], snakemake) as log:
     specs = engine.specs
     conversations, turns = tableio.read_table(snakemake.input.conversations), tableio.read_table(snakemake.input.turns)
     regular = tableio.read_table(snakemake.input.regular)
+    scope = "all items" if regular["subset"].eq("adversarial").any() else "regular items"
     settings = snakemake.params.adversarial
     stages = {}
     if settings["n"] > 0:
@@ -24,7 +25,7 @@ with logged(snakemake.log[0], snakemake) as log:
     for system, cfg in snakemake.params.systems.items():
         path = next(p for p in snakemake.input.prompts if Path(p).stem == cfg["prompt"])
         prompt, version = llm.template(path)
-        stages[f"completions {system} (regular items)"] = completions.completion_requests(
+        stages[f"completions {system} ({scope})"] = completions.completion_requests(
             regular, system, cfg["model"], prompt, version)
     # judging and tagging run on completions that do not exist yet: every system's reply is
     # stood in for by the dataset's reply, or the last seeker turn where there is none (same count of
@@ -42,7 +43,7 @@ with logged(snakemake.log[0], snakemake) as log:
             template, version = llm.template(path)
             keep = judging.eligible(design, specs[cfg["model"]].family, snakemake.params.families,
                                     snakemake.params.judging["exclude_own_family"])
-            stages[f"judging {name} (regular items, estimated)"] = judging.requests(
+            stages[f"judging {name} ({scope}, estimated)"] = judging.requests(
                 design[keep], regular, pairs.completion_text(stand_ins), cfg["model"],
                 judging.system_prompt(template, rubric), version, judging.response_schema(rubric),
                 snakemake.params.judging["both_orders"], params=cfg["params"])
@@ -50,7 +51,7 @@ with logged(snakemake.log[0], snakemake) as log:
         for name, cfg in snakemake.params.tagging["taggers"].items():
             path = next(p for p in snakemake.input.tagging_prompts if Path(p).stem == cfg["prompt"])
             template, version = llm.template(path)
-            stages[f"tagging {name} (regular items, estimated)"] = tagging.requests(
+            stages[f"tagging {name} ({scope}, estimated)"] = tagging.requests(
                 stand_ins, cfg["model"], tagging.system_prompt(template, taxonomy), version,
                 tagging.response_schema(taxonomy), params=cfg["params"])
     table = llm.preview(specs, stages, engine.cache)
