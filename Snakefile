@@ -33,6 +33,7 @@ ITEM_SOURCE_TABLES = (
     ["results/data/release_mapping.parquet", "results/data/release_source.parquet"]
     if RELEASED_ITEMS
     else ["results/items/screening_audit.parquet"]
+    + (["results/items/screening_calibration.parquet"] if config["screening"]["calibrate"] else [])
 )
 
 

@@ -13,7 +13,7 @@ def load(name):
     return yaml.safe_load((REPO / "config" / name).read_text())
 
 
-@pytest.mark.parametrize("name", ["config.yaml", "paper.yaml"])
+@pytest.mark.parametrize("name", ["config.yaml", "paper.yaml", "screening.yaml", "analysis.yaml"])
 def test_shipped_configs_validate(name):
     validate_config(load(name))
 

@@ -167,3 +167,21 @@ def test_paper_config_builds_the_300_released_items(workflow_copy):
     assert [t["text"] for t in table.loc["regular:82", "history"]] == released[82]["dialogue_history"]
     adversarial = table[table["subset"].eq("adversarial")]
     assert adversarial["profile"].isna().all() and adversarial["original_reply"].isna().all()
+
+
+@pytest.mark.e2e
+@pytest.mark.shared_data
+@needs_release
+def test_screening_config_calibration_table_shows_the_recall(workflow_copy):
+    """config/screening.yaml (a new study screened from ESConv) writes its calibration against the release."""
+    jobs = workflow_copy.jobs("--configfile", "config/screening.yaml", env=PAPER_KEYS)
+    assert jobs["screening_calibration"] == 1 and jobs["map_release"] == 1 and "release_items" not in jobs
+    workflow_copy.snakemake("results/items/screening_calibration.parquet", "--configfile", "config/screening.yaml",
+                            "--config", f"esconv={{local_copy: {SHARED_ESCONV_DIR / 'ESConv.json'}}}",
+                            f"release={{local_copy: {SHARED_RELEASE_DIR}}}", env=PAPER_KEYS)
+    table = tableio.read_table(workflow_copy.root / "results/items/screening_calibration.parquet")
+    value = table.set_index(["section", "measure"])["value"]
+    assert value[("recall", "n_released")] == 280 and value[("recall", "recall")] >= 0.80
+    assert value[("selectivity", "n_couplets")] == 14642 and value[("selectivity", "selectivity")] < 0.6
+    lengths = table[table["section"].eq("context_length")]
+    assert {"release", "sample"} <= set(lengths["population"])

@@ -8,8 +8,10 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from conftest import REPO, SHARED_ESCONV_DIR, needs_shared
-from heart import esconv, screening
+import yaml
+
+from conftest import REPO, SHARED_ESCONV_DIR, SHARED_RELEASE_DIR, needs_release, needs_shared
+from heart import esconv, release, screening, tableio
 
 LEXICON = REPO / "workflow" / "resources" / "screening" / "lexicon.yaml"
 SETTINGS = dict(min_context_turns=3, min_seeker_words=8, min_signal=1, min_strategy_families=2,
@@ -91,8 +93,9 @@ def test_tiny_screen_accounts_for_every_couplet(tiny_esconv):
     assert len(audit) == raw_couplet_count(tiny_esconv)
     assert (audit["decision"] == "kept").sum() == len(items) == 6
     assert set(audit["reason"]) <= {"kept", "not_sampled", "per_conversation_cap", "clinical",
-                                    "context_too_short", "seeker_turn_too_short", "no_emotional_signal",
-                                    "single_strategy", "duplicate_context"} | {
+                                    "context_too_short", "context_too_long", "seeker_turn_too_short",
+                                    "closing_turn", "no_emotional_signal", "single_strategy",
+                                    "duplicate_context"} | {
                                         r for r in audit["reason"] if r.startswith("safety:")}
     # the medication dialogue (5) needs clinical expertise; dialogue 6 names the supporter
     assert set(audit.loc[audit["conversation_id"] == 5, "reason"]) == {"clinical"}
@@ -128,7 +131,10 @@ def test_real_esconv_280_items():
     kept = audit[audit["decision"] == "kept"]["stratum"].value_counts().reindex(counts.index, fill_value=0)
     quota = 280 * counts / counts.sum()
     assert (kept >= 1).all()
-    assert ((kept - quota).abs() < 1).all(), (kept - quota).abs().max()
+    # the floors of the ~35 strata whose quota is below one item are paid back one item at a time by
+    # the strata furthest above their quota, so a stratum may end up to (not quite) two items off
+    assert ((kept - quota).abs() < 2).all(), (kept - quota).abs().max()
+    assert ((kept - quota)[quota >= 1].sum()) < 0  # ... and the payback comes from the larger strata
     # the audit accounts for every couplet in the corpus
     couplets = raw_couplet_count(path)
     assert len(audit) == couplets
@@ -139,3 +145,152 @@ def test_real_esconv_280_items():
     # rerun: identical ids
     _, again = _screen(path, n=280, seed=20251122)
     assert again["item_id"].tolist() == items["item_id"].tolist()
+
+
+# --- lexicon version 2 and the calibrated rules ---------------------------------------------------
+
+def test_lexicon_v2_wildcards_signal_linked_families_and_closing(lexicon):
+    assert lexicon.version == 2
+    # a * may end any word of a term
+    assert lexicon.strategy_families["hope_selfcare"].search("I am burnt out at work")
+    # plain-language difficulty and adverse events are signals
+    assert lexicon.distress.search("It has been really hard lately")
+    assert lexicon.conflict.search("yes i lost my job last month")
+    assert lexicon.help_request.search("I'm not quite sure how to start")
+    # a family lists the signal that cues it: any distress word invites validation
+    assert lexicon.strategy_families["validation_reflection"].search("I am so embarrassed")
+    assert lexicon.strategy_families["clarification"].search("my girlfriend cheated on me")
+    assert lexicon.closing.search("Thank you for listening, bye!")
+    assert not lexicon.closing.search("I need money to take care of my health")
+    assert lexicon.exclusions("I'm a cutter and nobody knows")[1] == {"self_harm_plan"}
+
+
+def test_a_family_naming_an_unknown_signal_is_named(tmp_path):
+    bad = tmp_path / "lex.yaml"
+    bad.write_text(LEXICON.read_text().replace("signals: [conflict]", "signals: [conflicts]"))
+    with pytest.raises(ValueError, match=r"lex.yaml: strategy_families.clarification: unknown signals \['conflicts'\]"):
+        screening.Lexicon.from_file(bad)
+
+
+def _dialogues(dialogues: dict[int, list[tuple[str, str]]]):
+    """Conversations and turns tables (heart.esconv's layout) for a few short dialogues."""
+    conversations = pd.DataFrame({"conversation_id": list(dialogues), "emotion_type": "sadness",
+                                  "problem_type": "job crisis", "situation": "s"})
+    turns = pd.DataFrame([{"conversation_id": cid, "turn_index": i, "role": role, "text": text, "strategies": []}
+                          for cid, turns in dialogues.items() for i, (role, text) in enumerate(turns)])
+    return conversations, turns
+
+
+CALIBRATED = dict(min_context_turns=1, max_context_turns=6, min_seeker_words=2, min_signal=1, signal_window=2,
+                  min_strategy_families=1)
+
+
+def test_signal_window_closing_turn_and_context_too_long(lexicon):
+    conversations, turns = _dialogues({
+        0: [("supporter", "Hi, what brings you here?"), ("seeker", "I lost my job last month."),
+            ("supporter", "I'm so sorry. When did you find out?"), ("seeker", "About two weeks before that."),
+            ("supporter", "That is a shock."), ("seeker", "Thanks for listening, that helps. Bye!"),
+            ("supporter", "Take care.")],
+        1: [("seeker", "About two weeks before that."), ("supporter", "Tell me more."),
+            ("seeker", "ok"), ("supporter", "Go on."), ("seeker", "It is just so hard at work."),
+            ("supporter", "Hard how?"), ("seeker", "The weather was nice today, we walked."),
+            ("supporter", "That sounds good.")],
+    })
+    couplets = screening.enumerate_couplets(conversations, turns)
+
+    def reasons(settings):
+        audit = screening.score_couplets(couplets, lexicon, settings)
+        return audit.set_index(["conversation_id", "seeker_turn_index"])["reason"].to_dict()
+
+    assert reasons(CALIBRATED) == {
+        (0, 1): "", (0, 3): "",       # the answer inherits the disclosure of the turn before
+        (0, 5): "closing_turn",       # ... but a wrap-up does not
+        (1, 0): "no_emotional_signal",  # the window never reaches into another dialogue
+        (1, 2): "seeker_turn_too_short", (1, 4): "",
+        (1, 6): "context_too_long"}
+    # one seeker turn only (the default): the answer has no signal of its own
+    one = reasons({**CALIBRATED, "signal_window": 1, "max_context_turns": None})
+    assert one[(0, 3)] == "no_emotional_signal" and one[(1, 6)] == "no_emotional_signal"
+
+
+# --- calibration against the release ---------------------------------------------------------------
+
+def _audit(rows):
+    """A small audit: (conversation, seeker turn, context turns, reason[, decision]) per couplet."""
+    audit = pd.DataFrame(rows, columns=["conversation_id", "seeker_turn_index", "context_turns", "reason"])
+    audit["eligible"] = audit["reason"].isin(["", "kept", "not_sampled", "per_conversation_cap"])
+    return audit
+
+
+MAPPING = pd.DataFrame({
+    "release_key": ["regular:0", "regular:1", "regular:2", "regular:3", "regular:4", "adversarial:0"],
+    "conversation_id": [1, 1, 2, 3, None, 1],
+    "end_turn_index": [1, 3, 1, 2, None, 9],   # regular:3 ends on a supporter turn, regular:4 is unmatched
+    "n_entries": [2, 4, 2, 3, 7, 12],
+})
+
+
+def _values(table, section, population=None):
+    t = table[table["section"].eq(section)]
+    if population:
+        t = t[t["population"].eq(population)]
+    return dict(zip(t["measure"], t["value"]))
+
+
+def test_calibration_counts_recall_over_every_released_record():
+    audit = _audit([(1, 1, 2, ""), (1, 3, 4, "clinical"), (2, 1, 2, ""), (2, 3, 4, "no_emotional_signal"),
+                    (3, 1, 2, "")])
+    table = screening.calibration(audit, MAPPING)
+    assert list(table.columns) == screening.CALIBRATION_COLUMNS
+    tableio.to_arrow(table, "screening_calibration")  # matches its schema
+    assert _values(table, "recall") == {"n_released": 5, "n_released_in_audit": 3, "n_released_eligible": 2,
+                                        "recall": 0.4}  # the adversarial row is no released couplet
+    assert _values(table, "selectivity") == {"n_couplets": 5, "n_eligible": 3, "selectivity": 0.6}
+    assert _values(table, "drop_reason") == {"not_in_audit": 2, "clinical": 1}
+    assert table.loc[table["section"].eq("drop_reason"), "measure"].tolist() == ["not_in_audit", "clinical"]
+    assert set(table["population"]) == {"release", "all_couplets", "eligible"}  # no sample without decisions
+
+
+def test_calibration_length_distributions():
+    audit = _audit([(1, 1, 2, "kept"), (1, 3, 4, "clinical"), (2, 1, 2, "not_sampled"), (3, 1, 6, "kept"),
+                    (3, 3, 8, "per_conversation_cap")])
+    audit["decision"] = np.where(audit["reason"].eq("kept"), "kept", "dropped")
+    table = screening.calibration(audit, MAPPING)
+    release_lengths = _values(table, "context_length", "release")  # n_entries 2, 4, 2, 3, 7
+    assert release_lengths == {"n": 5, "min": 2, "q25": 2, "median": 3, "q75": 4, "max": 7, "mean": 3.6,
+                               "share_1_2": 0.4}
+    eligible = _values(table, "context_length", "eligible")  # 2, 2, 6, 8
+    assert (eligible["n"], eligible["median"], eligible["max"], eligible["share_1_2"]) == (4, 4, 8, 0.5)
+    sample = _values(table, "context_length", "sample")  # 2, 6
+    assert (sample["n"], sample["min"], sample["mean"], sample["share_1_2"]) == (2, 2, 4, 0.5)
+    assert _values(table, "recall")["n_released_kept"] == 1
+    assert _values(table, "recall")["n_released_eligible"] == 2  # kept and not_sampled are eligible
+    assert table["description"].str.len().gt(0).all()
+
+
+SCREENING_CONFIG = REPO / "config" / "screening.yaml"
+
+
+@pytest.mark.shared_data
+@needs_release
+def test_calibrated_screen_finds_the_released_couplets():
+    """config/screening.yaml's screen finds >= 80 % of the paper's 280 released couplets and still screens."""
+    settings = yaml.safe_load(SCREENING_CONFIG.read_text())["screening"]
+    conversations, turns, _ = esconv.ingest(SHARED_ESCONV_DIR / "ESConv.json")
+    records = release.read(SHARED_RELEASE_DIR / "dialogues_regular.json", "regular")
+    mapping = release.map_regular(records, conversations, turns)
+    couplets = screening.enumerate_couplets(conversations, turns)
+    audit = screening.score_couplets(couplets, screening.Lexicon.from_file(LEXICON), settings)
+    table = screening.calibration(audit, mapping)
+    recall, selectivity = _values(table, "recall"), _values(table, "selectivity")
+    assert recall["n_released"] == 280 and selectivity["n_couplets"] == 14642
+    assert recall["recall"] >= 0.80, _values(table, "drop_reason")
+    assert selectivity["selectivity"] <= 0.6  # a screen, not a pass-through
+    # the safety filters still do their job: the request for a suicide method (record 48) is dropped
+    found = mapping.merge(audit, left_on=["conversation_id", "end_turn_index"],
+                          right_on=["conversation_id", "seeker_turn_index"]).set_index("record")
+    assert found.loc[48, "reason"] == "safety:self_harm_plan"
+    # the release's short contexts are admitted: 1 and 2 entries are about as common as in the release
+    lengths = _values(table, "context_length", "eligible")
+    assert lengths["min"] == 1 and lengths["max"] <= settings["max_context_turns"]
+    assert abs(lengths["share_1_2"] - _values(table, "context_length", "release")["share_1_2"]) < 0.05

@@ -85,7 +85,7 @@ def test_run_rerun_and_incremental_rebuild(workflow_copy):
     assert len(items) == 4 and set(items["subset"]) == {"regular"}
     assert (audit["decision"] == "kept").sum() == 4
     assert source.loc[0, "sha256"] == hashlib.sha256(TINY.read_bytes()).hexdigest()
-    assert tableio.provenance_of(wf.root / "results/items/regular.parquet")["lexicon_version"] == 1
+    assert tableio.provenance_of(wf.root / "results/items/regular.parquet")["lexicon_version"] == 2
     assert "24 regular items" not in (wf.root / "logs/items/screen_items.log").read_text()
 
     # a no-op rerun schedules nothing
@@ -93,7 +93,7 @@ def test_run_rerun_and_incremental_rebuild(workflow_copy):
 
     # editing the screening lexicon reruns screening, not ingest
     lex = wf.root / "workflow/resources/screening/lexicon.yaml"
-    lex.write_text(lex.read_text().replace("version: 1", "version: 2"))
+    lex.write_text(lex.read_text().replace("version: 2", "version: 3"))
     assert wf.jobs(*DATA_TARGETS, *tiny_config()) == {"screen_items": 1}
 
     # a different item count reruns screening only, and the rerun picks other ids

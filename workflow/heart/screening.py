@@ -9,7 +9,10 @@ sample N items stratified by emotion_type x problem_type.
 
 The default screen is deterministic: lexicons and rules from a versioned
 resource file (``workflow/resources/screening/lexicon.yaml``) read by
-:class:`Lexicon`. :func:`score_couplets` takes any *scorer* with the same
+:class:`Lexicon`. The paper's own 280 released regular contexts are the only
+record of what its filters accepted: :func:`calibration` measures a screen
+against them (recall of the released couplets, selectivity over all couplets,
+context lengths), and ``config/screening.yaml`` holds settings calibrated so. :func:`score_couplets` takes any *scorer* with the same
 interface (``scorer(couplets) -> DataFrame of scores``), which is the seam for
 an LLM-based screen.
 """
@@ -32,10 +35,9 @@ SCORE_COLUMNS = ["distress", "conflict", "help_request", "strategy_families", "c
 def _compile(entry: dict, where: str) -> re.Pattern:
     parts = []
     for term in entry.get("terms", []):
-        term = str(term).strip()
-        wild = term.endswith("*")
-        body = re.escape(term.rstrip("*")).replace(r"\ ", r"\s+")
-        parts.append(body + (r"\w*" if wild else ""))
+        # a trailing * on any word of a term matches any word ending ("burn* out": burnt out, burned out)
+        words = [re.escape(w[:-1]) + r"\w*" if w.endswith("*") else re.escape(w) for w in str(term).split()]
+        parts.append(r"\s+".join(words))
     words = [rf"\b(?:{'|'.join(parts)})\b"] if parts else []
     pats = list(entry.get("patterns", []))
     if not words and not pats:
@@ -45,6 +47,27 @@ def _compile(entry: dict, where: str) -> re.Pattern:
         return re.compile("|".join(f"(?:{p})" for p in words + pats), flags | re.MULTILINE)
     except re.error as exc:
         raise ValueError(f"{where}: invalid pattern: {exc}") from None
+
+
+SIGNALS = ("distress", "conflict", "help_request")
+
+
+def _with_signals(entry: dict, spec: dict, where: str) -> dict:
+    """A strategy family's own terms and patterns plus those of the signals it names under ``signals``.
+
+    A family cued by a signal ("a voiced feeling invites validation") lists it instead of repeating the
+    signal's word list.
+    """
+    names = entry.get("signals", [])
+    unknown = [n for n in names if n not in SIGNALS]
+    if unknown:
+        raise ValueError(f"{where}: unknown signals {unknown} (known: {list(SIGNALS)})")
+    merged = {"terms": list(entry.get("terms", [])), "patterns": list(entry.get("patterns", [])),
+              "case_sensitive": entry.get("case_sensitive", False)}
+    for name in names:
+        merged["terms"] += spec[name].get("terms", [])
+        merged["patterns"] += spec[name].get("patterns", [])
+    return merged
 
 
 @dataclass
@@ -59,6 +82,8 @@ class Lexicon:
     strategy_families: dict[str, re.Pattern]
     clinical: re.Pattern
     safety: dict[str, re.Pattern]
+    #: wrap-up cues (thanks for listening, goodbye, "I feel better now"); optional section
+    closing: re.Pattern | None = None
 
     @classmethod
     def from_file(cls, path) -> "Lexicon":
@@ -80,10 +105,12 @@ class Lexicon:
             distress=_compile(spec["distress"], f"{path}: distress"),
             conflict=_compile(spec["conflict"], f"{path}: conflict"),
             help_request=_compile(spec["help_request"], f"{path}: help_request"),
-            strategy_families={k: _compile(v, f"{path}: strategy_families.{k}")
+            strategy_families={k: _compile(_with_signals(v, spec, f"{path}: strategy_families.{k}"),
+                                           f"{path}: strategy_families.{k}")
                                for k, v in spec["strategy_families"].items()},
             clinical=_compile(spec["clinical"], f"{path}: clinical"),
             safety={k: _compile(v, f"{path}: safety.{k}") for k, v in spec["safety"].items()},
+            closing=_compile(spec["closing"], f"{path}: closing") if "closing" in spec else None,
         )
 
     def exclusions(self, text: str) -> tuple[frozenset, frozenset]:
@@ -116,6 +143,7 @@ class Lexicon:
                 "strategy_families": [k for k, p in self.strategy_families.items() if p.search(seeker)],
                 "clinical": sorted(clinical),
                 "safety": [k for k in order if k in safety],
+                "closing": bool(self.closing and self.closing.search(seeker)),
             })
         return pd.DataFrame(rows, index=couplets.index)
 
@@ -175,6 +203,24 @@ def enumerate_couplets(conversations: pd.DataFrame, turns: pd.DataFrame) -> pd.D
     return pd.DataFrame(rows)
 
 
+def _window(values: pd.Series, conversation: pd.Series, order: pd.Series, size: int, combine) -> pd.Series:
+    """Combine each couplet's value with those of the ``size - 1`` seeker turns before it in its dialogue.
+
+    Turns are merged per speaker (:mod:`heart.esconv`), so roles alternate and a dialogue's couplets are
+    its consecutive seeker turns: the previous couplet of a conversation holds the previous seeker turn.
+    """
+    out = {}
+    keys = pd.DataFrame({"c": conversation, "o": order}).sort_values(["c", "o"])
+    for _, group in keys.groupby("c", sort=False):
+        seen = [values[i] for i in group.index]
+        for k, i in enumerate(group.index):
+            acc = seen[k]
+            for prev in seen[max(0, k - size + 1): k]:
+                acc = combine(acc, prev)
+            out[i] = acc
+    return pd.Series(out, dtype=object).reindex(values.index)
+
+
 def score_couplets(couplets: pd.DataFrame, scorer, settings: dict) -> pd.DataFrame:
     """Apply a scorer and the eligibility rules; return the audit table without the sampling.
 
@@ -186,9 +232,21 @@ def score_couplets(couplets: pd.DataFrame, scorer, settings: dict) -> pd.DataFra
         ``scorer(couplets) -> DataFrame`` with :data:`SCORE_COLUMNS`, and a
         ``potential(scores) -> Series`` method (a :class:`Lexicon`).
     settings : dict
-        The ``screening`` config section (min_context_turns, min_seeker_words,
-        min_signal, min_strategy_families).
+        The ``screening`` config section: min_context_turns, min_seeker_words, min_signal,
+        min_strategy_families, and optionally ``max_context_turns`` (no upper bound when absent or
+        null) and ``signal_window`` (1 when absent).
+
+    Notes
+    -----
+    The signals and strategy cues are counted on the seeker turn that ends the context, or, with
+    ``signal_window`` w > 1, on it and the w - 1 seeker turns before it: the "clear emotional signal"
+    of a moment is often spread over the seeker's answers to the supporter's questions ("I lost my
+    job." ... "About two weeks ago."). The columns distress, conflict, help_request and
+    strategy_families of the audit stay those of the final seeker turn; emotional_signal and
+    n_strategy_families are the windowed ones the rules use.
     """
+    window = int(settings.get("signal_window", 1) or 1)
+    max_context = settings.get("max_context_turns")
     scores = scorer(couplets)
     audit = couplets[["conversation_id", "seeker_turn_index", "reply_turn_index", "item_id",
                       "emotion_type", "problem_type"]].copy()
@@ -197,11 +255,21 @@ def score_couplets(couplets: pd.DataFrame, scorer, settings: dict) -> pd.DataFra
     audit["seeker_words"] = couplets["seeker_text"].str.split().map(len)
     for col in SCORE_COLUMNS:
         audit[col] = scores[col]
-    audit["emotional_signal"] = (
-        audit["distress"] + audit["conflict"] + audit["help_request"] >= settings["min_signal"]
-    )
-    audit["n_strategy_families"] = audit["strategy_families"].map(len)
+    signal = audit["distress"] + audit["conflict"] + audit["help_request"]
+    own_signal = signal > 0
+    closing = scores["closing"] if "closing" in scores else pd.Series(False, index=audit.index)
+    families = audit["strategy_families"].map(frozenset)
+    if window > 1:
+        signal = _window(signal, audit["conversation_id"], audit["seeker_turn_index"], window,
+                         lambda a, b: a + b)
+        families = _window(families, audit["conversation_id"], audit["seeker_turn_index"], window,
+                           lambda a, b: a | b)
+    audit["emotional_signal"] = signal.astype(int) >= settings["min_signal"]
+    audit["n_strategy_families"] = families.map(len).astype(int)
     audit["response_potential"] = scorer.potential(scores).round(6)
+    # helpers of the rules, not audit columns (screen() keeps AUDIT_COLUMNS)
+    audit["own_signal"] = own_signal
+    audit["closing"] = closing.astype(bool)
 
     def reason(row) -> str:
         if row.safety:
@@ -210,8 +278,12 @@ def score_couplets(couplets: pd.DataFrame, scorer, settings: dict) -> pd.DataFra
             return "clinical"
         if row.context_turns < settings["min_context_turns"]:
             return "context_too_short"
+        if max_context is not None and row.context_turns > max_context:
+            return "context_too_long"
         if row.seeker_words < settings["min_seeker_words"]:
             return "seeker_turn_too_short"
+        if row.closing and not row.own_signal:
+            return "closing_turn"
         if not row.emotional_signal:
             return "no_emotional_signal"
         if row.n_strategy_families < settings["min_strategy_families"]:
@@ -335,3 +407,114 @@ def screen(conversations: pd.DataFrame, turns: pd.DataFrame, scorer, settings: d
                    max_per_conversation=settings["max_items_per_conversation"],
                    min_per_stratum=settings["min_per_stratum"])
     return audit[AUDIT_COLUMNS], build_items(couplets, audit)
+
+
+CALIBRATION_COLUMNS = ["section", "measure", "population", "value", "description"]
+#: context-length statistics of the calibration table, in order
+LENGTH_MEASURES = ["n", "min", "q25", "median", "q75", "max", "mean", "share_1_2"]
+_LENGTH_TEXT = {
+    "n": "contexts", "min": "fewest entries", "q25": "25th percentile of entries",
+    "median": "median entries", "q75": "75th percentile of entries", "max": "most entries",
+    "mean": "mean entries", "share_1_2": "share of contexts with 1 or 2 entries",
+}
+_POPULATION_TEXT = {
+    "release": "the paper's released regular contexts",
+    "eligible": "every couplet that passes the screen",
+    "sample": "the screened sample (kept couplets)",
+}
+
+
+def _lengths(values, population: str) -> list[dict]:
+    values = np.asarray(list(values), dtype=float)
+    if len(values):
+        q25, median, q75 = np.quantile(values, [0.25, 0.5, 0.75])
+        stats = {"n": len(values), "min": values.min(), "q25": q25, "median": median, "q75": q75,
+                 "max": values.max(), "mean": values.mean(), "share_1_2": float(np.mean(values <= 2))}
+    else:
+        stats = {"n": 0, **{m: np.nan for m in LENGTH_MEASURES[1:]}}
+    return [{"section": "context_length", "measure": m, "population": population, "value": float(stats[m]),
+             "description": f"{_LENGTH_TEXT[m]} (history entries, final seeker turn included): "
+                            f"{_POPULATION_TEXT[population]}"} for m in LENGTH_MEASURES]
+
+
+def calibration(audit: pd.DataFrame, mapping: pd.DataFrame) -> pd.DataFrame:
+    """How the screen treats the paper's released couplets, and how much it lets through.
+
+    The HEART authors released the 280 regular contexts their screen selected (paper §9.2); they are the
+    only record of what its filters accepted. A screen calibrated to the paper should find most of them
+    eligible (recall) while still screening (selectivity: the share of all couplets eligible).
+
+    Parameters
+    ----------
+    audit : DataFrame
+        The screening audit (:func:`score_couplets`, or :func:`screen`'s audit with ``decision``).
+    mapping : DataFrame
+        The release mapping (:func:`heart.release.map_regular`; ``release_mapping.schema.yaml``). Rows
+        whose ``release_key`` is not ``regular:*`` are ignored. A record's couplet is the audit row with
+        its ``conversation_id`` and ``seeker_turn_index == end_turn_index``.
+
+    Returns
+    -------
+    DataFrame
+        The calibration table (``screening_calibration.schema.yaml``): section, measure, population,
+        value, description. Sections: ``recall`` (n_released, n_released_in_audit,
+        n_released_eligible, recall and, with a sample, n_released_kept), ``selectivity`` (n_couplets,
+        n_eligible, selectivity), ``drop_reason`` (per reason, the released records it drops; a record
+        with no couplet in the audit -- unmatched, or ending on a supporter entry -- is ``not_in_audit``)
+        and ``context_length`` (n, min, q25, median, q75, max, mean, share_1_2 of the history length)
+        for the release, every eligible couplet and, when the audit has kept rows, the sample.
+
+    Notes
+    -----
+    Recall is counted over *all* released records: one that is not in the audit counts as not eligible.
+    """
+    if "release_key" in mapping.columns:
+        mapping = mapping[mapping["release_key"].astype(str).str.startswith("regular:")]
+    released = pd.DataFrame({
+        "conversation_id": pd.array(mapping["conversation_id"], dtype="Int64"),
+        "seeker_turn_index": pd.array(mapping["end_turn_index"], dtype="Int64"),
+        "n_entries": mapping["n_entries"].to_numpy(),
+    })
+    keys = audit[["conversation_id", "seeker_turn_index", "eligible", "reason"]].astype(
+        {"conversation_id": "Int64", "seeker_turn_index": "Int64"})
+    found = released.merge(keys, on=["conversation_id", "seeker_turn_index"], how="left",
+                           validate="many_to_one", indicator=True)
+    in_audit = found["_merge"].eq("both")
+    eligible = in_audit & found["eligible"].eq(True)
+    n_released = len(found)
+    has_sample = "decision" in audit.columns and audit["decision"].eq("kept").any()
+
+    def row(section, measure, population, value, description):
+        return {"section": section, "measure": measure, "population": population, "value": float(value),
+                "description": description}
+
+    rows = [
+        row("recall", "n_released", "release", n_released, "released regular records"),
+        row("recall", "n_released_in_audit", "release", in_audit.sum(),
+            "released records whose couplet (conversation, final seeker turn) is in the audit"),
+        row("recall", "n_released_eligible", "release", eligible.sum(),
+            "released records whose couplet passes every filter"),
+        row("recall", "recall", "release", eligible.sum() / n_released if n_released else np.nan,
+            "n_released_eligible / n_released (a record not in the audit counts as not eligible)"),
+    ]
+    if has_sample:
+        kept = in_audit & found["reason"].eq("kept")
+        rows.append(row("recall", "n_released_kept", "release", kept.sum(),
+                        "released records whose couplet the sample drew"))
+    n_couplets, n_eligible = len(audit), int(audit["eligible"].sum())
+    rows += [
+        row("selectivity", "n_couplets", "all_couplets", n_couplets, "couplets screened (the audit's rows)"),
+        row("selectivity", "n_eligible", "all_couplets", n_eligible, "couplets that pass every filter"),
+        row("selectivity", "selectivity", "all_couplets", n_eligible / n_couplets if n_couplets else np.nan,
+            "n_eligible / n_couplets: the share of all couplets the screen lets through"),
+    ]
+    drops = found.loc[~eligible, "reason"].where(in_audit[~eligible], "not_in_audit").value_counts()
+    for reason, count in sorted(drops.items(), key=lambda kv: (-kv[1], kv[0])):
+        rows.append(row("drop_reason", reason, "release", count,
+                        "released records dropped by this rule (the first rule that drops them)"))
+    frame = pd.DataFrame(rows)
+    lengths = _lengths(released["n_entries"], "release") + _lengths(
+        audit.loc[audit["eligible"], "context_turns"], "eligible")
+    if has_sample:
+        lengths += _lengths(audit.loc[audit["decision"].eq("kept"), "context_turns"], "sample")
+    return pd.concat([frame, pd.DataFrame(lengths)], ignore_index=True)[CALIBRATION_COLUMNS]

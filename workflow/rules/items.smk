@@ -43,6 +43,20 @@ else:
             "../scripts/screen_items.py"
 
 
+    rule screening_calibration:
+        # the screen against the paper's released items: recall, selectivity, context lengths
+        input:
+            audit="results/items/screening_audit.parquet",
+            mapping="results/data/release_mapping.parquet",
+        output:
+            "results/items/screening_calibration.parquet",
+        log:
+            "logs/items/screening_calibration.log",
+        conda:
+            "../../envs/data.yaml"
+        script:
+            "../scripts/screening_calibration.py"
+
     rule make_adversarial_items:
         input:
             conversations="results/data/conversations.parquet",
