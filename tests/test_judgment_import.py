@@ -389,3 +389,32 @@ def test_seconds_and_rationale_survive(tmp_path):
     assert out.human["seconds_spent"].iloc[0] == 12.5
     assert out.judgments["rationale"].iloc[0] == 'A said "that sounds exhausting", B lectured'
     assert math.isnan(imported(tmp_path, {"judge_kind": "human", "judge": "r"}).human["seconds_spent"].iloc[0])
+
+
+def test_a_study_accepts_judgments_of_its_own_completions_only(tmp_path):
+    items = pd.DataFrame({"item_id": ["i1"], "release_key": ["regular:0"], "cluster": ["7"], "subset": ["regular"]})
+    completions = pd.DataFrame({"item_id": ["i1", "i1", "i1"], "system": ["gpt-4o", "original", "human"],
+                                "contributor_id": [None, None, "w1"]})
+    path = tmp_path / "votes.csv"
+    path.write_text("item,system_a,system_b,contributor_b,judge,judge_kind,winner\n"
+                    "regular:0,gpt-4o,human,w1,j1,llm,a\n")
+    ji.check_completions(path, items, completions)
+    path.write_text("item,system_a,system_b,contributor_b,judge,judge_kind,winner\n"
+                    "regular:0,gpt-4o,human,w1,j1,llm,a\n"
+                    "regular:0,gpt4o,original,,j1,llm,a\n")
+    with pytest.raises(ji.JudgmentImportError, match=r"votes.csv, line 3: field 'system_a': item 'regular:0' has no "
+                                                    r"completion 'gpt4o'"):
+        ji.check_completions(path, items, completions)
+    path.write_text("item,system_a,system_b,contributor_b,judge,judge_kind,winner\n"
+                    "regular:0,gpt-4o,human,w9,j1,llm,a\n")
+    with pytest.raises(ji.JudgmentImportError, match=r"line 2: field 'contributor_b'.*'human#w9'"):
+        ji.check_completions(path, items, completions)
+
+
+def test_two_completions_of_one_system_are_no_judgment(tmp_path):
+    path = tmp_path / "votes.csv"
+    path.write_text("item,system_a,contributor_a,system_b,contributor_b,judge,judge_kind,winner\n"
+                    "q1,human,w1,human,w2,r1,human,a\n")
+    with pytest.raises(ji.JudgmentImportError, match=r"votes.csv, line 2: fields 'system_a' and 'system_b' are both "
+                                                    r"'human'"):
+        ji.read(path)

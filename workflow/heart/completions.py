@@ -168,17 +168,20 @@ def import_system(path, items: pd.DataFrame, system: str) -> tuple[pd.DataFrame,
     path = Path(path)
     df = tableio.read_records(path, IMPORTED_REQUIRED, IMPORTED_OPTIONAL,
                               ids=("item_id", "system", "contributor_id"))
-    if "system" in df.columns and df["system"].ne("").any():
+    named = "system" in df.columns and df["system"].ne("").any()
+    if named:
         systems = sorted(set(df["system"]) - {""})
         if system not in systems:
             raise CompletionImportError(f"{path}: holds completions of {', '.join(map(repr, systems))}, none of system "
-                               f"{system!r}; name the system in config imported_systems as the file does")
+                                        f"{system!r}; name the system in config imported_systems as the file does")
         df = df[df["system"].isin([system, ""])]
     known = items_mod.lookup(items)
     problems = []
     for row in df.itertuples():
         problem = None
-        if row.item_id not in known:
+        if named and row.system == "":
+            problem = "empty system (the file names systems: a row without one belongs to none)"
+        elif row.item_id not in known:
             problem = f"unknown item (expected {items_mod.key_hint(items)})"
         elif tableio.is_blank(row.text):
             problem = "empty text"

@@ -234,6 +234,10 @@ def _check_values(row: dict, where: str) -> None:
         same = _ref(row["system_a"], row["contributor_a"])
         raise JudgmentImportError(f"{where}: fields 'system_a' and 'system_b' name the same completion "
                                   f"({same!r}); a judgment compares two")
+    if row["system_a"] == row["system_b"]:
+        raise JudgmentImportError(f"{where}: fields 'system_a' and 'system_b' are both {row['system_a']!r}; the "
+                                  "ratings compare systems, so two completions of one system (e.g. two human "
+                                  "writers) cannot be a judgment here; leave such records out")
     if row["judge_kind"] == "llm":
         if row["winner"] == "tie":
             raise JudgmentImportError(f"{where}: field 'winner' is 'tie' from LLM judge {row['judge']!r}; "
@@ -377,6 +381,32 @@ def _prepared(table, items) -> pd.DataFrame:
         pairs_mod.pair_id(r.item_id, _ref(r.system_a, r.contributor_a), _ref(r.system_b, r.contributor_b))
         for r in resolved.itertuples()]
     return resolved
+
+
+def check_completions(table, items: pd.DataFrame, completions: pd.DataFrame) -> None:
+    """Every completion an imported judgment names must be one of the study's: its item, system and (for
+    a human writer) contributor in ``completions`` (the study's completion tables, concatenated).
+
+    Raises
+    ------
+    JudgmentImportError
+        Naming the file, the record and the field of the first completion the study does not have (a
+        misspelt or never-run system, a writer without a completion of that item).
+    """
+    resolved = _prepared(table, items)
+    known = {(r.item_id, r.system, None if pd.isna(r.contributor_id) else r.contributor_id)
+             for r in completions.itertuples()}
+    systems = sorted(set(completions["system"]))
+    for r in resolved.itertuples():
+        for side in ("a", "b"):
+            system, contributor = getattr(r, f"system_{side}"), getattr(r, f"contributor_{side}")
+            if (r.item_id, system, contributor) not in known:
+                field = f"system_{side}" if system not in systems else (
+                    f"contributor_{side}" if contributor is not None else f"system_{side}")
+                raise JudgmentImportError(
+                    f"{r.file}, {r.record}: field {field!r}: item {r.item!r} has no completion "
+                    f"{_ref(system, contributor)!r} in this study (systems: {', '.join(systems)}); judgments "
+                    "made elsewhere must judge the study's completions (or re-analyse them with analysis_only)")
 
 
 def _pairs_of(resolved: pd.DataFrame, sources: dict | None) -> pd.DataFrame:

@@ -73,8 +73,9 @@ def design(completions: pd.DataFrame, items: pd.DataFrame, seed: int, per_item: 
     for item_id, group in comp.groupby("item_id", sort=True):
         refs = sorted(((_completion_ref(r.system, r.contributor_id), r) for r in group.itertuples()),
                       key=lambda x: x[0])
+        # a pair holds a model, and two systems (two completions of one system rate nothing)
         candidates = [(a, b) for a, b in itertools.combinations(refs, 2)
-                      if "model" in (a[1].source, b[1].source)]
+                      if "model" in (a[1].source, b[1].source) and a[1].system != b[1].system]
         if per_item is not None and per_item < len(candidates):
             candidates = _balanced(candidates, per_item, rng)
         for (ref_1, c1), (ref_2, c2) in candidates:

@@ -95,6 +95,7 @@ rule combine_judgments:
         human="results/judging/human.parquet",
         raters="results/judging/human_raters.parquet",
         item_table="results/items/items.parquet",
+        completions=expand("results/completions/{system}.parquet", system=SYSTEMS),
         imported=optional_file(config["imported_judgments"]["path"]),
     output:
         judgments="results/judging/judgments.parquet",

@@ -48,6 +48,7 @@ rule preview_llm_calls:
         "results/llm/calls_preview.parquet",
     params:
         systems=config["systems"],
+        imported=IMPORTED_SYSTEMS,
         judging=config["judging"],
         tagging=config["tagging"],
         families=system_families(),

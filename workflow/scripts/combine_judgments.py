@@ -31,6 +31,8 @@ with logged(snakemake.log[0], snakemake) as log:
     if snakemake.input.imported:  # judgments made elsewhere, beside this workflow's own
         path = snakemake.input.imported[0]
         items = tableio.read_table(snakemake.input.item_table)
+        texts = pd.concat([tableio.read_table(p) for p in snakemake.input.completions], ignore_index=True)
+        judgment_import.check_completions(path, items, texts)  # only the study's own completions
         judged = judgment_import.to_pairs(path, items)
         # a pair this workflow designed keeps its A/B orientation; others are added to the judgments only
         pairs = pd.concat([pairs, judged[~judged["pair_id"].isin(pairs["pair_id"])]], ignore_index=True)

@@ -30,10 +30,13 @@ with logged(snakemake.log[0], snakemake) as log:
     # judging and tagging run on completions that do not exist yet: every system's reply is
     # stood in for by the dataset's reply, or the last seeker turn where there is none (same count of
     # calls, similar prompt length)
+    # (imported systems are judged and tagged too; "original" exists only where the data has a reply)
     stand_ins = pd.DataFrame([{"item_id": r.item_id, "system": s, "source": "dataset" if s == "original" else "model",
                                "contributor_id": None,
                                "text": r.original_reply if isinstance(r.original_reply, str) else r.history[-1]["text"]}
-                              for r in regular.itertuples() for s in [*snakemake.params.systems, "original"]])
+                              for r in regular.itertuples()
+                              for s in [*snakemake.params.systems, *snakemake.params.imported,
+                                        *(["original"] if isinstance(r.original_reply, str) else [])]])
     if len(regular):
         design = pairs.design(stand_ins, regular, seed=snakemake.params.judging["seed"],
                               per_item=snakemake.params.judging["pairs_per_item"])
