@@ -100,6 +100,28 @@ def original_table(items: pd.DataFrame) -> pd.DataFrame:
 HUMAN_COLUMNS = ["item_id", "contributor_id", "text"]
 
 
+def _screen(df: pd.DataFrame, items: pd.DataFrame, repeated: str, before=None, after=None
+            ) -> tuple[pd.DataFrame, list]:
+    """The usable rows of a completions file and the problems of the others, as ``(line, item key,
+    contributor_id, problem)``: ``before(row)``, an unknown item, an empty text, ``after(row)`` (each a
+    problem or None; the first found is listed), then a second row of one (context, contributor), named
+    ``repeated``. Usable rows get the item's id for a release key."""
+    known = items_mod.lookup(items)
+    problems = []
+    for row in df.itertuples():
+        problem = ((before and before(row))
+                   or (f"unknown item (expected {items_mod.key_hint(items)})" if row.item_id not in known else None)
+                   or ("empty text" if tableio.is_blank(row.text) else None)
+                   or (after and after(row)))
+        if problem:
+            problems.append((row.line, row.item_id, row.contributor_id, problem))
+    ok = df[~df["line"].isin({p[0] for p in problems})].copy()
+    ok["item_id"] = ok["item_id"].map(known)  # a release key names the same context as its item_id
+    dup = ok.duplicated(["item_id", "contributor_id"], keep="first")
+    problems += [(row.line, row.item_id, row.contributor_id, repeated) for row in ok[dup].itertuples()]
+    return ok[~dup], problems
+
+
 def import_humans(path, items: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Read human completions (CSV: item_id, contributor_id, text; other columns are ignored) for the items.
 
@@ -115,23 +137,8 @@ def import_humans(path, items: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame
     """
     path = Path(path)
     df = tableio.read_records(path, HUMAN_COLUMNS, allow_extra=True, ids=("item_id", "contributor_id"))
-    problems = []
-    known = items_mod.lookup(items)
-    for row in df.itertuples():
-        if row.item_id not in known:
-            problems.append((row.line, row.item_id, row.contributor_id,
-                             f"unknown item (expected {items_mod.key_hint(items)})"))
-        elif tableio.is_blank(row.text):
-            problems.append((row.line, row.item_id, row.contributor_id, "empty text"))
-        elif tableio.is_blank(row.contributor_id):
-            problems.append((row.line, row.item_id, row.contributor_id, "empty contributor_id"))
-    bad_lines = {p[0] for p in problems}
-    ok = df[~df["line"].isin(bad_lines)].copy()
-    ok["item_id"] = ok["item_id"].map(known)  # a release key names the same context as its item_id
-    dup = ok.duplicated(["item_id", "contributor_id"], keep="first")
-    for row in ok[dup].itertuples():
-        problems.append((row.line, row.item_id, row.contributor_id, "contributor already completed this context"))
-    ok = ok[~dup]
+    ok, problems = _screen(df, items, "contributor already completed this context",
+                           after=lambda row: "empty contributor_id" if tableio.is_blank(row.contributor_id) else None)
     violations = pd.DataFrame(problems, columns=["line", "item_id", "contributor_id", "problem"])
     violations.insert(0, "file", str(path))
     table = _static_rows(ok["item_id"], "human", "human", ok["text"].str.strip(), ok["contributor_id"])
@@ -175,31 +182,20 @@ def import_system(path, items: pd.DataFrame, system: str) -> tuple[pd.DataFrame,
             raise CompletionImportError(f"{path}: holds completions of {', '.join(map(repr, systems))}, none of system "
                                         f"{system!r}; name the system in config imported_systems as the file does")
         df = df[df["system"].isin([system, ""])]
-    known = items_mod.lookup(items)
-    problems = []
-    for row in df.itertuples():
-        problem = None
-        if named and row.system == "":
-            problem = "empty system (the file names systems: a row without one belongs to none)"
-        elif row.item_id not in known:
-            problem = f"unknown item (expected {items_mod.key_hint(items)})"
-        elif tableio.is_blank(row.text):
-            problem = "empty text"
-        else:
-            bad = next((c for c in IMPORTED_NUMBERS if getattr(row, c).strip()
-                        and not _NUMBER.fullmatch(getattr(row, c).strip())), None)
-            if bad:
-                problem = f"field {bad!r} is {getattr(row, bad)!r}; expected a number >= 0 (or empty)"
-        if problem:
-            problems.append((row.line, row.item_id, row.contributor_id or None, problem))
-    ok = df[~df["line"].isin({p[0] for p in problems})].copy()
-    ok["item_id"] = ok["item_id"].map(known)
-    dup = ok.duplicated(["item_id", "contributor_id"], keep="first")
-    for row in ok[dup].itertuples():
-        problems.append((row.line, row.item_id, row.contributor_id or None,
-                         "a second completion of this system for this context (and contributor)"))
-    ok = ok[~dup]
+
+    def unnamed(row):
+        return "empty system (the file names systems: a row without one belongs to none)" if named and not row.system \
+            else None
+
+    def bad_number(row):
+        bad = next((c for c in IMPORTED_NUMBERS if getattr(row, c).strip()
+                    and not _NUMBER.fullmatch(getattr(row, c).strip())), None)
+        return f"field {bad!r} is {getattr(row, bad)!r}; expected a number >= 0 (or empty)" if bad else None
+
+    ok, problems = _screen(df, items, "a second completion of this system for this context (and contributor)",
+                           before=unnamed, after=bad_number)
     violations = pd.DataFrame(problems, columns=["line", "item_id", "contributor_id", "problem"])
+    violations["contributor_id"] = [c or None for c in violations["contributor_id"]]
     violations.insert(0, "system", system)
     violations.insert(0, "file", str(path))
     table = _static_rows(ok["item_id"], system, "model", ok["text"].str.strip(),
