@@ -69,6 +69,7 @@ _ID_FIELDS = {c for g in ID_GROUPS for c in g}
 _NUMBER_FIELDS = {"strength", "seconds_spent"}
 _STRENGTH = re.compile(r"[1-5]", re.ASCII)
 _CONTROL = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]")
+_ref = pairs_mod.completion_ref  # how a completion is named: <system> or <system>#<contributor>
 _EXPECTED = f"expected {', '.join(REQUIRED)} (+ optional {', '.join(OPTIONAL)})"
 
 
@@ -154,17 +155,6 @@ def _text(value, col: str, where: str) -> str | None:
                                  "a whole number 1-5" if col == "strength" else "text"))
 
 
-def _ref(system: str, contributor) -> str:
-    return system if contributor is None or pd.isna(contributor) else f"{system}#{contributor}"
-
-
-def _both(label_1: str, label_2: str) -> str:
-    """'line 3', 'line 7' -> 'lines 3 and 7'."""
-    unit_1, n_1 = label_1.split(" ")
-    unit_2, n_2 = label_2.split(" ")
-    return f"{unit_1}s {n_1} and {n_2}" if unit_1 == unit_2 else f"{label_1} and {label_2}"
-
-
 def check(records: list[dict], path, labels: list[str]) -> pd.DataFrame:
     """Check records of the public format (dicts of raw values, one label per record); see :func:`read`.
 
@@ -193,7 +183,10 @@ def check(records: list[dict], path, labels: list[str]) -> pd.DataFrame:
     table = pd.DataFrame([[row[c] for c in TABLE_COLUMNS] for row in rows], columns=TABLE_COLUMNS,
                          dtype=object)  # None stays None (pandas would make some of them NaN)
     for group in ID_GROUPS:
-        _same_but_for_case(table, group)
+        try:
+            tableio.same_but_for_case(path, table, group, labels=table["record"])
+        except tableio.RecordError as exc:
+            raise JudgmentImportError(str(exc)) from None
     _one_kind_per_judge(table)
     _one_value_per_item(table, "item", "conversation")
     _one_value_per_item(table, "item", "subset")
@@ -248,28 +241,12 @@ def _check_values(row: dict, where: str) -> None:
             bad("judge", "an LLM judge's name; 'human:<id>' is how human raters are named")
 
 
-def _same_but_for_case(table: pd.DataFrame, columns) -> None:
-    first: dict[str, tuple[str, str, str]] = {}
-    for row in table[[*columns, "record"]].itertuples(index=False):
-        label = row[-1]
-        for col, value in zip(columns, row[:-1]):
-            if pd.isna(value):
-                continue
-            seen = first.setdefault(value.casefold(), (value, col, label))
-            if seen[0] != value:
-                where = label if seen[2] == label else _both(seen[2], label)
-                fields = f"field {col!r} has" if seen[1] == col else f"fields {seen[1]!r} and {col!r} have"
-                raise JudgmentImportError(f"{table['file'].iloc[0]}, {where}: {fields} {seen[0]!r} and "
-                                          f"{value!r}, which differ only in case; ids are compared exactly, "
-                                          "so write one id one way")
-
-
 def _one_kind_per_judge(table: pd.DataFrame) -> None:
     first: dict[str, tuple[str, str]] = {}
     for r in table.itertuples():
         kind, label = first.setdefault(r.judge, (r.judge_kind, r.record))
         if kind != r.judge_kind:
-            raise JudgmentImportError(f"{r.file}, {_both(label, r.record)}: field 'judge_kind' is {kind!r} "
+            raise JudgmentImportError(f"{r.file}, {tableio.two_records(label, r.record)}: field 'judge_kind' is {kind!r} "
                                       f"and {r.judge_kind!r} for judge {r.judge!r}; give a human rater and "
                                       "an LLM judge different ids")
 
@@ -281,7 +258,7 @@ def _one_value_per_item(table: pd.DataFrame, item_col: str, col: str) -> None:
         if value != getattr(r, col):
             shown = " and ".join("empty" if v is None else repr(v) for v in (value, getattr(r, col)))
             raise JudgmentImportError(
-                f"{r.file}, {_both(label, r.record)}: field {col!r} is {shown} for item "
+                f"{r.file}, {tableio.two_records(label, r.record)}: field {col!r} is {shown} for item "
                 f"{getattr(r, item_col)!r}; an item belongs to one {col}: give the same value on every "
                 "record of the item (or leave it empty on all of them)")
 
@@ -307,7 +284,7 @@ def check_duplicates(table: pd.DataFrame, item_col: str = "item") -> None:
                         "judgment per rater and pair")
             fields = "'judge', 'item', 'system_a', 'system_b'" + (
                 ", 'order'" if r.judge_kind == "llm" else "")
-            raise JudgmentImportError(f"{r.file}, {_both(seen[key], r.record)}: fields {fields}: {what}")
+            raise JudgmentImportError(f"{r.file}, {tableio.two_records(seen[key], r.record)}: fields {fields}: {what}")
         seen[key] = r.record
 
 

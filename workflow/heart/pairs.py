@@ -34,7 +34,8 @@ COLUMNS = ["pair_id", "item_id", "conversation_id", "subset", "system_a", "contr
            "system_b", "contributor_b", "kind"]
 
 
-def _completion_ref(system: str, contributor) -> str:
+def completion_ref(system: str, contributor) -> str:
+    """How a completion is named: its system, or ``<system>#<contributor>`` for a writer's."""
     return system if contributor is None or pd.isna(contributor) else f"{system}#{contributor}"
 
 
@@ -71,7 +72,7 @@ def design(completions: pd.DataFrame, items: pd.DataFrame, seed: int, per_item: 
     rows = []
     comp = completions[completions["text"].str.strip().astype(bool)]
     for item_id, group in comp.groupby("item_id", sort=True):
-        refs = sorted(((_completion_ref(r.system, r.contributor_id), r) for r in group.itertuples()),
+        refs = sorted(((completion_ref(r.system, r.contributor_id), r) for r in group.itertuples()),
                       key=lambda x: x[0])
         # a pair holds a model, and two systems (two completions of one system rate nothing)
         candidates = [(a, b) for a, b in itertools.combinations(refs, 2)

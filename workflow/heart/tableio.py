@@ -308,7 +308,7 @@ def _checked(path, header, records, lines, required, optional, allow_extra, ids,
         group = (group,) if isinstance(group, str) else tuple(group)
         for col in group:
             table[col] = [normalise_id(v) for v in table[col]]
-        _same_but_for_case(path, table, group)
+        same_but_for_case(path, table, group)
     return table.reset_index(drop=True)
 
 
@@ -383,16 +383,29 @@ def _parquet_records(path: Path):
     return header, records, [i + 1 for i in rows]
 
 
-def _same_but_for_case(path, table: pd.DataFrame, columns) -> None:
-    """Error when two values of ``columns`` (one vocabulary) differ only in case."""
-    first: dict[str, tuple[str, str, int]] = {}
-    for row in table[[*columns, "line"]].itertuples(index=False):
-        line = row[-1]
-        for col, value in zip(columns, row[:-1]):
-            seen = first.setdefault(value.casefold(), (value, col, line))
+def two_records(label_1: str, label_2: str) -> str:
+    """Two record labels as one: ('line 3', 'line 7') -> 'lines 3 and 7'; one label if they are the same."""
+    if label_1 == label_2:
+        return label_1
+    unit_1, n_1 = label_1.split(" ")
+    unit_2, n_2 = label_2.split(" ")
+    return f"{unit_1}s {n_1} and {n_2}" if unit_1 == unit_2 else f"{label_1} and {label_2}"
+
+
+def same_but_for_case(path, table: pd.DataFrame, columns, labels=None) -> None:
+    """Error when two values of ``columns`` (one vocabulary) differ only in case (empty values skipped).
+
+    ``labels``: each row's record label (default: :func:`record_label` of the table's ``line``).
+    """
+    labels = list(labels) if labels is not None else [record_label(path, n) for n in table["line"]]
+    first: dict[str, tuple[str, str, str]] = {}
+    for values, label in zip(table[list(columns)].itertuples(index=False), labels):
+        for col, value in zip(columns, values):
+            if value is None or pd.isna(value):
+                continue
+            seen = first.setdefault(value.casefold(), (value, col, label))
             if seen[0] != value:
-                lines = (record_label(path, line) if seen[2] == line
-                         else record_label(path, seen[2]).replace(" ", "s ", 1) + f" and {line}")
+                lines = two_records(seen[2], label)
                 fields = f"field {col!r} has" if seen[1] == col else f"fields {seen[1]!r} and {col!r} have"
                 raise RecordError(f"{path}, {lines}: {fields} {seen[0]!r} and {value!r}, which differ only in "
                                   "case; ids are compared exactly, so write one id one way")
