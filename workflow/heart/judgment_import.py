@@ -429,6 +429,12 @@ class Imported(NamedTuple):
     verdicts: pd.DataFrame  #: judge_verdicts.schema.yaml: the LLM judges' records, one per (pair, order)
     human: pd.DataFrame  #: human_judgments.schema.yaml (+ axis columns; seconds_spent NaN when not given)
     judgments: pd.DataFrame  #: judgments.schema.yaml
+    combined: pd.DataFrame  #: heart.judging.combine of the verdicts: one row per (pair, LLM judge)
+
+    def source_rows(self, path) -> list[dict]:
+        """Each imported LLM judge's line in results/judging/sources.parquet (heart.judging.source_row)."""
+        return [judging.source_row(judge, v, self.combined[self.combined["judge"] == judge], 0)
+                | {"note": f"imported from {path}"} for judge, v in self.verdicts.groupby("judge", sort=True)]
 
 
 def convert(table, items: pd.DataFrame | None = None, pairs: pd.DataFrame | None = None,
@@ -509,7 +515,7 @@ def convert(table, items: pd.DataFrame | None = None, pairs: pd.DataFrame | None
     human_table = human_table.sort_values(["pair_id", "judge"], ignore_index=True)
     combined = judging.combine(verdict_table, pair_table, AXES)
     table = judging.judgments(pair_table, combined, human_table)
-    return Imported(pair_table, verdict_table, human_table, table)
+    return Imported(pair_table, verdict_table, human_table, table, combined)
 
 
 def to_judgments(table, items: pd.DataFrame | None = None, pairs: pd.DataFrame | None = None,

@@ -30,21 +30,21 @@ with logged(snakemake.log[0], snakemake) as log:
     imported_verdicts = tableio.empty_like("judge_verdicts")
     if snakemake.input.imported:  # judgments made elsewhere, beside this workflow's own
         path = snakemake.input.imported[0]
+        records = judgment_import.read(path)  # read and checked once, resolved against the items below
         items = tableio.read_table(snakemake.input.item_table)
         texts = pd.concat([tableio.read_table(p) for p in snakemake.input.completions], ignore_index=True)
-        judgment_import.check_completions(path, items, texts)  # only the study's own completions
-        judged = judgment_import.to_pairs(path, items)
+        judgment_import.check_completions(records, items, texts)  # only the study's own completions
+        judged = judgment_import.to_pairs(records, items)
         # a pair this workflow designed keeps its A/B orientation; others are added to the judgments only
         pairs = pd.concat([pairs, judged[~judged["pair_id"].isin(pairs["pair_id"])]], ignore_index=True)
-        imported = judgment_import.convert(path, items=items, pairs=pairs, strength_map=snakemake.params.strength_map)
+        imported = judgment_import.convert(records, items=items, pairs=pairs,
+                                           strength_map=snakemake.params.strength_map)
         clash = sorted(set(imported.verdicts["judge"]) & set(snakemake.params.judges))
         if clash:
             raise ValueError(f"{path}: judge(s) {clash} are also judges of this workflow (config judging.judges); "
                              "rename them in the file")
-        for judge, v in imported.verdicts.groupby("judge", sort=True):
-            c = judging.combine(v, pairs, AXES)
-            combined.append(c)
-            sources.append(judging.source_row(judge, v, c, 0) | {"note": f"imported from {path}"})
+        combined.append(imported.combined)
+        sources += imported.source_rows(path)
         human = pd.concat([human, imported.human.reindex(columns=human.columns)], ignore_index=True)
         imported_verdicts = imported.verdicts
         log.info("%s: %d judgments imported (%s)", path, len(imported.judgments),

@@ -9,9 +9,7 @@ with logged(snakemake.log[0], snakemake) as log:
     job = provenance.collect(snakemake)
     path = snakemake.input[0]
     imported = judgment_import.convert(path, strength_map=snakemake.params.strength_map)
-    combined = judging.combine(imported.verdicts, imported.pairs, judgment_import.AXES)
-    sources = [judging.source_row(judge, v, combined[combined["judge"] == judge], 0) | {"note": f"imported from {path}"}
-               for judge, v in imported.verdicts.groupby("judge", sort=True)]
+    sources = imported.source_rows(path)
     raters = imported.human["rater_id"].nunique()
     sources.append({"judge": "human", "judge_kind": "human", "status": "present" if raters else "absent",
                     "n_pairs": int(imported.human["pair_id"].nunique()), "n_excluded_family": 0, "n_unparsed": 0,
@@ -20,7 +18,8 @@ with logged(snakemake.log[0], snakemake) as log:
     tableio.write_tables([(imported.pairs, snakemake.output.pairs, "pairs"),
                           (imported.judgments, snakemake.output.judgments, "judgments"),
                           (imported.verdicts, snakemake.output.verdicts, "judge_verdicts"),
-                          (judging.flip_rates(combined, judgment_import.AXES), snakemake.output.flips, "flip_rates"),
+                          (judging.flip_rates(imported.combined, judgment_import.AXES), snakemake.output.flips,
+                           "flip_rates"),
                           (pd.DataFrame(sources), snakemake.output.sources, "judge_sources")],
                          {**job, "imported_path": path, "imported_sha256": sha256_file(path)})
     log.info("%s: %d pairs, %d judgments (%s)", path, len(imported.pairs), len(imported.judgments),
