@@ -75,14 +75,15 @@ def test_adversarial_items_as_released(tiny_tables):
     assert table["cluster"].tolist() == ["2", "adversarial:1"]
 
 
-def test_resolve_release_keys_and_item_ids(tiny_tables):
+def test_release_keys_and_item_ids_name_the_same_items(tiny_tables):
     conversations, turns = tiny_tables
     recs = records("regular")
     table = release.regular_items(recs, release.map_regular(recs, conversations, turns), turns)
     first = table["item_id"].iloc[0]
-    assert items.resolve(["regular:0", first, " regular:1 "], table)[:2] == [first, first]
-    with pytest.raises(KeyError, match=r"f.csv, line 2: item 'regular:99' is not an item of this study"):
-        items.resolve(["regular:99"], table, where=["f.csv, line 2"])
+    keys = items.lookup(table)
+    assert keys["regular:0"] == keys[first] == first and keys["regular:1"] == table["item_id"].iloc[1]
+    assert "regular:99" not in keys
+    assert items.key_hint(table) == "a release key such as 'regular:0' or an item_id of results/items/items.parquet"
 
 
 @pytest.mark.parametrize("change, message", [

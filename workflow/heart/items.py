@@ -8,7 +8,7 @@ cluster, and puts the columns in the schema's order.
 
 Keys: an item is identified by ``item_id`` (a content hash of its history, :func:`heart.screening.item_id`)
 everywhere in the workflow; files made elsewhere may name it by its release key instead
-(:func:`resolve`).
+(:func:`lookup`).
 """
 
 from __future__ import annotations
@@ -77,27 +77,6 @@ def lookup(items: pd.DataFrame) -> dict[str, str]:
             if out.setdefault(str(key), str(item_id)) != str(item_id):
                 raise ValueError(f"items table: key {key!r} names two items ({out[str(key)]!r} and {item_id!r}); "
                                  "release keys and item ids must be unique")
-    return out
-
-
-def resolve(keys, items: pd.DataFrame, where=None) -> list[str]:
-    """Item ids of ``keys``, each an ``item_id`` or a release key (``regular:17``) of ``items``.
-
-    ``where``: one description per key (e.g. ``"completions.csv, line 4"``) for the error message.
-
-    Raises
-    ------
-    KeyError
-        A key is neither; the message names the first such key and where it was given.
-    """
-    table = lookup(items)
-    out = []
-    for n, key in enumerate(keys):
-        key = str(key).strip()
-        if key not in table:
-            at = f"{where[n]}: " if where is not None else ""
-            raise KeyError(f"{at}item {key!r} is not an item of this study; expected {key_hint(items)}")
-        out.append(table[key])
     return out
 
 

@@ -130,15 +130,16 @@ def roles(record: dict, subset: str) -> list[str]:
     raise ValueError("a regular record needs prev_speakers")
 
 
-def source_table(paths: dict, upstream: dict) -> pd.DataFrame:
-    """Which release files were read: one row per subset with path, sha256, size, records, and the pin."""
+def source_table(paths: dict, records: dict, upstream: dict) -> pd.DataFrame:
+    """Which release files were read (``records``: each subset's, as :func:`read` returned them): one row
+    per subset with path, sha256, size, records, and the pin."""
     rows = []
     for subset in SUBSETS:
         path = Path(paths[subset])
         digest = sha256_file(path)
         pin = upstream[subset]
         rows.append({"subset": subset, "path": str(path), "sha256": digest, "bytes": path.stat().st_size,
-                     "n_records": len(json.loads(path.read_bytes().decode("utf-8-sig"))), "url": pin["url"],
+                     "n_records": len(records[subset]), "url": pin["url"],
                      "upstream_sha256": pin["sha256"],
                      "matches_upstream": None if not pin["sha256"] else digest == pin["sha256"]})
     return pd.DataFrame(rows)

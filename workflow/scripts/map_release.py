@@ -12,7 +12,7 @@ with logged(snakemake.log[0], snakemake) as log:
     records = {s: release.read(paths[s], s) for s in release.SUBSETS}
     mapping = pd.concat([release.map_regular(records["regular"], conversations, turns),
                          release.map_adversarial(records["adversarial"], conversations, turns)], ignore_index=True)
-    source = release.source_table(paths, snakemake.params.upstream)
+    source = release.source_table(paths, records, snakemake.params.upstream)
     read = {f"release_{s}_sha256": source.set_index("subset").at[s, "sha256"] for s in release.SUBSETS}
     tableio.write_tables([(mapping, snakemake.output.mapping, "release_mapping"),
                           (source, snakemake.output.source, "release_source")], {**job, **read})
