@@ -183,7 +183,7 @@ def test_the_rewriter_sees_the_dialogue_so_far_with_earlier_rewrites():
             item = items.set_index("conversation_id").loc[cid]
             m = material(req)
             # the turns before j, as transcript lines, with the earlier seeker turns already rewritten
-            assert m["dialogue_so_far"] == [f"{adversarial.SPEAKER[t['role']]}: {t['text']}" for t in item.history[:j]]
+            assert m["dialogue_so_far"] == [f"{llm.SPEAKER[t['role']]}: {t['text']}" for t in item.history[:j]]
             assert len(m["dialogue_so_far"]) == j and m["situation"] == item.situation
             levels = adversarial.targets(item.profile, sum(t["role"] == "seeker" for t in item.history))
             assert m["hostility"] == levels[k]

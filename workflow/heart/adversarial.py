@@ -29,7 +29,6 @@ it failed.
 
 from __future__ import annotations
 
-import json
 import re
 from dataclasses import dataclass, field
 
@@ -37,11 +36,10 @@ import numpy as np
 import pandas as pd
 
 from heart import screening
-from heart.llm import Request
+from heart.llm import SPEAKER, Request, json_messages
 
 PROFILES = ["Always-10", "Linear-Ramp", "Mid-Spike", "Mid-Ramp"]
 HIGH = 8  # a seeker turn with target >= HIGH is "high-adversarial"
-SPEAKER = {"seeker": "Seeker", "supporter": "Supporter"}
 # text a model copies from the prompt instead of rewriting: template placeholders, the request's JSON
 # keys, a transcript speaker label (a rewrite must be one seeker message, not a piece of transcript)
 PLACEHOLDER = re.compile(
@@ -245,8 +243,7 @@ def rewrite_messages(instructions: str, situation: str, so_far, message: str, ho
     """
     material = {"situation": situation, "dialogue_so_far": transcript(so_far), "message": message,
                 "hostility": int(hostility_target)}
-    return ({"role": "system", "content": instructions},
-            {"role": "user", "content": json.dumps(material, ensure_ascii=False, indent=1)})
+    return json_messages(instructions, material, indent=1)
 
 
 def attempt_params(attempt: int, base_params: dict) -> dict:

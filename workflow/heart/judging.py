@@ -30,19 +30,17 @@ winners (overall, or per axis among orders that marked it).
 
 from __future__ import annotations
 
-import json
 import math
 
 import numpy as np
 import pandas as pd
 
 from heart.config import load_resource
-from heart.llm import Request
+from heart.llm import SPEAKER, Request, json_messages
 
 ORDERS = ("AB", "BA")
 VERDICT_COLUMNS = ["pair_id", "judge", "order", "shown_a", "parse_ok", "parse_error", "winner_shown", "signed",
                    "rationale", "raw_text", "cache_key", "from_cache", "neutralised_tokens", "latency_s", "cost_usd"]
-_SPEAKER = {"seeker": "Seeker", "supporter": "Supporter"}
 
 
 # --- the rubric and the prompt ----------------------------------------------------------------
@@ -95,12 +93,11 @@ def response_schema(rubric: dict, rationale_max_chars: int | None = None) -> dic
 def messages(instructions: str, history, response_a: str, response_b: str) -> tuple:
     """The blinded judge messages: instructions, then one JSON object holding all the material."""
     material = {
-        "dialogue": [{"speaker": _SPEAKER.get(t["role"], t["role"]), "text": t["text"]} for t in history],
+        "dialogue": [{"speaker": SPEAKER.get(t["role"], t["role"]), "text": t["text"]} for t in history],
         "response_A": response_a,
         "response_B": response_b,
     }
-    return ({"role": "system", "content": instructions},
-            {"role": "user", "content": json.dumps(material, ensure_ascii=False, indent=1)})
+    return json_messages(instructions, material, indent=1)
 
 
 # --- which pairs a judge sees, and its requests ------------------------------------------------

@@ -87,6 +87,22 @@ class ModelSpec:
         return cls.from_config(cfg.pop("name"), cfg)
 
 
+#: how a dialogue role is named in every prompt that shows a dialogue (judge, rewriter)
+SPEAKER = {"seeker": "Seeker", "supporter": "Supporter"}
+
+
+def json_messages(instructions: str, material: dict, indent: int | None = None) -> tuple:
+    """The two turns of every structured stage: the instructions (a prompt file) as the system turn, then
+    all the material -- dataset and model text -- as one JSON object in the user turn.
+
+    JSON keeps every text inside its own string, so a newline, a quote or a speaker label inside a text
+    starts nothing; :func:`prepare` then breaks chat-template control tokens, so no text can open, close
+    or add a turn. (``indent`` is part of each stage's request, so of its cache keys: keep it per stage.)
+    """
+    return ({"role": "system", "content": instructions},
+            {"role": "user", "content": json.dumps(material, ensure_ascii=False, indent=indent)})
+
+
 @dataclass(frozen=True)
 class Request:
     """One call: ``id`` is the caller's handle (item x system, pair x order, ...)."""

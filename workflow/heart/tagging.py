@@ -10,7 +10,6 @@ is long: one row per (completion, strategy). Given human spot-check labels,
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import numpy as np
@@ -18,7 +17,7 @@ import pandas as pd
 
 from heart import tableio
 from heart.config import load_resource
-from heart.llm import Request
+from heart.llm import Request, json_messages
 
 LABELS = ["present", "absent", "uncertain"]
 COLUMNS = ["item_id", "system", "contributor_id", "tagger", "strategy", "label", "probability", "evidence",
@@ -67,8 +66,7 @@ def requests(completions: pd.DataFrame, model: str, instructions: str, version: 
              params: dict | None = None) -> list[Request]:
     """One request per completion; the id is ``<item_id>:<system>[#<contributor>]``."""
     return [Request(id=_ref(r), model=model,
-                    messages=({"role": "system", "content": instructions},
-                              {"role": "user", "content": json.dumps({"response": r.text}, ensure_ascii=False)}),
+                    messages=json_messages(instructions, {"response": r.text}),
                     schema=schema, template_version=f"tagging:{version}", params=params or None)
             for r in completions.itertuples()]
 
