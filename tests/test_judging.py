@@ -51,12 +51,41 @@ def test_pair_ids_are_stable_and_order_is_seeded():
     assert 0.25 < sum(shown_first) / len(shown_first) < 0.75
 
 
-def test_budgeted_design_is_balanced():
-    items, comp = items_and_completions(n_items=2, humans=0)
-    design = pairs.design(comp, items, seed=5, per_item=2)
-    assert (design.groupby("item_id").size() == 2).all()
-    for _, g in design.groupby("item_id"):  # 2 pairs over 4 completions: each used exactly once
-        assert sorted([*g["system_a"], *g["system_b"]]) == ["m1", "m2", "m3", "original"]
+def test_a_budget_samples_each_kind_at_its_rate_by_hash():
+    items, comp = items_and_completions(n_items=40, humans=3)
+    full = pairs.design(comp, items, seed=5)
+    budget = pairs.design(comp, items, seed=5, sample={"model-model": 0.5, "human-model": 0.0})
+    by_kind = budget["kind"].value_counts().to_dict()
+    # no human-model pair at rate 0; every dataset-model pair (kind not named: rate 1); about half the
+    # model-model ones (40 items x C(3,2) = 120 candidates; a fair coin each: 60 +- 3 SD = 60 +- 16.4)
+    assert "human-model" not in by_kind
+    assert by_kind["dataset-model"] == (full["kind"] == "dataset-model").sum() == 40 * 3
+    assert 44 <= by_kind["model-model"] <= 76
+    # the sample is a subset of the full design, each kept pair in the same A/B order
+    kept = full.set_index("pair_id").loc[budget["pair_id"]].reset_index()
+    pd.testing.assert_frame_equal(kept, budget, check_dtype=False)  # (no human pair: contributors all None)
+    # which pairs: exactly those whose own coin falls below the rate
+    mm = full[full["kind"] == "model-model"]
+    expected = {p for p in mm["pair_id"] if pairs.unit(5, "sample", p) < 0.5}
+    assert set(budget.loc[budget["kind"] == "model-model", "pair_id"]) == expected
+    with pytest.raises(ValueError, match="unknown kind 'human-human'"):
+        pairs.design(comp, items, seed=5, sample={"human-human": 0.5})
+    with pytest.raises(ValueError, match="model-model: 1.5 is not a rate"):
+        pairs.design(comp, items, seed=5, sample={"model-model": 1.5})
+
+
+@pytest.mark.parametrize("sample", [None, {"model-model": 0.6, "human-model": 0.5}])
+def test_adding_a_system_keeps_every_existing_pair_in_its_order(sample):
+    items, comp = items_and_completions(n_items=30, humans=3)
+    before = pairs.design(comp, items, seed=11, sample=sample)
+    new = comp[comp["system"] == "m1"].assign(system="m4", text=lambda d: d["text"] + " (m4)")
+    after = pairs.design(pd.concat([comp, new], ignore_index=True), items, seed=11, sample=sample)
+    old = after[~after[["system_a", "system_b"]].isin(["m4"]).any(axis=1)].reset_index(drop=True)
+    pd.testing.assert_frame_equal(old, before)  # every existing pair, its A/B order, nothing more
+    added = after[after[["system_a", "system_b"]].isin(["m4"]).any(axis=1)]
+    assert len(added) > 0 and set(added["kind"]) <= {"model-model", "human-model", "dataset-model"}
+    if sample is None:  # m4 against m1, m2, m3, the original and 3 humans, per item
+        assert len(added) == 30 * (3 + 1 + 3)
 
 
 def test_schema_accepts_a_verdict_and_rejects_ties_and_missing_axes():

@@ -10,7 +10,7 @@ rule design_pairs:
         "results/judging/pairs.parquet",
     params:
         seed=config["judging"]["seed"],
-        per_item=config["judging"]["pairs_per_item"],
+        sample=config["judging"]["pair_sample"],
     log:
         "logs/judging/design_pairs.log",
     conda:
