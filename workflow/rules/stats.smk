@@ -169,3 +169,19 @@ rule rationale_codes:
         "../../envs/stats.yaml"
     script:
         "../scripts/rationale_codes.py"
+
+
+rule preference_shares:
+    # §4.5: who wins human-vs-model head-to-heads, by human raters and by LLM judges
+    input:
+        judgments="results/judging/judgments.parquet",
+    output:
+        "results/stats/preference_shares.parquet",
+    params:
+        bootstrap=BOOTSTRAP,
+    log:
+        "logs/stats/preference_shares.log",
+    conda:
+        "../../envs/stats.yaml"
+    script:
+        "../scripts/preference_shares.py"
