@@ -234,7 +234,7 @@ def test_human_llm_agreement_absent_humans_gives_status_rows_not_zeros():
     assert (out["status"] == "absent").all()
     assert out["agreement"].isna().all()
     assert out["note"].str.contains("human judgments are absent").all()
-    assert {"llm-ensemble", "j1", "j2", "j3"} == set(out["judge"])
+    assert {"llm-ensemble", "mean-of-judges", "j1", "j2", "j3"} == set(out["judge"])
     assert {"all", "ambiguous"} == set(out["scope"])
 
 
@@ -338,7 +338,8 @@ def test_trivial_judges_and_human_ceiling():
              judgment("p2", 2, "human:r1", "a", system_b="human", contributor_b="c7", kind="human-model"),
              judgment("p2", 2, "human:r2", "b", system_b="human", contributor_b="c7", kind="human-model")]
     rows += [judgment("p3", 3, f"human:r{r}", "b") for r in range(3)]
-    rows += [judgment(p, c, "j1", "a") for p, c in (("p1", 1), ("p2", 2), ("p3", 3))]
+    rows += [judgment("p1", 1, "j1", "a"), judgment("p3", 3, "j1", "a"),
+             judgment("p2", 2, "j1", "a", system_b="human", contributor_b="c7", kind="human-model")]
     out = agreement.trivial_judges(table(rows), texts, n_boot=100, seed=0)
     hum = out[out["reference"] == "human-majority"].set_index("judge")
     assert hum.loc["always-longer", "agreement"] == 1.0 and hum.loc["always-longer", "n_pairs"] == 3

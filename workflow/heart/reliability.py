@@ -13,6 +13,11 @@ with the most common count (>= 2; the larger on a tie) and the others are droppe
 Krippendorff's α allows any number of ratings per unit; nominal and ordinal α are invariant to the
 coding of the values, so ranks are passed to the library for those levels.
 
+Raw rater-to-rater agreement (:func:`rater_pair_agreement`): on every unit, the unordered pairs of
+ratings that chose the same category, out of all pairs of ratings; pooled over units it is the
+share of all rater pairs that agree (with the same number of ratings on every unit, Fleiss'
+observed agreement P̄).
+
 :func:`fleiss_kappa_table` and :func:`krippendorff_alpha_table` take a count table directly; the
 bootstrap of :func:`heart.agreement.inter_human` calls them on resampled tables.
 """
@@ -85,6 +90,25 @@ def fleiss_units(counts: pd.DataFrame) -> tuple[pd.DataFrame, int]:
     freq = per_unit.value_counts()
     m = int(max(freq[freq == freq.max()].index))
     return counts[per_unit == m], m
+
+
+def rater_pair_agreement(table) -> tuple[np.ndarray, np.ndarray]:
+    """Per unit of a units x categories count table: agreeing rater pairs and all rater pairs.
+
+    With n_ic ratings of category c on unit i and n_i = sum_c n_ic, the unit has n_i (n_i - 1) / 2
+    unordered pairs of ratings, of which sum_c n_ic (n_ic - 1) / 2 chose the same category. The
+    pooled percent agreement is (sum of the first) / (sum of the second); with the same n on every
+    unit it equals Fleiss' observed agreement P̄ (the mean over units of their ratio).
+
+    Returns
+    -------
+    (agree, pairs) : two float arrays, one value per unit
+    """
+    table = np.asarray(table, dtype=float)
+    if table.ndim != 2:
+        raise ValueError("a units x categories count table is expected")
+    n = table.sum(axis=1)
+    return (table * (table - 1) / 2).sum(axis=1), n * (n - 1) / 2
 
 
 def fleiss_kappa_table(table: np.ndarray) -> float:

@@ -8,11 +8,17 @@ with logged(snakemake.log[0], snakemake) as log:
     job = provenance.collect(snakemake)
     p = snakemake.params
     boot = p.bootstrap  # n_boot, seed, ci
+    # stats.consensus: "p/q" (exact) or a number (nearest fraction with denominator <= 100: 0.6667 -> 2/3)
+    consensus = agreement.consensus_fraction(p.consensus)
+    log.info("consensus %s (from %r): a human majority is clear when winner votes / all votes >= it",
+             consensus, p.consensus)
     judgments = tableio.read_table(snakemake.input.judgments)
     texts = [tableio.read_table(path) for path in snakemake.input.completions]  # none: judgments only
     texts = pd.concat(texts, ignore_index=True) if texts else tableio.empty_like("completions")
+    # every function orients each pair's rows to its first row's A/B order (agreement.orient) first;
+    # the majority winners of judge_stability and trivial_judges do not depend on consensus
     tables = {
-        "human_llm": agreement.human_llm_agreement(judgments, consensus=p.consensus, **boot),
+        "human_llm": agreement.human_llm_agreement(judgments, consensus=consensus, **boot),
         "cross_judge": agreement.cross_judge_agreement(judgments, **boot),
         "inter_human": agreement.inter_human(judgments, **boot),
         "stability": agreement.subsampling_stability(judgments, n_rep=p.subsample_reps, seed=boot["seed"],

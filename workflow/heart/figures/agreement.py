@@ -17,7 +17,7 @@ from heart.figures.style import (FONT, absent_axes, absent_rect, first_note, lab
 
 
 def _judge_sort(judges) -> list[str]:
-    return sorted(judges, key=lambda j: (j != "llm-ensemble", str(j)))
+    return sorted(judges, key=lambda j: (j != "llm-ensemble", j != "mean-of-judges", str(j)))
 
 
 def agreement_panel(human_llm: pd.DataFrame, cross_judge: pd.DataFrame, trivial: pd.DataFrame,
