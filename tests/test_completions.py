@@ -21,6 +21,19 @@ def test_chat_messages_map_roles():
 def test_requests_are_per_item_and_versioned():
     reqs = completions.completion_requests(items(), "sys", "m", "Be kind.", "abc123")
     assert [r.id for r in reqs] == ["a1", "b2"] and reqs[0].template_version == "completion:abc123"
+    # decoded the paper's way (heart.llm.decoding), not with the model's configured params as such
+    assert all(r.paper_decoding and r.params is None for r in reqs)
+
+
+def test_model_table_records_the_params_sent(tmp_path):
+    """sent_params: the params of each answer as JSON with sorted keys; null where no model was called here."""
+    results = {i: {"text": "I hear you.", "cache_key": f"k{i}", "from_cache": i == "b2", "usage": {},
+                   "sent_params": {"top_p": 1, "reasoning_effort": "none", "temperature": 0}} for i in ("a1", "b2")}
+    table = completions.model_table(items(), "sys", results, "gemini/gemini-2.5-flash", "p", "v1")
+    assert table["sent_params"].tolist() == ['{"reasoning_effort": "none", "temperature": 0, "top_p": 1}'] * 2
+    both = pd.concat([table, completions.original_table(items())], ignore_index=True)
+    tableio.write_table(both, tmp_path / "c.parquet", "completions")
+    assert tableio.read_table(tmp_path / "c.parquet")["sent_params"].isna().tolist() == [False, False, True, True]
 
 
 @pytest.mark.parametrize("raw, text, steps", [

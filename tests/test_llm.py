@@ -6,7 +6,7 @@ import pandas as pd
 import pytest
 
 import llm_test_server as srv
-from heart import llm
+from heart import llm, tableio
 
 
 @pytest.fixture
@@ -247,3 +247,53 @@ def test_shards_in_separate_processes_share_one_cache_safely(server, tmp_path):
     rerun = subprocess.run([sys.executable, "-c", WRITER, workflow_dir, base, str(cache_dir), "shard2"],
                            capture_output=True, text=True, timeout=120, check=True)
     assert json.loads(rerun.stdout.strip().splitlines()[-1]) == [] and sum(state.ok.values()) == before
+
+
+def test_preview_marks_unknown_prices_null_never_zero(tmp_path):
+    """Cost per row by what is known: priced from litellm's map, null where it has no price, 0 for a local
+    model or when every call is cached."""
+    specs = {"priced": llm.ModelSpec(name="priced", model="openai/gpt-4o", params={"max_tokens": 50}),
+             "unpriced": llm.ModelSpec(name="unpriced", model="openai/no-such-model-for-heart", params={"max_tokens": 50}),
+             "local": llm.ModelSpec.from_config("local", {**LOCAL, "params": {"max_tokens": 50}})}
+    cache = llm.ResponseCache(tmp_path / "cache")
+    cached = req("already asked", model="priced")
+    cache.put(llm.cache_key(specs["priced"], cached), {"text": "x"})
+    stages = {"s1": [req("one", model="priced"), cached, req("two", model="unpriced"), req("three", model="unpriced"),
+                     req("four", model="local")],
+              "s2": [req("already asked", id="again", model="priced")]}
+    table = llm.preview(specs, stages, cache).set_index(["stage", "model"])
+    assert table["to_call"].to_dict() == {("s1", "local"): 1, ("s1", "priced"): 1, ("s1", "unpriced"): 2,
+                                          ("s2", "priced"): 0}
+    assert table["cost_status"].to_dict() == {("s1", "local"): "local", ("s1", "priced"): "priced",
+                                              ("s1", "unpriced"): "unpriced", ("s2", "priced"): "none to call"}
+    # gpt-4o: $2.50 per 10^6 prompt tokens, $10 per 10^6 completion tokens; one call of at most 50 tokens
+    row = table.loc[("s1", "priced")]
+    assert row["max_completion_tokens"] == 50
+    assert row["est_max_cost_usd"] == pytest.approx(row["est_prompt_tokens"] * 2.5e-6 + 50 * 1e-5)
+    assert pd.isna(table.loc[("s1", "unpriced"), "est_max_cost_usd"])
+    assert table.loc[("s1", "local"), "est_max_cost_usd"] == 0 and table.loc[("s2", "priced"), "est_max_cost_usd"] == 0
+    tableio.write_table(table.reset_index(), tmp_path / "preview.parquet", "llm_preview")
+    written = tableio.read_table(tmp_path / "preview.parquet")
+    assert written["est_max_cost_usd"].isna().tolist() == [False, False, True, False]
+
+
+def preview_rows(*rows):
+    cols = ["stage", "model", "to_call", "cached", "est_max_cost_usd", "cost_status"]
+    return pd.DataFrame([dict(zip(cols, r)) for r in rows])
+
+
+def test_preview_summary_counts_unpriced_calls_instead_of_pricing_them_at_zero():
+    table = preview_rows(("a", "gpt-4o", 1000, 0, 12.5, "priced"), ("b", "gpt-4o", 500, 500, 2.25, "priced"),
+                         ("a", "kimi", 300, 0, None, "unpriced"), ("b", "llama", 200, 0, None, "unpriced"),
+                         ("a", "smollm2", 50, 10, 0.0, "local"), ("c", "kimi", 0, 40, 0.0, "none to call"))
+    # by hand: 1000+500+300+200+50+0 = 2050 to call, 0+500+0+0+10+40 = 550 cached; priced 1000+500 = 1500
+    # calls for 12.5+2.25 = $14.75; 300+200 = 500 unpriced calls of 2 models (kimi's cached row costs nothing)
+    assert llm.preview_summary(table) == (
+        "2,050 calls to make (550 cached); at most $14.75 for the 1,500 priced calls; "
+        "50 calls to local models (nothing to pay); 500 calls (2 models: kimi, llama) unpriced: cost unknown")
+    # every call priced: the bound is the whole cost
+    assert llm.preview_summary(table.iloc[:2]) == "1,500 calls to make (500 cached); at most $14.75"
+    # nothing priced: no dollar figure at all
+    only_unknown = llm.preview_summary(table.iloc[2:3])
+    assert only_unknown == "300 calls to make (0 cached); 300 calls (1 model: kimi) unpriced: cost unknown"
+    assert llm.preview_summary(table.iloc[5:]) == "0 calls to make (40 cached); nothing to pay"

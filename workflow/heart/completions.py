@@ -4,10 +4,16 @@ HEART paper §9.3-9.4. A *system* is one source of completions: a configured
 model under a versioned system prompt, the original dataset reply ("original"),
 or human contributors ("human", imported from a file; three per context).
 Every system's completions are one table (``completions.schema.yaml``).
+
+Model completions are decoded as the paper made them (§9.4: temperature 0, top-p 1, chain-of-thought
+disabled): every request asks for :func:`heart.llm.decoding`, which sends those settings where the
+provider accepts them and the provider's least reasoning setting where reasoning cannot be turned off,
+and each row records in ``sent_params`` what it was made with.
 """
 
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
 
@@ -32,9 +38,10 @@ def chat_messages(system_prompt: str, history) -> tuple:
 
 def completion_requests(items: pd.DataFrame, system: str, model: str, system_prompt: str,
                         version: str) -> list[Request]:
-    """One request per item for a model system; the request id is the item id."""
+    """One request per item for a model system; the request id is the item id. Each is decoded the paper's
+    way (``paper_decoding``: :func:`heart.llm.decoding` of the model, not its configured params as such)."""
     return [Request(id=row.item_id, model=model, messages=chat_messages(system_prompt, row.history),
-                    template_version=f"completion:{version}")
+                    template_version=f"completion:{version}", paper_decoding=True)
             for row in items.itertuples()]
 
 
@@ -71,8 +78,9 @@ def model_table(items: pd.DataFrame, system: str, results: dict, model: str,
             "text": text, "raw_text": r["text"], "postprocessing": steps,
             "ttft_s": r.get("ttft_s"), "latency_s": r.get("latency_s"),
             "prompt_tokens": usage.get("prompt_tokens"), "completion_tokens": usage.get("completion_tokens"),
-            "cost_usd": r.get("cost"), "cache_key": r["cache_key"], "from_cache": bool(r["from_cache"]),
-            "neutralised_tokens": r.get("neutralised_tokens", 0),
+            "cost_usd": r.get("cost"), "cache_key": r["cache_key"],
+            "sent_params": None if r.get("sent_params") is None else json.dumps(r["sent_params"], sort_keys=True),
+            "from_cache": bool(r["from_cache"]), "neutralised_tokens": r.get("neutralised_tokens", 0),
         })
     return pd.DataFrame(rows, columns=COLUMNS)
 
@@ -85,7 +93,8 @@ def _static_rows(item_ids, system, source, texts, contributors=None) -> pd.DataF
         "model": None, "prompt_template": None, "prompt_version": None,
         "text": list(texts), "raw_text": list(texts), "postprocessing": [[] for _ in range(n)],
         "ttft_s": None, "latency_s": None, "prompt_tokens": None, "completion_tokens": None,
-        "cost_usd": None, "cache_key": None, "from_cache": False, "neutralised_tokens": None,
+        "cost_usd": None, "cache_key": None, "sent_params": None, "from_cache": False,
+        "neutralised_tokens": None,
     }, columns=COLUMNS)
 
 

@@ -50,6 +50,7 @@ rule preview_llm_calls:
         systems=config["systems"],
         imported=IMPORTED_SYSTEMS,
         judging=config["judging"],
+        human_per_context=config["human_completions"]["per_context"],
         tagging=config["tagging"],
         families=system_families(),
         models={name: model_params(name) for name in used_models()},

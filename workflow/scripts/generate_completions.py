@@ -7,9 +7,14 @@ with logged(snakemake.log[0], snakemake) as log:
     spec, shard, version = stage.spec, stage.shard, stage.version
     items = shards.select(tableio.read_table(snakemake.input.item_table), shard)
     system = snakemake.params.system
+    # the paper's decoding (§9.4), decided once per model: what is sent and why, in the log and the provenance
+    decided = llm.decoding(spec)
+    log.info("%s: decoding of %s (%s): %s\n  %s", system, spec.name, spec.model, decided.params,
+             "\n  ".join(decided.notes))
     requests = completions.completion_requests(items, system, spec.name, stage.template, version)
     results = stage.engine.run(requests, desc=f"completions {system} [{shard}]")
     table = completions.model_table(items, system, results, spec.model, snakemake.params.prompt_name, version)
-    tableio.write_table(table, snakemake.output[0], "completions", stage.provenance)
+    record = {**stage.provenance, "decoding": {"params": decided.params, "notes": list(decided.notes)}}
+    tableio.write_table(table, snakemake.output[0], "completions", record)
     log.info("%s [%s]: %d completions (%d from cache), %d post-processed", system, shard, len(table),
              int(table["from_cache"].sum()), int(table["postprocessing"].map(len).gt(0).sum()))

@@ -29,24 +29,32 @@ with logged(snakemake.log[0], snakemake) as log:
             regular, system, cfg["model"], prompt, version)
     # judging and tagging run on completions that do not exist yet: every system's reply is
     # stood in for by the dataset's reply, or the last seeker turn where there is none (same count of
-    # calls, similar prompt length)
+    # calls, similar prompt length), and the human writers' by as many stand-ins per context as the
+    # protocol asks (human_completions.per_context; an upper bound where fewer are collected)
     # (imported systems are judged and tagged too; "original" exists only where the data has a reply)
+    per_context = snakemake.params.human_per_context
     stand_ins = pd.DataFrame([{"item_id": r.item_id, "system": s, "source": "dataset" if s == "original" else "model",
                                "contributor_id": None,
                                "text": r.original_reply if isinstance(r.original_reply, str) else r.history[-1]["text"]}
                               for r in regular.itertuples()
                               for s in [*snakemake.params.systems, *snakemake.params.imported,
-                                        *(["original"] if isinstance(r.original_reply, str) else [])]])
+                                        *(["original"] if isinstance(r.original_reply, str) else [])]]
+                             + [{"item_id": r.item_id, "system": "human", "source": "human", "contributor_id": f"w{k}",
+                                 "text": f"({k}) " + r.history[-1]["text"]}
+                                for r in regular.itertuples() for k in range(per_context)])
     if len(regular):
         design = pairs.design(stand_ins, regular, seed=snakemake.params.judging["seed"],
-                              per_item=snakemake.params.judging["pairs_per_item"])
+                              sample=snakemake.params.judging["pair_sample"])
+        orders = "both orders" if snakemake.params.judging["both_orders"] else "one order"
+        log.info("judging design: %d pairs (%s), %s; %d human completions per context assumed", len(design),
+                 design["kind"].value_counts().to_dict(), orders, per_context)
         rubric = judging.load_rubric(snakemake.input.rubric)
         for name, cfg in snakemake.params.judging["judges"].items():
             path = next(p for p in snakemake.input.judge_prompts if Path(p).stem == cfg["prompt"])
             template, version = llm.template(path)
             keep = judging.eligible(design, specs[cfg["model"]].family, snakemake.params.families,
                                     snakemake.params.judging["exclude_own_family"])
-            stages[f"judging {name} ({scope}, estimated)"] = judging.requests(
+            stages[f"judging {name} ({scope}, {len(design)} pairs, {orders})"] = judging.requests(
                 design[keep], regular, pairs.completion_text(stand_ins), cfg["model"],
                 judging.system_prompt(template, rubric), version, judging.response_schema(rubric),
                 snakemake.params.judging["both_orders"], params=cfg["params"])
@@ -60,8 +68,6 @@ with logged(snakemake.log[0], snakemake) as log:
     table = llm.preview(specs, stages, engine.cache)
     tableio.write_table(table, snakemake.output[0], "llm_preview", job)
     text = table.to_string(index=False)
-    total = table["est_max_cost_usd"].sum(min_count=1)
-    summary = (f"{int(table['to_call'].sum())} calls to make ({int(table['cached'].sum())} cached); "
-               f"estimated cost at most ${total:.2f} (null prices count as 0)")
+    summary = llm.preview_summary(table)
     log.info("LLM call preview:\n%s\n%s", text, summary)
     tell(f"\nLLM call preview\n{text}\n{summary}\n", snakemake)
