@@ -12,20 +12,32 @@ majority (:func:`heart.agreement.majority`) name the same winner. Its human
 rationale is the text of the raters who voted for that winner, its LLM rationale
 that of the LLM judges who did (both orders).
 
-Statistics (:func:`comention`):
+Statistics (:func:`comention`). A *cell* is one (agreed pair, code); a side *mentions* the
+code in it or omits it. Most codes are omitted by both sides in most cells (a rationale names a
+few themes of the codebook), so a share that counts co-omission as agreement is high whatever
+the two sides say. Our reading: the paper's "co-mentioned or co-omitted the same coded themes in
+68 % of these agreed cases" (§4.3) is that inflated share; we report it only as a labelled
+variant and make the default count agreement on mentioned themes only.
 
-* concordance -- the share of (agreed pair, code) cells where humans and LLMs
-  both mention or both omit the code (the paper's "co-mentioned or co-omitted
-  the same coded themes in 68 % of these agreed cases"), with a
-  conversation-level bootstrap CI (:mod:`heart.bootstrap`: the conversations of
-  the agreed pairs resampled, percentile interval at level ``ci``);
-* per code: how often each side mentions it, the concordance, and the *partial*
-  correlation of the two mention indicators after residualising both on the
-  presentation covariates -- the winner's length advantage (words), whether the
-  winner was shown first, and the verbosity of each rationale (words) -- so the
-  association reflects evaluative content rather than presentation. Its
-  two-sided p-value (family ``rationale_codes``) goes to the BH step; its
-  interval is Fisher's z at level ``ci`` (:func:`heart.factors.fisher_ci`).
+* concordance, measure "co-mention" (the default) -- among the cells that at least one side
+  mentions, the share that both mention: ``sum(both) / sum(either)`` pooled over all cells (the
+  pooled Jaccard index of the two sides' code sets; a pair where neither side mentions any code
+  adds nothing). Undefined (NaN, status "undefined") when no cell is mentioned by either side;
+* concordance, measure "co-mention or co-omission" (the paper's figure, a labelled variant) --
+  the share of *all* cells where both mention or both omit the code,
+  ``(sum(both) + sum(neither)) / (n_pairs * n_codes)``.
+
+  Both come with a conversation-level bootstrap CI (:mod:`heart.bootstrap`: the conversations of
+  the agreed pairs resampled, each replicate re-estimating the ratio of resampled sums, percentile
+  interval at level ``ci``);
+* per code: how often each side mentions it, both concordances restricted to that code (the
+  default one over the pairs where either side mentions it; NaN where neither ever does), and
+  the *partial* correlation of the two mention indicators after residualising both on the
+  presentation covariates -- the winner's length advantage (words), whether the winner was
+  shown first, and the verbosity of each rationale (words) -- so the association reflects
+  evaluative content rather than presentation. Its two-sided p-value (family
+  ``rationale_codes``) goes to the BH step; its interval is Fisher's z at level ``ci``
+  (:func:`heart.factors.fisher_ci`).
 
 Without human rationales every row says so (``status`` "absent").
 """
@@ -44,10 +56,13 @@ from heart.config import ResourceError, load_resource
 from heart.factors import fisher_ci
 from heart.pairs import completion_text
 
-SUMMARY_COLUMNS = ["status", "n_agreed_pairs", "n_codes", "concordance", "ci_low", "ci_high", "n_conversations",
-                   "note"]
+#: the summary's two rows: the default measure first, then the paper's co-omission-inclusive variant
+MEASURES = ("co-mention", "co-mention or co-omission")
+SUMMARY_COLUMNS = ["measure", "status", "n_agreed_pairs", "n_codes", "n_cells", "n_concordant_cells", "concordance",
+                   "ci_low", "ci_high", "n_conversations", "note"]
 CODE_COLUMNS = ["family", "code", "label", "axis", "micro_skill", "status", "n_pairs", "human_rate", "llm_rate",
-                "concordance", "partial_r", "ci_low", "ci_high", "p_value", "note"]
+                "n_mentioned", "n_co_mentioned", "concordance", "concordance_with_co_omission", "partial_r", "ci_low",
+                "ci_high", "p_value", "note"]
 
 
 def load_codebook(path) -> list[dict]:
@@ -110,17 +125,53 @@ def _residual(y: np.ndarray, x: np.ndarray) -> np.ndarray:
     return y - design @ beta
 
 
+def _code_concordance(human: np.ndarray, llm: np.ndarray) -> dict:
+    c = concordance(human, llm)
+    return {"n_mentioned": c["n_mentioned_cells"], "n_co_mentioned": c["n_co_mentioned_cells"],
+            "concordance": c["concordance"], "concordance_with_co_omission": c["concordance_with_co_omission"]}
+
+
 def _not_computed(codes: list[dict], status: str, note: str) -> tuple[pd.DataFrame, pd.DataFrame]:
-    summary = pd.DataFrame([{"status": status, "n_agreed_pairs": 0, "n_codes": len(codes), "note": note}])
+    summary = pd.DataFrame([{"measure": m, "status": status, "n_agreed_pairs": 0, "n_codes": len(codes), "note": note}
+                            for m in MEASURES])
     per_code = pd.DataFrame([{"family": "rationale_codes", "code": c["key"], "label": c["label"], "axis": c["axis"],
                               "micro_skill": c["micro_skill"], "status": status, "n_pairs": 0, "note": note}
                              for c in codes])
     return summary.reindex(columns=SUMMARY_COLUMNS), per_code.reindex(columns=CODE_COLUMNS)
 
 
+def concordance(human: np.ndarray, llm: np.ndarray) -> dict:
+    """Both concordances of two 0/1 mention matrices (pairs x codes), pooled over all cells.
+
+    Returns
+    -------
+    dict
+        ``n_cells``, ``n_mentioned_cells`` (either side mentions), ``n_co_mentioned_cells`` (both do),
+        ``concordance`` = co-mentioned / mentioned (NaN when nothing is mentioned) and
+        ``concordance_with_co_omission`` = (co-mentioned + co-omitted) / all cells (NaN without cells).
+    """
+    human, llm = np.asarray(human, dtype=bool), np.asarray(llm, dtype=bool)
+    cells, either, both = human.size, int((human | llm).sum()), int((human & llm).sum())
+    return {"n_cells": cells, "n_mentioned_cells": either, "n_co_mentioned_cells": both,
+            "concordance": both / either if either else np.nan,
+            "concordance_with_co_omission": float((human == llm).sum()) / cells if cells else np.nan}
+
+
 def comention(judgments: pd.DataFrame, texts: pd.DataFrame, codes: list[dict], n_boot: int = 1000, seed: int = 0,
               ci: float = 0.95) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """Concordance of coded themes on agreed pairs (summary) and the per-code association table."""
+    """Concordance of coded themes on agreed pairs (summary) and the per-code association table.
+
+    Returns
+    -------
+    (DataFrame, DataFrame)
+        ``SUMMARY_COLUMNS``, one row per measure (:data:`MEASURES`): "co-mention", the default --
+        ``n_cells`` the cells at least one side mentions, ``n_concordant_cells`` those both mention --
+        and "co-mention or co-omission", the paper's definition -- ``n_cells`` all pairs x codes,
+        ``n_concordant_cells`` those both mention or both omit; ``concordance`` =
+        ``n_concordant_cells / n_cells`` with its bootstrap ``ci_low``/``ci_high`` (module docstring).
+        ``CODE_COLUMNS``, one row per code: ``n_mentioned`` (pairs where either side mentions it),
+        ``n_co_mentioned`` (both), both concordances for that code and the partial correlation.
+    """
     if not (judgments["judge_kind"] == "human").any():
         return _not_computed(codes, "absent", "human judgments are absent: there are no human rationales to compare")
     pairs = agreed_pairs(judgments, texts)
@@ -130,22 +181,35 @@ def comention(judgments: pd.DataFrame, texts: pd.DataFrame, codes: list[dict], n
     keys = [c["key"] for c in codes]
     hm = np.array([[k in code_text(t, codes) for k in keys] for t in pairs["human_rationale"]], dtype=float)
     lm = np.array([[k in code_text(t, codes) for k in keys] for t in pairs["llm_rationale"]], dtype=float)
-    concordant = (hm == lm).mean(axis=1)  # per pair: share of codes both mention or both omit
+    counts = concordance(hm, lm)
+    # per pair: cells either side mentions, cells both mention, cells both mention or both omit
+    either, both, same = np.maximum(hm, lm).sum(axis=1), (hm * lm).sum(axis=1), (hm == lm).sum(axis=1)
     conv = pairs["conversation_id"].to_numpy()
     boot = bootstrap.ClusterBootstrap(conv, n_boot, seed)
-    estimate, reps = boot.rate(conv, concordant)
-    lo, hi = bootstrap.interval(reps, ci)
-    summary = pd.DataFrame([{"status": "ok", "n_agreed_pairs": len(pairs), "n_codes": len(codes),
-                             "concordance": estimate, "ci_low": lo, "ci_high": hi,
-                             "n_conversations": len(boot.ids),
-                             "note": "share of (pair, code) cells both sides mention or both omit"}])
+    reps = boot.totals(conv, np.column_stack([both, either, same]))  # (n_boot, 3) resampled sums
+    with np.errstate(invalid="ignore", divide="ignore"):
+        lo, hi = bootstrap.interval(reps[:, 0] / reps[:, 1], ci)
+    lo_o, hi_o = bootstrap.interval(reps[:, 2] / (len(codes) * boot.totals(conv, np.ones(len(pairs)))), ci)
+    common = {"n_agreed_pairs": len(pairs), "n_codes": len(codes), "n_conversations": len(boot.ids)}
+    defined = counts["n_mentioned_cells"] > 0
+    summary = pd.DataFrame([
+        {"measure": MEASURES[0], "status": "ok" if defined else "undefined", **common,
+         "n_cells": counts["n_mentioned_cells"], "n_concordant_cells": counts["n_co_mentioned_cells"],
+         "concordance": counts["concordance"], "ci_low": lo, "ci_high": hi,
+         "note": ("the default: of the (pair, code) cells that at least one side mentions, the share both mention"
+                  if defined else "no code is mentioned by either side on any agreed pair: nothing to agree on")},
+        {"measure": MEASURES[1], "status": "ok", **common, "n_cells": counts["n_cells"],
+         "n_concordant_cells": int(same.sum()), "concordance": counts["concordance_with_co_omission"],
+         "ci_low": lo_o, "ci_high": hi_o,
+         "note": "variant, the paper's definition (§4.3, 68 %): of all (pair, code) cells, the share both mention "
+                 "or both omit -- inflated by the many codes neither side mentions"}])
     cov = pairs[["length_advantage", "winner_shown_first", "human_words", "llm_words"]].to_numpy(dtype=float)
     cov = np.nan_to_num(cov, nan=np.nanmean(cov, axis=0) if np.isfinite(cov).any() else 0.0)
     rows = []
     for j, c in enumerate(codes):
         row = {"family": "rationale_codes", "code": c["key"], "label": c["label"], "axis": c["axis"],
                "micro_skill": c["micro_skill"], "n_pairs": len(pairs), "human_rate": hm[:, j].mean(),
-               "llm_rate": lm[:, j].mean(), "concordance": float((hm[:, j] == lm[:, j]).mean())}
+               "llm_rate": lm[:, j].mean(), **_code_concordance(hm[:, j], lm[:, j])}
         rh, rl = _residual(hm[:, j], cov), _residual(lm[:, j], cov)
         if len(pairs) < 8 or rh.std() < 1e-12 or rl.std() < 1e-12:
             row.update(status="undefined", note="too few pairs or a side that never (or always) mentions it")

@@ -14,4 +14,6 @@ with logged(snakemake.log[0], snakemake) as log:
     version = sha256_file(snakemake.input.codebook)[:12]
     tableio.write_tables([(summary, snakemake.output.summary, "rationale_concordance"),
                           (per_code, snakemake.output.codes, "rationale_codes")], {**job, "codebook_version": version})
-    log.info("rationale concordance: %s (%s)", summary.at[0, "status"], summary.at[0, "note"])
+    for row in summary.itertuples():
+        log.info("rationale concordance, %s: %s, %s of %s cells = %.3f (%s)", row.measure, row.status,
+                 row.n_concordant_cells, row.n_cells, row.concordance, row.note)
