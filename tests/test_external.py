@@ -7,7 +7,7 @@ import pandas as pd
 import pytest
 from scipy import stats
 
-from heart import external
+from heart import external, tableio
 
 TABLE_1 = {  # HEART paper Table 1, typed in again here to check the resource: system -> (Elo, Win %, AA)
     "gpt-5": (1611.8, 85.9, 66), "o3": (1587.5, 79.1, 65), "claude-4.5-haiku": (1561.8, 69.6, 55),
@@ -63,11 +63,58 @@ def test_spearman_on_a_known_example():
     systems = [f"s{i}" for i in range(10)]
     meta = pd.DataFrame({"system": systems, "family": systems, "aa_index_v3": np.nan, "ttft_median_s": tv})
     elo = pd.DataFrame({"system": systems, "elo": iq})
-    row = external.correlate(elo, meta).set_index("test").loc["spearman_elo_log_ttft"]
+    row = external.correlate(elo, meta).set_index("test").loc["spearman_elo_log_ttft_paper"]
     assert row["status"] == "ok" and row["n"] == 10
     assert row["estimate"] == pytest.approx(-29 / 165)
     assert row["p_value"] == pytest.approx(0.627188, abs=1e-5)
     assert row["ci_low"] < row["estimate"] < row["ci_high"]
+
+
+def test_measured_ttft_is_the_median_of_the_measured_calls():
+    completions = pd.DataFrame({"system": ["gpt-5", "gpt-5", "gpt-5", "o3", "o3", "human"],
+                                "ttft_s": [0.5, 0.7, None, 10.0, 12.0, None]})
+    t = external.measured_ttft(completions).set_index("system")
+    # gpt-5: median(0.5, 0.7) = 0.6 over 2 (the unstreamed call has none); o3: median(10, 12) = 11; human: none
+    assert t.index.tolist() == ["gpt-5", "o3"]
+    assert t["ttft_median_s"].tolist() == pytest.approx([0.6, 11.0]) and t["n_ttft"].tolist() == [2, 2]
+    assert external.measured_ttft(None).empty and external.measured_ttft(completions.drop(columns="ttft_s")).empty
+    paper = external.ttft_table("paper", external.load_models()).set_index("system")["ttft_median_s"].to_dict()
+    assert paper == TTFT_S
+    with pytest.raises(ValueError, match="ttft_source"):
+        external.ttft_table("external")
+
+
+def test_both_ttft_correlations_are_reported_and_labelled(models):
+    completions = pd.DataFrame({"system": ["gpt-5"] * 3 + ["o3"] * 2 + ["claude-4-opus", "gemini-2.5-pro", "new"],
+                                "ttft_s": [0.5, 0.7, None, 10.0, 12.0, 1.0, 8.0, 0.3]})
+    elo = pd.DataFrame({"system": ["gpt-5", "o3", "claude-4-opus", "gemini-2.5-pro", "new", "human"],
+                        "elo": [1600.0, 1580.0, 1500.0, 1470.0, 1450.0, 1400.0]})
+    out = external.correlate(elo, models, measured=external.measured_ttft(completions), figure_ttft="measured")
+    tableio.to_arrow(out.assign(data="this run"), "external_correlations")
+    out = out.set_index("test")
+    # published TTFT (models.csv): gpt-5 0.7, o3 13.8, claude-4-opus 1.3, gemini-2.5-pro 14.9 ("new", "human":
+    # none). Elo ranks 4 3 2 1, TTFT ranks 1 3 2 4: d = 3 0 0 -3, rho = 1 - 6 * 18 / (4 * 15) = -0.8
+    paper = out.loc["spearman_elo_log_ttft_paper"]
+    assert (paper["status"], paper["n"], paper["ttft_source"]) == ("ok", 4, "paper")
+    assert paper["estimate"] == pytest.approx(-0.8) and not paper["figure_5"]
+    assert paper["systems"] == "gpt-5;o3;claude-4-opus;gemini-2.5-pro" and paper["y"] == "log_ttft_paper_s"
+    # measured: gpt-5 0.6, o3 11, claude-4-opus 1.0, gemini-2.5-pro 8.0, new 0.3 (no metadata needed).
+    # Elo ranks 5 4 3 2 1, TTFT ranks 2 5 3 4 1: d = 3 -1 0 -2 0, rho = 1 - 6 * 14 / (5 * 24) = 0.3
+    measured = out.loc["spearman_elo_log_ttft_measured"]
+    assert (measured["status"], measured["n"], measured["ttft_source"]) == ("ok", 5, "measured")
+    assert measured["estimate"] == pytest.approx(0.3) and measured["figure_5"]
+    # family means (measured): claude 1500 / log 1.0, gemini 1470 / log 8, gpt (1590, log sqrt(6.6)), new 1450 /
+    # log 0.3; Elo ranks 3 2 4 1, TTFT ranks 2 4 3 1: d = 1 -2 1 0, rho = 1 - 6 * 6 / (4 * 15) = 0.4
+    fam = out.loc["spearman_elo_log_ttft_measured_family_means"]
+    assert fam["exploratory"] and fam["estimate"] == pytest.approx(0.4) and fam["n"] == 4
+    assert pd.isna(out.loc["pearson_elo_aa", "ttft_source"]) and not out.loc["pearson_elo_aa", "figure_5"]
+    # nothing measured: the measured rows are absent, never a zero; without `measured`, no measured rows
+    none = external.correlate(elo, models, measured=external.measured_ttft(None), figure_ttft="paper")
+    none = none.set_index("test")
+    assert none.loc["spearman_elo_log_ttft_measured", "status"] == "absent"
+    assert math.isnan(none.loc["spearman_elo_log_ttft_measured", "estimate"])
+    assert none.loc["spearman_elo_log_ttft_paper", "figure_5"]
+    assert not external.correlate(elo, models)["test"].str.contains("measured").any()
 
 
 def test_few_models_are_insufficient_not_zero(models):

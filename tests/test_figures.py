@@ -125,6 +125,27 @@ def test_heatmap_marks_the_derived_best_human_row():
     assert leaderboard_figure.DERIVED_LEGEND not in [t.get_text() for t in plain.legends[0].get_texts()]
 
 
+def test_heatmap_display_names_title_legend_and_footnote():
+    lb = _lb([{"system": "gpt-5", "elo": 1600.0}, {"system": "best-human", "elo": 1510.0},
+              {"system": "original", "elo": 1340.0}, {"system": "unmapped-model", "elo": 1450.0}])
+    lb["derived"] = lb["system"].eq("best-human")
+    names = {"gpt-5": "GPT-5", "best-human": "Best Human", "original": "Original Dataset Completions"}
+    fig = leaderboard_figure.leaderboard_heatmap(lb, labels=names, footnote="H–T: percentile (judges: LLM judges)")
+    ax = fig.axes[0]
+    assert [t.get_text() for t in ax.get_yticklabels()] == [
+        "GPT-5", "Best Human" + leaderboard_figure.DERIVED_MARK, "unmapped-model", "Original Dataset Completions"]
+    assert [t.get_text() for t in ax.get_xticklabels()] == ["H", "E", "A", "R", "T", "Overall\nwin rate",
+                                                            "Elo\nrating"]
+    assert fig._suptitle.get_text() == "HEART leaderboard with per-dimension percentiles"
+    assert fig.legends[0].get_title().get_text() == leaderboard_figure.LEGEND_TITLES["percentile"]
+    assert "judges: LLM judges" in ax.get_xlabel()
+    raw = leaderboard_figure.leaderboard_heatmap(lb, columns="win_rate")
+    assert "win rates" in raw._suptitle.get_text() and raw.legends[0].get_title().get_text() == "Win rate (%)"
+    assert raw.axes[0].get_xlabel() == ""
+    with pytest.raises(ValueError, match="columns must be one of"):
+        leaderboard_figure.leaderboard_heatmap(lb, columns="rank")
+
+
 def test_heatmap_missing_value_in_an_estimated_row_is_absent_not_zero():
     lb = _lb([{"system": "s1", "elo": 1500.0, "T_pct": np.nan}])
     fig = leaderboard_figure.leaderboard_heatmap(lb)
@@ -187,14 +208,13 @@ def _points(n: int, seed: int = 1) -> pd.DataFrame:
     rng = np.random.default_rng(seed)
     return pd.DataFrame({"system": [f"sim-model-{k:02d}" for k in range(n)],
                          "elo": rng.normal(1500, 60, n), "ttft_s": np.exp(rng.normal(0, 1.2, n)),
-                         "provider": [f"sim-provider-{k % 5}" for k in range(n)],
-                         "ttft_source": ["measured" if k % 3 else "external" for k in range(n)]})
+                         "provider": [f"sim-provider-{k % 5}" for k in range(n)], "ttft_source": "paper"})
 
 
 def test_elo_vs_ttft_log_x_mean_line_and_markers():
     pts = _points(12)
     pts.loc[0, "ttft_s"] = np.nan  # not plotted, listed in the footnote
-    fig = elo_ttft.elo_vs_ttft(pts, title_note=NOTE)
+    fig = elo_ttft.elo_vs_ttft(pts, title_note=NOTE, elo_label="HEART Elo (LLM judges)", rho="Spearman ρ = 0.10")
     ax = fig.axes[0]
     assert ax.get_xscale() == "log"
     mean = [ln for ln in ax.lines if ln.get_gid() == "field-mean"]
@@ -202,10 +222,19 @@ def test_elo_vs_ttft_log_x_mean_line_and_markers():
     assert np.allclose(mean[0].get_ydata(), pts["elo"].iloc[1:].mean())
     markers = {ln.get_gid().split("|")[2]: ln.get_marker() for ln in ax.lines
                if str(ln.get_gid()).startswith("points|")}
-    assert markers == {"measured": "o", "external": "D"}
+    assert markers == {"paper": "D"}
     plotted = sum(len(ln.get_xdata()) for ln in ax.lines if str(ln.get_gid()).startswith("points|"))
     assert plotted == 11
     assert any("sim-model-00" in t.get_text() for t in ax.texts if t.get_gid() == "no-ttft-note")
+    # one TTFT source: named on the x axis, no marker legend; the y axis names the judges; rho in the legend
+    assert ax.get_xlabel() == elo_ttft.TTFT_AXIS_LABELS["paper"] and ax.get_ylabel() == "HEART Elo (LLM judges)"
+    legend = [t.get_text() for t in ax.get_legend().get_texts()]
+    assert "Spearman ρ = 0.10" in legend and not [t for t in legend if t.startswith("TTFT ")]
+    mixed = elo_ttft.elo_vs_ttft(pts.assign(ttft_source=["measured" if k % 3 else "paper" for k in range(12)]))
+    markers = {ln.get_gid().split("|")[2]: ln.get_marker() for ln in mixed.axes[0].lines
+               if str(ln.get_gid()).startswith("points|")}
+    assert markers == {"measured": "o", "paper": "D"}
+    assert {"TTFT measured", "TTFT paper"} <= {t.get_text() for t in mixed.axes[0].get_legend().get_texts()}
 
 
 @pytest.mark.parametrize("n", [3, 21])
@@ -223,18 +252,39 @@ def test_elo_vs_ttft_labels_inside_axes_and_apart(n):
     assert _no_overlap(boxes)
 
 
-def test_ttft_points_prefers_measured_then_external():
+def _ttft_inputs():
     lb = _lb([{"system": "a", "elo": 1600.0}, {"system": "b", "elo": 1500.0}, {"system": "c", "elo": 1400.0},
-              {"system": "d", "status": "absent", "elo": np.nan}])
+              {"system": "d", "status": "absent", "elo": np.nan}, {"system": "human", "elo": 1450.0},
+              {"system": "best-human", "elo": 1520.0}, {"system": "original", "elo": 1300.0}])
     models = pd.DataFrame({"model": ["Model A", "Model B"], "system": ["a", "b"], "family": ["gpt", "claude"],
                            "ttft_median_s": [9.0, 2.0]})
-    completions = pd.DataFrame({"system": ["a", "a", "a", "c"], "ttft_s": [0.2, 0.4, None, None]})
-    p = elo_ttft.ttft_points(lb, models, completions).set_index("system")
-    assert list(p.index) == ["a", "b", "c"]
-    assert p.loc["a", "ttft_s"] == pytest.approx(0.3) and p.loc["a", "ttft_source"] == "measured"
-    assert p.loc["b", "ttft_s"] == 2.0 and p.loc["b", "ttft_source"] == "external"
-    assert math.isnan(p.loc["c", "ttft_s"]) and p.loc["c", "ttft_source"] == "absent"
+    completions = pd.DataFrame({"system": ["a", "a", "a", "c", "human"], "ttft_s": [0.2, 0.4, None, None, None]})
+    return lb, models, completions
+
+
+def test_ttft_points_take_one_source_never_mixed():
+    lb, models, completions = _ttft_inputs()
+    # the paper's published medians: a 9 s, b 2 s; c has none (its measured TTFT is not used)
+    p = elo_ttft.ttft_points(lb, models, completions, ttft_source="paper").set_index("system")
+    assert list(p.index) == ["a", "b", "c"]  # models only: no human, best-human, original; no absent row
+    assert p.loc["a", "ttft_s"] == 9.0 and p.loc["b", "ttft_s"] == 2.0 and math.isnan(p.loc["c", "ttft_s"])
+    assert p["ttft_source"].tolist() == ["paper", "paper", "absent"]
     assert p.loc["a", "provider"] == "OpenAI" and p.loc["a", "label"] == "Model A"
+    # this run's measured medians: a = median(0.2, 0.4) = 0.3 over 2 calls; b and c measured nothing
+    m = elo_ttft.ttft_points(lb, models, completions, ttft_source="measured",
+                             labels={"a": "Display A"}).set_index("system")
+    assert m.loc["a", "ttft_s"] == pytest.approx(0.3) and m.loc["a", "n_ttft"] == 2
+    assert m["ttft_source"].tolist() == ["measured", "absent", "absent"]
+    assert m.loc["a", "label"] == "Display A" and m.loc["b", "label"] == "Model B" and m.loc["c", "label"] == "c"
+    with pytest.raises(ValueError, match="ttft_source"):
+        elo_ttft.ttft_points(lb, models, completions, ttft_source="external")
+
+
+def test_rho_text_is_the_figures_own_correlation():
+    table = pd.DataFrame({"test": ["spearman_elo_log_ttft_paper", "spearman_elo_log_ttft_measured"],
+                          "status": ["ok", "insufficient"], "estimate": [0.534, np.nan], "n": [7, 2]})
+    assert elo_ttft.rho_text(table, "paper") == "Spearman ρ = 0.53 (n = 7)"
+    assert elo_ttft.rho_text(table, "measured") == "Spearman ρ: insufficient (n = 2)"
 
 
 # --- Figure 6 ----------------------------------------------------------------------------------
@@ -296,8 +346,8 @@ def test_agreement_panel_reference_lines(large):
     gids = {ln.get_gid() for ln in left.lines}
     assert {"trivial|always-longer", "human-ceiling"} <= gids
     judges = [t.get_text() for t in left.get_yticklabels()]
-    assert judges[0] == "llm-ensemble" and len(judges) == 4
-    assert len([c for c in left.containers if isinstance(c, ErrorbarContainer)]) == 4
+    assert judges[:2] == ["llm-ensemble", "mean-of-judges"] and len(judges) == 5
+    assert len([c for c in left.containers if isinstance(c, ErrorbarContainer)]) == 5
 
 
 def test_bias_panel_absent_tables_are_text(small):

@@ -67,10 +67,103 @@ def test_a_scope_that_cannot_be_put_on_one_scale_says_why():
 def test_headline_has_figure_4s_columns(sim):
     j, _ = sim
     ratings, _ = leaderboard.leaderboard(j, n_boot=20)
-    head = leaderboard.headline(ratings)
+    head = leaderboard.headline(ratings)  # the paper's: LLM judges, per-axis percentiles
     tableio.to_arrow(head, "leaderboard")
     assert list(head["elo"]) == sorted(head["elo"], reverse=True)
-    assert head[[f"{a}_pct" for a in "HEART"]].stack().between(0, 100).all()
+    axes = head[[f"{a}_pct" for a in "HEART"]]
+    assert axes.stack().between(0, 100).all()
+    # percentiles of a fit's own systems average exactly 50 (the pair probabilities sum to one)
+    assert np.allclose(axes[~head["derived"]].mean(), 50.0)
+    llm = ratings[(ratings.source == "llm") & (ratings.subset == "all")]
+    assert head.set_index("system")["win_pct"].to_dict() == pytest.approx(
+        (100 * llm[llm.axis == "overall"].set_index("system")["win_rate"]).to_dict())
+
+
+# --- Figure 4's percentiles, columns and judges (hand-built ratings) --------------------------------
+
+LN3 = np.log(3.0)
+
+
+def _scope(axis, source, thetas, win_rates=None, status="ok", derived=()):
+    """Rating rows of one hand-built scope: theta per system (None: absent), Elo from theta (§9.8)."""
+    rows = []
+    for system, theta in thetas.items():
+        ok = theta is not None and status == "ok"
+        rows.append({"axis": axis, "subset": "all", "source": source, "status": "ok" if ok else status,
+                     "note": None, "derived": system in derived, "system": system,
+                     "theta": theta if ok else np.nan, "elo": bt.ELO_BASE + bt.ELO_SCALE * theta if ok else np.nan,
+                     "n_comparisons": 10 if ok else pd.NA, "wins": pd.NA,
+                     "win_rate": (win_rates or {}).get(system, np.nan) if ok else np.nan})
+    return rows
+
+
+def _hand_ratings(human_axes_status="absent"):
+    """Three systems with theta ln 3, 0, -ln 3 on every scope of "llm"; "combined" has other thetas; the
+    human raters rated the overall verdict only (no axis marks, unless ``human_axes_status`` is "ok")."""
+    thetas = {"a": LN3, "b": 0.0, "c": -LN3}
+    rows = []
+    for axis in ("overall", *leaderboard.AXES):
+        rows += _scope(axis, "llm", thetas, {"a": 0.7, "b": 0.5, "c": 0.25})
+        rows += _scope(axis, "combined", {"a": 0.0, "b": LN3, "c": -LN3}, {"a": 0.45, "b": 0.6, "c": 0.2})
+        rows += _scope(axis, "judge:j1", thetas, {"a": 0.7, "b": 0.5, "c": 0.25})
+        human_ok = axis == "overall" or human_axes_status == "ok"
+        rows += _scope(axis, "human", {"a": 0.1, "b": 0.0, "c": -0.1}, {"a": 0.5, "b": 0.5, "c": 0.5},
+                       status="ok" if human_ok else human_axes_status)
+    return pd.DataFrame(rows).reindex(columns=leaderboard.COLUMNS)
+
+
+def test_percentiles_of_three_systems_with_known_theta():
+    # theta a = ln 3, b = 0, c = -ln 3: sigmoid(ln 3) = 3/4, sigmoid(2 ln 3) = 9/10, so
+    # a: (3/4 + 9/10) / 2 = 82.5 %; b: (1/4 + 3/4) / 2 = 50 %; c: (1/10 + 1/4) / 2 = 17.5 %
+    scope = pd.DataFrame(_scope("H", "llm", {"a": LN3, "b": 0.0, "c": -LN3, "gone": None}))
+    pct = leaderboard.percentiles(scope)
+    assert pct[["a", "b", "c"]].tolist() == pytest.approx([82.5, 50.0, 17.5])
+    assert np.isnan(pct["gone"])  # no estimate: no percentile, not zero
+    # best-human (theta 2 ln 3) against the field without the pooled human (here "c") and without itself:
+    # sigmoid(2 ln 3 - ln 3) = 3/4 against a, sigmoid(2 ln 3) = 9/10 against b: 82.5 %; it is in nobody's field
+    scope = pd.DataFrame(_scope("H", "llm", {"a": LN3, "b": 0.0, "human": -LN3, "best-human": 2 * LN3},
+                                derived=("best-human",)))
+    pct = leaderboard.percentiles(scope)
+    assert pct.tolist() == pytest.approx([82.5, 50.0, 17.5, 82.5])
+
+
+def test_headline_columns_and_source_switches():
+    ratings = _hand_ratings()
+    head = leaderboard.headline(ratings).set_index("system")  # default: the paper's llm / percentile
+    assert head.index.tolist() == ["a", "b", "c"]  # by Elo
+    for axis in leaderboard.AXES:
+        assert head[f"{axis}_pct"].tolist() == pytest.approx([82.5, 50.0, 17.5])
+    assert head["win_pct"].tolist() == pytest.approx([70.0, 50.0, 25.0])  # raw overall win rate, not a percentile
+    raw = leaderboard.headline(ratings, columns="win_rate").set_index("system")
+    assert raw["H_pct"].tolist() == pytest.approx([70.0, 50.0, 25.0])
+    combined = leaderboard.headline(ratings, source="combined").set_index("system")
+    assert combined.index.tolist() == ["b", "a", "c"]  # combined's thetas: b ln 3, a 0, c -ln 3
+    assert combined.loc[["b", "a", "c"], "T_pct"].tolist() == pytest.approx([82.5, 50.0, 17.5])
+    assert combined.loc["a", "win_pct"] == pytest.approx(45.0)
+    human = leaderboard.headline(ratings, source="human").set_index("system")
+    assert human[[f"{a}_pct" for a in leaderboard.AXES]].isna().all().all()  # no axis marks: absent, not 0
+    with pytest.raises(ValueError, match="not in the ratings"):
+        leaderboard.headline(ratings, source="judge:nobody")
+    with pytest.raises(ValueError, match="columns must be one of"):
+        leaderboard.headline(ratings, columns="rank")
+
+
+def test_column_sources_say_who_judged_each_column():
+    ratings = _hand_ratings()
+    assert leaderboard.column_sources(ratings, "llm") == {"elo": "LLM judges", "win": "LLM judges",
+                                                           "axes": "LLM judges"}
+    # combined: humans judged the overall verdict but marked no axis
+    assert leaderboard.column_sources(ratings, "combined") == {
+        "elo": "LLM judges and human raters", "win": "LLM judges and human raters", "axes": "LLM judges"}
+    assert leaderboard.column_sources(ratings, "human")["axes"] == "absent (no axis marks from human raters)"
+    assert leaderboard.column_sources(ratings, "judge:j1")["elo"] == "LLM judge j1"
+    marked = leaderboard.column_sources(_hand_ratings(human_axes_status="ok"), "combined")
+    assert marked["axes"] == "LLM judges and human raters"
+    failed = leaderboard.column_sources(_hand_ratings(human_axes_status="not_estimable"), "human")
+    assert failed["axes"].startswith("not estimable")
+    text = leaderboard.describe(ratings, "combined")
+    assert "percentile" in text and "(judges: LLM judges)" in text and "LLM judges and human raters" in text
+    assert "win rate = share" in leaderboard.describe(ratings, "llm", "win_rate")
 
 
 # --- Best Human (Figure 4, §9.3) ----------------------------------------------------------------

@@ -64,6 +64,41 @@ lists the derived system ``best-human`` (:data:`BEST_HUMAN`), next to it:
   systems other than the pooled "human". Where no comparison is left out (in
   that scope every context's human comparisons are of one completion),
   ``best-human`` repeats the "human" row.
+
+Figure 4 (:func:`headline`). The paper's Figure 4 table has the columns H, E, A, R, T, "Overall Win
+Rate" and "Elo Rating"; its caption calls the axis columns "per-dimension percentiles" ("each row
+shows a model's percentile on H, E, A, R, T"), and the overall win rate "the raw proportion of
+pairwise A/B comparisons in which a system's response was preferred on the primary HEART judgment".
+
+* *Percentile* (the paper does not define it; our reading). A system's percentile on an axis is
+  100 x its expected share of the field beaten on that axis: the mean, over the other rated systems
+  of that axis's fit, of the Bradley–Terry probability that it wins,
+
+      pct_i = 100 / |F_i| * sum_{j in F_i} sigmoid(theta_i - theta_j),
+
+  with the thetas of that axis's fit (:func:`percentiles`). It is the percentile of the field it
+  outranks in expectation: 50 for a system as strong as the field's average opponent, 100 for one
+  that beats every other for sure; over the systems of a fit the percentiles average exactly 50
+  (the pair probabilities sum to one). The field F_i is the main fit's systems other than i; for
+  ``best-human`` it leaves out the pooled "human" too (the completions it was chosen from, as its
+  ``rank_asym`` does), and ``best-human`` is in no other system's field (it is not in the main fit).
+  Why not a rank percentile? With ~18 systems a rank percentile moves in steps of 1/17 and ignores
+  how far apart systems are; the expected share is the smooth version the fit implies (and the
+  rank order of both is the same). Why not a per-context percentile rank of a completion among the
+  context's completions? Each context is judged on a few pairs only, so a completion's rank among
+  the context's completions is not identified from its own judgments. The raw per-axis win rate
+  (share of a system's comparisons with a clear mark on the axis that it won, unweighted) is kept
+  as the variant ``columns="win_rate"``.
+* *Judges* (``source``). The axis columns can only come from judges that mark the axes: the LLM
+  judges ("LLM judges select a single winner and provide scores for each dimension", §4.1; human
+  raters see no rubric, §4.2, Figure 2). The overall win rate is "an additional metric we gather
+  from all the LLM judges" (§4.5). The Elo column is not said outright (§4.2 describes human
+  annotators' comparisons aggregated by Bradley–Terry, but §4.5 reads the Figure 4 leaderboard as
+  "model-based evaluation", where frontier models exceed the Best Human, as they do in the figure).
+  We read the whole figure as the LLM judges' (:data:`FIGURE_4_SOURCE` = "llm"): one source for
+  every column. ``source`` selects another (combined, human, judge:<name>); :func:`column_sources`
+  says who judged each column, from what the ratings contain (with "combined", the axis columns
+  stay the LLM judges' unless human raters marked axes, e.g. in imported judgments).
 """
 
 from __future__ import annotations
@@ -72,6 +107,7 @@ import math
 
 import numpy as np
 import pandas as pd
+from scipy.special import expit
 
 from heart import bradley_terry as bt
 
@@ -80,6 +116,9 @@ SUBSETS = ("all", "regular", "adversarial")
 COLUMNS = ["axis", "subset", "source", "status", "note", "derived", *bt.RATING_COLUMNS]
 HEADLINE_COLUMNS = ["system", "status", "derived", "note", "elo", "elo_lo_asym", "elo_hi_asym", "elo_lo_boot",
                     "elo_hi_boot", "n_comparisons", "win_pct", *(f"{a}_pct" for a in AXES)]
+#: Figure 4's judges and per-axis measure (module docstring, "Figure 4"): the paper's are "llm", "percentile".
+FIGURE_4_SOURCE = "llm"
+AXIS_MEASURES = ("percentile", "win_rate")
 #: The pooled human system (every human completion) and the derived Best Human system (module docstring).
 HUMAN = "human"
 BEST_HUMAN = "best-human"
@@ -303,13 +342,79 @@ def leaderboard(judgments: pd.DataFrame, n_boot: int = 1000, seed: int = 0, alph
     return table, pd.DataFrame(seps).reindex(columns=SEPARABILITY_COLUMNS)
 
 
-def headline(ratings: pd.DataFrame, source: str = "combined") -> pd.DataFrame:
-    """Figure 4's table: per system, overall Elo (both CIs) and win rate, and each axis's win rate (%).
+def percentiles(scope: pd.DataFrame) -> pd.Series:
+    """Each system's percentile in one scope: 100 x its expected share of the field beaten.
 
-    ``HEADLINE_COLUMNS``, sorted by Elo; ``best-human`` is a row like the others (each of its
-    columns from its own scope's choice), with ``derived`` true and the overall scope's ``note``
-    saying it was chosen after judging.
+    ``pct_i = 100 * mean_{j in F_i} sigmoid(theta_i - theta_j)`` (module docstring, "Figure 4"),
+    where ``F_i`` is the scope's main-fit systems (status "ok", not ``derived``) other than ``i``, and,
+    for ``best-human``, other than the pooled "human".
+
+    Parameters
+    ----------
+    scope : DataFrame
+        The rows of one (axis, subset, source) scope of :func:`leaderboard`: ``system``, ``status``,
+        ``theta`` and optionally ``derived``.
+
+    Returns
+    -------
+    Series
+        Indexed by ``system`` (every row of ``scope``); NaN where the system has no estimate or its
+        field is empty.
     """
+    systems = scope["system"].astype(str).to_numpy()
+    theta = pd.to_numeric(scope["theta"], errors="coerce").to_numpy(dtype=float)
+    derived = (scope["derived"].astype("boolean").fillna(False).to_numpy(dtype=bool) if "derived" in scope
+               else systems == BEST_HUMAN)
+    ok = scope["status"].eq("ok").to_numpy() & np.isfinite(theta)
+    field = ok & ~derived
+    out = np.full(len(scope), np.nan)
+    for i in np.flatnonzero(ok):
+        others = field & (systems != systems[i])
+        if systems[i] == BEST_HUMAN:
+            others &= systems != HUMAN
+        if others.any():
+            out[i] = 100.0 * float(expit(theta[i] - theta[others]).mean())
+    return pd.Series(out, index=pd.Index(systems, name="system"), name="percentile")
+
+
+def _check_source(ratings: pd.DataFrame, source: str) -> None:
+    known = sorted(ratings["source"].dropna().unique())
+    if len(ratings) and source not in known:
+        raise ValueError(f"source {source!r} is not in the ratings; they have {', '.join(known)}")
+
+
+def headline(ratings: pd.DataFrame, source: str = FIGURE_4_SOURCE, columns: str = "percentile") -> pd.DataFrame:
+    """Figure 4's table: per system, overall Elo (both CIs), overall win rate, and each axis's column.
+
+    Parameters
+    ----------
+    ratings : DataFrame
+        :func:`leaderboard` output (``COLUMNS``).
+    source : str
+        Whose judgments: "llm" (the paper's, default), "combined", "human" or "judge:<name>"
+        (module docstring, "Figure 4"); :func:`column_sources` says who judged each column.
+    columns : {"percentile", "win_rate"}
+        What ``H_pct`` ... ``T_pct`` hold: "percentile" (the paper's, :func:`percentiles` of each
+        axis's fit) or "win_rate" (100 x the raw share of the system's comparisons on that axis
+        that it won).
+
+    Returns
+    -------
+    DataFrame
+        ``HEADLINE_COLUMNS``, all items, sorted by Elo: ``elo`` and its intervals from the overall
+        fit; ``win_pct`` = 100 x the overall fit's raw win rate (share of its comparisons won,
+        unweighted); ``H_pct`` ... ``T_pct`` as ``columns`` says. ``best-human`` is a row like the
+        others (each of its columns from its own scope's choice), with ``derived`` true and the
+        overall scope's ``note`` saying it was chosen after judging.
+
+    Raises
+    ------
+    ValueError
+        An unknown ``columns`` or a ``source`` the ratings do not have.
+    """
+    if columns not in AXIS_MEASURES:
+        raise ValueError(f"columns must be one of {', '.join(AXIS_MEASURES)}, not {columns!r}")
+    _check_source(ratings, source)
     r = ratings[(ratings["subset"] == "all") & (ratings["source"] == source)]
     overall = r[r["axis"] == "overall"].set_index("system")
     out = overall[["status", "derived", "note", "elo", "elo_lo_asym", "elo_hi_asym", "elo_lo_boot",
@@ -317,6 +422,56 @@ def headline(ratings: pd.DataFrame, source: str = "combined") -> pd.DataFrame:
     out["derived"] = out["derived"].astype("boolean").fillna(False).astype(bool)
     out["win_pct"] = 100 * out.pop("win_rate")
     for axis in AXES:
-        out[f"{axis}_pct"] = 100 * r[r["axis"] == axis].set_index("system")["win_rate"].reindex(out.index)
+        scope = r[r["axis"] == axis]
+        values = (percentiles(scope) if columns == "percentile"
+                  else 100 * scope.set_index("system")["win_rate"].astype(float))
+        out[f"{axis}_pct"] = values.reindex(out.index).to_numpy(dtype=float)
     out = out.reset_index().sort_values("elo", ascending=False, na_position="last", ignore_index=True)
     return out[HEADLINE_COLUMNS]
+
+
+_WHO = {"llm": "LLM judges", "human": "human raters"}
+
+
+def column_sources(ratings: pd.DataFrame, source: str = FIGURE_4_SOURCE) -> dict[str, str]:
+    """Who judged each part of Figure 4, in words: ``{"elo": ..., "win": ..., "axes": ...}``.
+
+    "elo" and "win" (the overall verdict) are the same; "axes" is H-T (the axis marks). From
+    ``source`` and what the ratings contain (subset "all"): "llm" -> "LLM judges"; "human" -> "human
+    raters"; "judge:<name>" -> "LLM judge <name>"; "combined" -> the kinds of judge with comparisons
+    in that part (a kind's own scope has a row that is not "absent"), e.g. "LLM judges and human
+    raters" for the overall verdict but "LLM judges" for the axes when the human raters marked none.
+    A part where ``source`` rated no system says so: "absent (no ... from ...)" when it has no
+    comparisons, "not estimable (...)" when its fit failed.
+    """
+    _check_source(ratings, source)
+    r = ratings[ratings["subset"].eq("all")]
+    out = {}
+    for key, axes in (("elo", ("overall",)), ("axes", AXES)):
+        part = r[r["axis"].isin(axes)]
+        compared = set(part.loc[part["status"].ne("absent"), "source"])
+        if source.startswith("judge:"):
+            who = f"LLM judge {source.removeprefix('judge:')}"
+        elif source == "combined":
+            who = " and ".join(_WHO[k] for k in ("llm", "human") if k in compared) or "any judge"
+        else:
+            who = _WHO.get(source, source)
+        if not (part["source"].eq(source) & part["status"].eq("ok")).any():
+            what = "axis marks" if key == "axes" else "judgments"
+            who = (f"not estimable ({who}: see the ratings' note)" if source in compared
+                   else f"absent (no {what} from {who})")
+        out[key] = who
+    return {"elo": out["elo"], "win": out["elo"], "axes": out["axes"]}
+
+
+def describe(ratings: pd.DataFrame, source: str = FIGURE_4_SOURCE, columns: str = "percentile") -> str:
+    """What each of Figure 4's column groups measures and whose judgments it uses (:func:`column_sources`)."""
+    if columns not in AXIS_MEASURES:
+        raise ValueError(f"columns must be one of {', '.join(AXIS_MEASURES)}, not {columns!r}")
+    who = column_sources(ratings, source)
+    axes = ("percentile = 100 × expected share of the other rated systems beaten on that axis "
+            "(Bradley–Terry fit of its marks)" if columns == "percentile"
+            else "win rate = share (%) of the system's comparisons with a clear mark on that axis that it won")
+    return (f"H–T: {axes} (judges: {who['axes']}). Overall win rate: raw share (%) of pairwise comparisons "
+            f"won on the overall verdict (judges: {who['win']}). Elo: Bradley–Terry on the overall verdict, "
+            f"weighted by win strength 1–5 (judges: {who['elo']}). All items.")

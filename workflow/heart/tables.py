@@ -7,6 +7,7 @@ both atomically. Absent values stay empty cells ("--" in LaTeX), never zeros.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
 
 import numpy as np
@@ -14,15 +15,27 @@ import pandas as pd
 
 from heart.atomic import atomic_path
 
+#: Appended to a derived row's name (best-human: chosen after judging), as in Figure 4.
+DERIVED_MARK = " \u2020"
+#: Header of the leaderboard table's axis columns, per what they hold (heart.leaderboard.headline ``columns``).
+AXIS_HEADERS = {"percentile": "{axis} percentile", "win_rate": "{axis} win %"}
 
-def table1(leaderboard: pd.DataFrame, models: pd.DataFrame, external: pd.DataFrame) -> pd.DataFrame:
-    """Table 1: HEART Elo, win % and the AA index -- the paper's rows and this run's, with the correlation."""
+
+def table1(leaderboard: pd.DataFrame, models: pd.DataFrame, external: pd.DataFrame,
+           labels: Mapping | None = None) -> pd.DataFrame:
+    """Table 1: HEART Elo, win % and the AA index -- the paper's rows and this run's, with the correlation.
+
+    ``leaderboard`` is :func:`heart.leaderboard.headline` (the same as Figure 4's); this run's rows
+    show the ``labels`` display name of each system (config ``figures.fig4.display_names``; unmapped
+    systems by their name) and the derived ``best-human`` with :data:`DERIVED_MARK`.
+    """
     paper = models[models["in_table_1"]][["model", "elo_paper", "win_pct_paper", "aa_index_v3"]].rename(
         columns={"elo_paper": "HEART Elo", "win_pct_paper": "Win %", "aa_index_v3": "AA"}).assign(data="paper")
     meta = models.drop_duplicates("system").set_index("system")
     ok = leaderboard[leaderboard["status"] == "ok"]
-    run = pd.DataFrame({"model": ok["system"], "HEART Elo": ok["elo"], "Win %": ok["win_pct"],
-                        "AA": ok["system"].map(meta["aa_index_v3"]) if len(meta) else np.nan}).assign(data="this run")
+    run = pd.DataFrame({"model": display_names(ok, labels), "HEART Elo": ok["elo"], "Win %": ok["win_pct"],
+                        "AA": ok["system"].map(meta["aa_index_v3"]) if len(meta) else np.nan})
+    run = run.assign(data="this run")
     out = pd.concat([paper, run], ignore_index=True)
     r = external[external["test"] == "pearson_elo_aa"].set_index("data")
     for data, label in (("paper Table 1", "paper"), ("this run", "this run")):
@@ -33,24 +46,45 @@ def table1(leaderboard: pd.DataFrame, models: pd.DataFrame, external: pd.DataFra
     return out[["data", "model", "HEART Elo", "Win %", "AA", "Pearson r (Elo, AA)"]].round(1)
 
 
+def display_names(board: pd.DataFrame, labels: Mapping | None = None) -> pd.Series:
+    """Each row's display name: ``labels[system]`` (else the system), with :data:`DERIVED_MARK` on a derived row."""
+    labels = labels or {}
+    derived = (board["derived"].astype("boolean").fillna(False).to_numpy(dtype=bool) if "derived" in board
+               else np.zeros(len(board), dtype=bool))
+    return pd.Series([str(labels.get(s, s)) + (DERIVED_MARK if d else "") for s, d in zip(board["system"], derived)],
+                     index=board.index)
+
+
 def ci_label(ci: float) -> str:
     """``0.95`` -> ``"95% CI"``: the intervals' coverage as the configuration sets it (stats.ci)."""
     return f"{100 * ci:g}% CI"
 
 
-def leaderboard(board: pd.DataFrame, ci: float = 0.95) -> pd.DataFrame:
-    out = board.rename(columns={"system": "System", "elo": "Elo", "win_pct": "Win %", "n_comparisons": "Comparisons",
-                                **{f"{a}_pct": a for a in "HEART"}})
+def leaderboard(board: pd.DataFrame, ci: float = 0.95, columns: str = "percentile",
+                labels: Mapping | None = None) -> pd.DataFrame:
+    """The leaderboard table: Figure 4's columns (same :func:`heart.leaderboard.headline`) and both Elo intervals.
+
+    Columns: System (:func:`display_names`), H ... T (headed "<axis> percentile" or "<axis> win %" as
+    ``columns`` says: what the headline's ``H_pct`` ... hold), "Overall win %", "Elo", the two
+    intervals at level ``ci``, "Comparisons", ``status`` and ``note`` (a derived row, best-human,
+    says how it was chosen: after judging).
+    """
+    if columns not in AXIS_HEADERS:
+        raise ValueError(f"columns must be one of {', '.join(AXIS_HEADERS)}, not {columns!r}")
+    axes = {f"{a}_pct": AXIS_HEADERS[columns].format(axis=a) for a in "HEART"}
+    out = board.rename(columns={"elo": "Elo", "win_pct": "Overall win %", "n_comparisons": "Comparisons", **axes})
+    out["System"] = display_names(board, labels)
     asym, boot = f"Elo {ci_label(ci)} (asymptotic)", f"Elo {ci_label(ci)} (bootstrap)"
     out[asym] = _interval(board["elo_lo_asym"], board["elo_hi_asym"])
     out[boot] = _interval(board["elo_lo_boot"], board["elo_hi_boot"])
-    # a derived row (best-human: chosen after judging) says so
     out["note"] = board["note"].fillna("") if "note" in board.columns else ""
-    return out[["System", "status", "Elo", asym, boot, "Win %", *"HEART", "Comparisons", "note"]].round(1)
+    return out[["System", *axes.values(), "Overall win %", "Elo", asym, boot, "Comparisons", "status",
+                "note"]].round(1)
 
 
 def agreement(human_llm: pd.DataFrame, cross_judge: pd.DataFrame, ci: float = 0.95) -> pd.DataFrame:
-    h = human_llm[human_llm["scope"].isin(["all", "ambiguous"])].assign(
+    h = human_llm[human_llm["scope"].isin(["all", "ambiguous", "ambiguous-human-only", "subset=regular",
+                                           "subset=adversarial"])].assign(
         comparison=lambda d: d["judge"] + " vs " + d["reference"])
     c = cross_judge.assign(comparison=lambda d: d["judge_1"].fillna("") + " vs " + d["judge_2"].fillna("all"),
                            scope=cross_judge["scope"])

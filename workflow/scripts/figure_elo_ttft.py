@@ -1,13 +1,24 @@
-"""rule figure_elo_ttft: Figure 5, Elo against median time-to-first-token (measured here, else external)."""
+"""rule figure_elo_ttft: Figure 5, Elo (Figure 4's) against median time-to-first-token from one source
+(config figures.fig5.ttft_source: the paper's published medians or this run's measured ones)."""
 import pandas as pd
 
-from heart import external, tableio
+from heart import external, leaderboard, tableio
 from heart.figures import elo_ttft, style
 from heart.runtime import logged
 
 with logged(snakemake.log[0], snakemake) as log, style.applied(snakemake.input.style) as dpi:
-    board = tableio.read_table(snakemake.input.leaderboard)
-    completions = pd.concat([tableio.read_table(p) for p in snakemake.input.completions], ignore_index=True)
-    points = elo_ttft.ttft_points(board, external.load_models(snakemake.input.models), completions)
-    style.save(elo_ttft.elo_vs_ttft(points), snakemake.output.png, snakemake.output.pdf, dpi=dpi)
-    log.info("Figure 5: %s", dict(points["ttft_source"].value_counts()))
+    params = snakemake.params
+    ratings = tableio.read_table(snakemake.input.ratings)
+    board = leaderboard.headline(ratings, source=params.source)
+    models = external.load_models(snakemake.input.models)
+    tables = [tableio.read_table(p) for p in snakemake.input.completions]  # none in an analysis-only run
+    completions = pd.concat(tables, ignore_index=True) if tables else None
+    points = elo_ttft.ttft_points(board, models, completions, ttft_source=params.ttft_source,
+                                  labels=params.display_names or {})
+    # the same correlation external_correlations reports for this run (its row flagged figure_5)
+    rho = external.correlate(points[["system", "elo"]], models, measured=external.measured_ttft(completions))
+    judges = leaderboard.column_sources(ratings, params.source)["elo"]
+    fig = elo_ttft.elo_vs_ttft(points, elo_label=f"HEART Elo ({judges})", rho=elo_ttft.rho_text(rho, params.ttft_source))
+    style.save(fig, snakemake.output.png, snakemake.output.pdf, dpi=dpi)
+    log.info("Figure 5 (TTFT: %s): %s; %s", params.ttft_source, dict(points["ttft_source"].value_counts()),
+             elo_ttft.rho_text(rho, params.ttft_source))

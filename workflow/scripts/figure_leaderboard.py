@@ -1,9 +1,16 @@
-"""rule figure_leaderboard: Figure 4, the HEART leaderboard heatmap."""
-from heart import tableio
-from heart.figures import leaderboard, style
+"""rule figure_leaderboard: Figure 4, the HEART leaderboard heatmap (config figures.fig4: source, columns, names)."""
+from heart import leaderboard, tableio
+from heart.figures import leaderboard as figure
+from heart.figures import style
 from heart.runtime import logged
 
 with logged(snakemake.log[0], snakemake) as log, style.applied(snakemake.input.style) as dpi:
-    board = tableio.read_table(snakemake.input.leaderboard)
-    style.save(leaderboard.leaderboard_heatmap(board), snakemake.output.png, snakemake.output.pdf, dpi=dpi)
-    log.info("Figure 4: %d systems (%d rated)", len(board), int((board["status"] == "ok").sum()))
+    fig4 = snakemake.params.fig4
+    source, columns = fig4["source"], fig4["columns"]
+    ratings = tableio.read_table(snakemake.input.ratings)
+    board = leaderboard.headline(ratings, source=source, columns=columns)
+    fig = figure.leaderboard_heatmap(board, labels=fig4.get("display_names") or {}, columns=columns,
+                                     footnote=leaderboard.describe(ratings, source, columns))
+    style.save(fig, snakemake.output.png, snakemake.output.pdf, dpi=dpi)
+    log.info("Figure 4 (source %s, columns %s): %d systems (%d rated); %s", source, columns, len(board),
+             int((board["status"] == "ok").sum()), leaderboard.column_sources(ratings, source))

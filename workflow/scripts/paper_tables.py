@@ -1,14 +1,20 @@
 """rule paper_tables: Table 1, the leaderboard, agreement, strategy diversity, factors and all tests (CSV + LaTeX)."""
-from heart import external, tableio, tables
+from heart import external, leaderboard, tableio, tables
 from heart.runtime import logged
 
 with logged(snakemake.log[0], snakemake) as log:
     i, o = snakemake.input, snakemake.output
-    board, ci = tableio.read_table(i.leaderboard), snakemake.params.ci
+    ci, fig4 = snakemake.params.ci, snakemake.params.fig4
+    source, columns, names = fig4["source"], fig4["columns"], fig4.get("display_names") or {}
+    ratings = tableio.read_table(i.ratings)
+    board = leaderboard.headline(ratings, source=source, columns=columns)  # Figure 4's numbers
     made = {
-        "table1": (tables.table1(board, external.load_models(i.models), tableio.read_table(i.external)),
-                   "HEART Elo, win rate and the Artificial Analysis Intelligence Index (paper Table 1)"),
-        "leaderboard": (tables.leaderboard(board, ci), f"HEART leaderboard with both {tables.ci_label(ci)}s"),
+        "table1": (tables.table1(board, external.load_models(i.models), tableio.read_table(i.external), names),
+                   "HEART Elo, win rate and the Artificial Analysis Intelligence Index (paper Table 1); this run's "
+                   f"Elo and win rate from {leaderboard.column_sources(ratings, source)['elo']}, all items"),
+        "leaderboard": (tables.leaderboard(board, ci, columns, names),
+                        f"HEART leaderboard (paper Figure 4) with both {tables.ci_label(ci)}s. "
+                        + leaderboard.describe(ratings, source, columns)),
         "agreement": (tables.agreement(tableio.read_table(i.human_llm), tableio.read_table(i.cross_judge), ci),
                       "Human-LLM and cross-judge agreement"),
         "strategy_diversity": (tables.strategy_diversity(tableio.read_table(i.diversity)), "Strategy diversity"),

@@ -2,8 +2,8 @@
 
 One module per figure rule; import the one you need (``from heart.figures import leaderboard``):
 
-* :mod:`.leaderboard` (rule figure_leaderboard) -- Figure 4: per-axis and overall win rates (%) in
-  the paper's six colour bins, and the overall Elo (``leaderboard_heatmap``).
+* :mod:`.leaderboard` (rule figure_leaderboard) -- Figure 4: per-axis percentiles (or win rates) and
+  the overall win rate in the paper's six colour bins, and Elo (``leaderboard_heatmap``).
 * :mod:`.elo_ttft` (figure_elo_ttft) -- Figure 5: Elo against median time-to-first-token, log x,
   coloured by provider, dashed field-mean line (``elo_vs_ttft``; ``ttft_points`` builds its input).
 * :mod:`.strategies` (figure_strategies) -- Figure 6: usage (%) of the 15 support strategies per

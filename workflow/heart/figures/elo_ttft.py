@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 import textwrap
+from collections.abc import Mapping
 
 import matplotlib
 import numpy as np
@@ -12,108 +13,126 @@ from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 from matplotlib.ticker import FuncFormatter
 
-from heart.figures.style import FONT, absent_axes, new_figure, num, ok_mask, place_labels, suptitle
+from heart import external
+from heart.figures.style import (FONT, absent_axes, new_figure, num, ok_mask, place_labels, status_word,
+                                 suptitle)
 
 #: Model family (``models.csv``) -> provider, for Figure 5's colours; unknown families are their own provider.
 PROVIDERS = {"gpt": "OpenAI", "claude": "Anthropic", "gemini": "Google", "llama": "Meta",
              "kimi": "Moonshot AI", "polaris": "Hippocratic AI", "human": "Human", "dataset": "Dataset"}
-#: Marker per TTFT source in Figure 5: measured by this workflow (filled circle) or external (hollow diamond).
-TTFT_MARKERS = {"measured": "o", "external": "D"}
+#: Marker per TTFT source in Figure 5: the paper's published medians (hollow diamond) or this run's measured
+#: medians (filled circle); a figure draws one source (config ``figures.fig5.ttft_source``).
+TTFT_MARKERS = {"measured": "o", "paper": "D"}
+#: Figure 5's x label per TTFT source: the figure names where its latencies come from.
+TTFT_AXIS_LABELS = {
+    "paper": "median time to first token, s (log scale) — published medians (paper §4.5; Artificial Analysis)",
+    "measured": "median time to first token, s (log scale) — measured in this run (streamed completion calls)",
+}
+#: Systems that are not models (no latency): left out of Figure 5 ("each point represents a model variant").
+NOT_MODELS = ("human", "best-human", "original")
 #: The paper's real-time design target for median TTFT (§9.7), drawn dotted in Figure 5.
 TTFT_TARGET_S = 0.5
 
 
 def ttft_points(leaderboard: pd.DataFrame, models: pd.DataFrame | None = None,
-                completions: pd.DataFrame | None = None) -> pd.DataFrame:
-    """Figure 5's input: per system with an Elo, its median TTFT, provider and where the TTFT came from.
+                completions: pd.DataFrame | None = None, ttft_source: str = "paper",
+                labels: Mapping | None = None) -> pd.DataFrame:
+    """Figure 5's input: per model with an Elo, its median TTFT from one source, provider and label.
 
     Parameters
     ----------
     leaderboard : DataFrame
-        ``system``, ``status``, ``elo`` (rows not "ok" are left out).
+        :func:`heart.leaderboard.headline` (``system``, ``status``, ``elo``; optional ``derived``):
+        rows not "ok", derived rows and :data:`NOT_MODELS` are left out.
     models : DataFrame, optional
-        ``workflow/resources/external/models.csv``: ``system``, ``family``, ``ttft_median_s``
-        (external, e.g. the paper's / Artificial Analysis), optional ``model`` (display name).
+        ``workflow/resources/external/models.csv`` (:func:`heart.external.load_models`): ``system``,
+        ``family``, ``ttft_median_s`` (the paper's published medians), optional ``model`` (name).
     completions : DataFrame, optional
         Completions with ``system`` and per-response ``ttft_s`` (measured by the workflow).
+    ttft_source : {"paper", "measured"}
+        Where every point's TTFT comes from (:func:`heart.external.ttft_table`): the paper's published
+        medians, or this run's median of the measured ``ttft_s``. One source per figure: never mixed.
+    labels : mapping, optional
+        system -> display name (config ``figures.fig4.display_names``); else ``models`` "model", else
+        the system.
 
     Returns
     -------
     DataFrame
-        ``system``, ``label``, ``elo``, ``ttft_s``, ``provider``, ``ttft_source``, ``n_ttft``.
-        A measured median (``ttft_source`` "measured", over the non-null ``ttft_s``) is preferred
-        to the external value ("external"); a system with neither has ``ttft_s`` NaN and
-        ``ttft_source`` "absent" (:func:`elo_vs_ttft` lists it in a footnote rather than plotting it).
+        ``system``, ``label``, ``elo``, ``ttft_s``, ``provider``, ``ttft_source``, ``n_ttft`` (number
+        of measured values; missing for "paper"). A model without a TTFT from the source has ``ttft_s``
+        NaN and ``ttft_source`` "absent" (:func:`elo_vs_ttft` lists it in a footnote rather than
+        plotting it).
     """
     lb = leaderboard[ok_mask(leaderboard)]
+    if "derived" in lb:
+        lb = lb[~lb["derived"].astype("boolean").fillna(False).to_numpy(dtype=bool)]
+    lb = lb[~lb["system"].astype(str).isin(NOT_MODELS)]
     out = pd.DataFrame({"system": lb["system"].astype(str).to_numpy(),
                         "elo": [num(e) for e in lb["elo"]]})
     meta = (models.drop_duplicates("system").set_index("system") if models is not None and len(models)
             else pd.DataFrame(index=pd.Index([], name="system")))
-    measured = pd.Series(dtype=float)
-    counts = pd.Series(dtype=int)
-    if completions is not None and len(completions) and "ttft_s" in completions:
-        t = completions[["system", "ttft_s"]].assign(
-            ttft_s=pd.to_numeric(completions["ttft_s"], errors="coerce"))
-        t = t[t["ttft_s"].notna()]
-        measured = t.groupby("system")["ttft_s"].median()
-        counts = t.groupby("system")["ttft_s"].size()
-    ext = (pd.to_numeric(meta["ttft_median_s"], errors="coerce") if "ttft_median_s" in meta
-           else pd.Series(dtype=float))
-    ttft, source, n_ttft, provider, label = [], [], [], [], []
-    for s in out["system"]:
-        if s in measured.index:
-            ttft.append(float(measured[s]))
-            source.append("measured")
-            n_ttft.append(int(counts[s]))
-        elif s in ext.index and not math.isnan(num(ext[s])):
-            ttft.append(float(ext[s]))
-            source.append("external")
-            n_ttft.append(pd.NA)
-        else:
-            ttft.append(math.nan)
-            source.append("absent")
-            n_ttft.append(pd.NA)
-        fam = meta["family"].get(s) if "family" in meta else None
-        fam = fam if isinstance(fam, str) and fam else {"human": "human", "original": "dataset"}.get(s, s)
-        provider.append(PROVIDERS.get(fam, fam))
-        name = meta["model"].get(s) if "model" in meta else None
-        label.append(name if isinstance(name, str) and name else s)
-    out["ttft_s"] = ttft
-    out["provider"] = provider
-    out["ttft_source"] = source
-    out["n_ttft"] = pd.array(n_ttft, dtype="Int64")
-    out.insert(1, "label", label)
+    ttft = external.ttft_table(ttft_source, models if models is not None and len(models) else None,
+                               completions).set_index("system")
+    known = out["system"].isin(ttft.index).to_numpy()
+    out["ttft_s"] = out["system"].map(ttft["ttft_median_s"]).astype(float)
+    def meta_of(col: str) -> list:  # a metadata column per point, None where there is none
+        return out["system"].map(meta[col]).tolist() if col in meta else [None] * len(out)
+
+    out["provider"] = [PROVIDERS.get(f, f) if isinstance(f, str) and f else s
+                       for s, f in zip(out["system"], meta_of("family"))]
+    out["ttft_source"] = np.where(known, ttft_source, "absent")
+    out["n_ttft"] = pd.array(out["system"].map(ttft["n_ttft"]), dtype="Int64")
+    out.insert(1, "label", [str((labels or {}).get(s, n if isinstance(n, str) and n else s))
+                            for s, n in zip(out["system"], meta_of("model"))])
     return out
 
 
+def rho_text(correlations: pd.DataFrame, ttft_source: str) -> str:
+    """The legend line of Figure 5's correlation: :func:`heart.external.correlate`'s
+    ``spearman_elo_log_ttft_<ttft_source>`` row as "Spearman ρ = 0.53 (n = 7)", or its status
+    ("Spearman ρ: insufficient (n = 2)") where it has no estimate."""
+    row = correlations.set_index("test").loc[f"spearman_elo_log_ttft_{ttft_source}"]
+    if row["status"] == "ok":
+        return f"Spearman ρ = {row['estimate']:.2f} (n = {int(row['n'])})"
+    return f"Spearman ρ: {status_word(row['status'])} (n = {int(row['n'])})"
+
+
 def elo_vs_ttft(points: pd.DataFrame, title: str = "HEART Elo vs median time-to-first-token",
-                title_note: str | None = None, target_s: float | None = TTFT_TARGET_S) -> Figure:
+                title_note: str | None = None, target_s: float | None = TTFT_TARGET_S,
+                elo_label: str = "HEART Elo", rho: str | None = None) -> Figure:
     """Figure 5: Elo against median TTFT (log x), coloured by provider, dashed field-mean line.
 
     Parameters
     ----------
     points : DataFrame
         :func:`ttft_points`: ``system``, ``elo``, ``ttft_s`` (seconds, the median), ``provider``
-        (or ``family``), ``ttft_source`` ("measured" / "external"); optional ``label``. Rows without
+        (or ``family``), ``ttft_source`` ("paper" / "measured"); optional ``label``. Rows without
         a positive TTFT or an Elo are not plotted and are listed in a footnote.
     title, title_note : str
         Figure title and a note appended to it.
     target_s : float or None
         Draw the paper's real-time target (§9.7, 500 ms) as a dotted vertical line; None: no line.
+    elo_label : str
+        The y label (e.g. naming the judges the Elo comes from).
+    rho : str, optional
+        A line for the legend, e.g. the Spearman ρ of the plotted points
+        (``external_correlations``' row of this TTFT source).
 
     Returns
     -------
     Figure
-        Markers: :data:`TTFT_MARKERS` (measured: filled circle; external: hollow diamond). The dashed
-        line (``gid="field-mean"``) is at the mean Elo of the plotted systems. Labels are placed by a
-        greedy search for free space (:func:`heart.figures.style.place_labels`), with leader lines
-        when moved far.
+        Filled markers, :data:`TTFT_MARKERS` by TTFT source (paper: diamond; measured: circle). The
+        x label names the TTFT source (:data:`TTFT_AXIS_LABELS`) when the points have one; points
+        from several sources (not what :func:`ttft_points` gives) get a marker legend instead. The
+        dashed line (``gid="field-mean"``) is at the mean Elo of the plotted systems. Labels are
+        placed by a greedy search for free space (:func:`heart.figures.style.place_labels`), with
+        leader lines when moved far.
     """
     p = points.copy()
     prov_col = "provider" if "provider" in p else ("family" if "family" in p else None)
     p["_prov"] = p[prov_col].astype(str) if prov_col else "unknown"
-    p["_src"] = p["ttft_source"].astype(str) if "ttft_source" in p else "external"
+    p["_src"] = p["ttft_source"].astype(str) if "ttft_source" in p else "unknown"
     p["_label"] = p["label"].astype(str) if "label" in p else p["system"].astype(str)
     p["_x"] = [num(v) for v in p["ttft_s"]]
     p["_y"] = [num(v) for v in p["elo"]]
@@ -134,10 +153,8 @@ def elo_vs_ttft(points: pd.DataFrame, title: str = "HEART Elo vs median time-to-
     msize = 7.5
     for (pv, src), g in p.groupby(["_prov", "_src"], sort=True):
         marker = TTFT_MARKERS.get(src, "s")
-        filled = src == "measured"
-        ax.plot(g["_x"], g["_y"], linestyle="none", marker=marker, markersize=msize,
-                markerfacecolor=colors[pv] if filled else "white", markeredgecolor=colors[pv],
-                markeredgewidth=1.6, zorder=3, gid=f"points|{pv}|{src}")
+        ax.plot(g["_x"], g["_y"], linestyle="none", marker=marker, markersize=msize, markerfacecolor=colors[pv],
+                markeredgecolor="white", markeredgewidth=0.8, zorder=3, gid=f"points|{pv}|{src}")
     mean = float(p["_y"].mean())
     ax.axhline(mean, linestyle="--", color="#555555", linewidth=1.0, zorder=1, gid="field-mean")
     lx, hx = np.log10(p["_x"].min()), np.log10(p["_x"].max())
@@ -150,26 +167,30 @@ def elo_vs_ttft(points: pd.DataFrame, title: str = "HEART Elo vs median time-to-
     ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g} s"))
     ax.xaxis.set_minor_formatter(FuncFormatter(
         lambda v, _: f"{v:g}" if round(v / 10 ** math.floor(math.log10(v) + 1e-9), 6) in (2.0, 5.0) else ""))
-    ax.set_xlabel("median time to first token (s, log scale)", fontsize=FONT + 1)
-    ax.set_ylabel("HEART Elo", fontsize=FONT + 1)
+    sources = sorted(p["_src"].unique())
+    ax.set_xlabel(TTFT_AXIS_LABELS.get(sources[0], "median time to first token, s (log scale)")
+                  if len(sources) == 1 else "median time to first token, s (log scale)", fontsize=FONT + 1)
+    ax.set_ylabel(elo_label, fontsize=FONT + 1)
     ax.tick_params(labelsize=FONT)
     ax.grid(True, which="major", color="#eeeeee", linewidth=0.8, zorder=0)
     x0, x1 = ax.get_xlim()
     show_target = target_s is not None and x0 < target_s < x1
     if show_target:
         ax.axvline(target_s, linestyle=":", color="#aa3333", linewidth=1.0, zorder=1, gid="ttft-target")
-    handles = [Line2D([], [], linestyle="none", marker="o", markersize=7, markerfacecolor=colors[pv],
-                      markeredgecolor=colors[pv], label=pv) for pv in providers]
+    shape = TTFT_MARKERS.get(sources[0], "s") if len(sources) == 1 else "o"
+    handles = [Line2D([], [], linestyle="none", marker=shape, markersize=7, markerfacecolor=colors[pv],
+                      markeredgecolor="white", label=pv) for pv in providers]
     handles.append(Line2D([], [], linestyle="none", label=" "))
-    for src, marker in TTFT_MARKERS.items():
-        if (p["_src"] == src).any():
-            handles.append(Line2D([], [], linestyle="none", marker=marker, markersize=7,
-                                  markerfacecolor="#666666" if src == "measured" else "white",
-                                  markeredgecolor="#666666", markeredgewidth=1.4, label=f"TTFT {src}"))
+    if len(sources) > 1:
+        for src in sources:
+            handles.append(Line2D([], [], linestyle="none", marker=TTFT_MARKERS.get(src, "s"), markersize=7,
+                                  markerfacecolor="#666666", markeredgecolor="white", label=f"TTFT {src}"))
     handles.append(Line2D([], [], linestyle="--", color="#555555", label=f"field mean ({mean:.0f})"))
     if show_target:
         handles.append(Line2D([], [], linestyle=":", color="#aa3333",
                               label=f"{target_s * 1000:.0f} ms target"))
+    if rho:
+        handles.append(Line2D([], [], linestyle="none", label=rho))
     # an axes legend (not a figure legend): the layout then keeps it clear of the title
     ax.legend(handles=handles, loc="upper left", bbox_to_anchor=(1.02, 1.0), borderaxespad=0.0,
               fontsize=FONT, frameon=False, title="Provider", title_fontsize=FONT, alignment="left")
