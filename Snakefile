@@ -87,7 +87,10 @@ STUDY_TARGETS = [
                    "bias_factors", "example_pair")),
     "results/figures/example_pair.html",
     expand("results/tables/{table}.{ext}", ext=("csv", "tex"),
-           table=("table1", "leaderboard", "agreement", "strategy_diversity", "factors", "tests")),
+           table=("table1", "leaderboard", "agreement", "strategy_diversity", "factors", "tests",
+                  "paper_comparison")),
+    "results/stats/preference_shares.parquet",
+    "results/stats/style_ratings.parquet",
     "results/llm/cache.parquet",
 ]
 
@@ -98,6 +101,7 @@ ANALYSIS_TARGETS = [
     "results/stats/agreement_human_llm.parquet",
     "results/stats/bias_position.parquet",
     "results/stats/factor_summary.parquet",
+    "results/stats/preference_shares.parquet",
     *expand("results/figures/{figure}.{ext}", ext=("png", "pdf"),
             figure=("fig4_leaderboard", "elo_forest", "agreement", "bias_factors")),
 ]

@@ -17,7 +17,7 @@ def analysis_args(path=VOTES):
 @pytest.mark.dag
 def test_analysis_only_plans_no_data_items_completions_or_calls(workflow_copy):
     jobs = workflow_copy.jobs(*analysis_args())
-    assert set(jobs) == {"import_judgments", "ratings", "agreement", "bias_audits", "factor_analysis",
+    assert set(jobs) == {"import_judgments", "ratings", "agreement", "bias_audits", "factor_analysis", "preference_shares",
                          "figure_leaderboard", "figure_elo_forest", "figure_agreement", "figure_bias_factors", "all"}
 
 

@@ -166,7 +166,7 @@ def test_a_rerun_does_nothing(judged_workflow):
 
 
 STATS_RULES = {"ratings", "agreement", "bias_audits", "factor_analysis", "external_correlations", "rationale_codes",
-               "multiple_testing"}
+               "multiple_testing", "preference_shares", "style_ratings"}
 JUDGE_FIGURES = {f"figure_{f}" for f in ("leaderboard", "elo_ttft", "elo_forest", "agreement", "bias_factors",
                                          "example_pair")}
 
@@ -179,7 +179,8 @@ def test_editing_the_judge_prompt_rejudges_and_calls_the_judge_only(judged_copy,
     prompt.write_text(prompt.read_text() + "\nBe fair.\n")
     jobs = wf.jobs(*wf.args, env=KEY_ENV)
     assert jobs == {"judge_pairs": 1, "merge_judgments": 1, "combine_judgments": 1, "export_llm_cache": 1, "all": 1,
-                    **dict.fromkeys(STATS_RULES, 1), **dict.fromkeys(JUDGE_FIGURES, 1), "paper_tables": 1}
+                    **dict.fromkeys(STATS_RULES, 1), **dict.fromkeys(JUDGE_FIGURES, 1), "paper_tables": 1,
+                    "paper_comparison": 1}
     calls = sum(state.ok.values())
     wf.snakemake("results/judging/llm/fake-judge.parquet", *wf.args, env=KEY_ENV)
     verdicts = read(wf, "results/judging/llm/fake-judge.parquet")
@@ -190,17 +191,17 @@ def test_editing_the_judge_prompt_rejudges_and_calls_the_judge_only(judged_copy,
 # every statistics setting, a new value for it, and the jobs that changing it must plan: the rules that
 # read it and every rule downstream of their outputs (and the target rule "all")
 RATINGS = {"ratings", "external_correlations", "multiple_testing", "figure_leaderboard", "figure_elo_ttft",
-           "figure_elo_forest", "paper_tables", "all"}
-AGREEMENT = {"agreement", "figure_agreement", "paper_tables", "all"}
+           "figure_elo_forest", "paper_tables", "paper_comparison", "all"}
+AGREEMENT = {"agreement", "figure_agreement", "paper_tables", "paper_comparison", "all"}
 BIAS = {"bias_audits", "multiple_testing", "figure_bias_factors", "paper_tables", "all"}
-STRATEGIES = {"strategy_stats", "multiple_testing", "figure_strategies", "paper_tables", "all"}
+STRATEGIES = {"strategy_stats", "multiple_testing", "figure_strategies", "paper_tables", "paper_comparison", "all"}
 FACTORS = {"factor_analysis", "multiple_testing", "figure_bias_factors", "paper_tables", "all"}
-BOOTSTRAPPED = RATINGS | AGREEMENT | BIAS | STRATEGIES | {"rationale_codes"}
+BOOTSTRAPPED = RATINGS | AGREEMENT | BIAS | STRATEGIES | {"rationale_codes", "preference_shares", "style_ratings"}
 STATS_SETTINGS = {
     "n_boot": (100, BOOTSTRAPPED),
     "seed": (1, BOOTSTRAPPED),
     "ci": (0.9, BOOTSTRAPPED | FACTORS),
-    "bt_alpha": (0.02, RATINGS),
+    "bt_alpha": (0.02, RATINGS | {"style_ratings"}),
     "consensus": (0.5, AGREEMENT),
     "subsample_reps": (50, AGREEMENT),
     "fdr_alpha": (0.1, BIAS),
@@ -354,3 +355,42 @@ def test_an_imported_system_and_imported_judgments_join_the_study(judged_copy, j
     assert judgments["judge"].eq("human:rater-z").sum() == 1
     sources = read(wf, "results/judging/sources.parquet").set_index("judge")
     assert sources.loc["outside-judge", "note"] == "imported from resources/imported/judgments.csv"
+
+
+def test_adding_a_system_to_a_one_order_budgeted_study_pays_only_for_its_pairs(judged_copy, judge_server):
+    """The paper's design (each pair once, in one random order, a budget of pairs): a system added to a
+    judged study keeps every existing pair in its A/B order, so only the new system's pairs are judged.
+    (With one random stream over all pairs, as before, about half of the old pairs changed order and
+    would all have been judged again.)"""
+    state, _ = judge_server
+    wf = judged_copy
+    edit_config(wf, lambda cfg: cfg["judging"].update(both_orders=False, pair_sample={"human-model": 0.7}))
+    wf.snakemake("results/judging/llm/fake-judge.parquet", *wf.args, env=KEY_ENV)
+    pairs_before = read(wf, "results/judging/pairs.parquet")
+    verdicts_before = read(wf, "results/judging/llm/fake-judge.parquet")
+    assert len(verdicts_before) == len(pairs_before)  # one order: one verdict per pair
+    assert 0 < (pairs_before["kind"] == "human-model").sum() < 3 * 2 * 3  # the budget dropped some
+
+    items = read(wf, "results/items/items.parquet")
+    (wf.root / "resources/imported").mkdir(parents=True)
+    (wf.root / "resources/imported/newcomer.jsonl").write_text("".join(
+        json.dumps({"item_id": i, "system": "newcomer", "text": f"That is a lot to carry, truly ({k})."}) + "\n"
+        for k, i in enumerate(items["item_id"])))
+    edit_config(wf, lambda cfg: cfg.update(imported_systems={"newcomer": {
+        "path": "resources/imported/newcomer.jsonl", "family": "other"}}))
+    before = sum(state.ok.values())
+    wf.snakemake("results/judging/llm/fake-judge.parquet", *wf.args, env=KEY_ENV)
+    paid = sum(state.ok.values()) - before
+
+    pairs_after = read(wf, "results/judging/pairs.parquet")
+    new = pairs_after[(pairs_after["system_a"] == "newcomer") | (pairs_after["system_b"] == "newcomer")]
+    old = pairs_after[~pairs_after["pair_id"].isin(new["pair_id"])].reset_index(drop=True)
+    pd.testing.assert_frame_equal(old, pairs_before, check_dtype=False)  # every old pair, in its order
+    verdicts = read(wf, "results/judging/llm/fake-judge.parquet")
+    kept = verdicts[verdicts["pair_id"].isin(pairs_before["pair_id"])]
+    assert kept["from_cache"].all() and set(kept["cache_key"]) == set(verdicts_before["cache_key"])
+    new_verdicts = verdicts[verdicts["pair_id"].isin(new["pair_id"])]
+    assert len(new_verdicts) == len(new) > 0
+    # the new pairs' calls and nothing else (identical requests -- the SYNTHETIC humans' replies repeat --
+    # are answered once)
+    assert paid == new_verdicts["cache_key"].nunique()

@@ -55,6 +55,9 @@ PROMPTS = Path(workflow.basedir) / "workflow" / "resources" / "prompts"
 ANALYSIS_ONLY = "analysis_only" in config
 MODEL_SYSTEMS = sorted(config["systems"])  # called by this workflow
 IMPORTED_SYSTEMS = sorted(config["imported_systems"])  # completions made elsewhere, read from files
+# the completions whose measured TTFT Figure 5 and the correlations may use (none in an analysis-only run)
+TTFT_COMPLETIONS = expand("results/completions/{system}.parquet",
+                          system=[] if ANALYSIS_ONLY else MODEL_SYSTEMS + IMPORTED_SYSTEMS)
 # the systems with completion tables (an analysis-only run has none: only judgments)
 SYSTEMS = [] if ANALYSIS_ONLY else MODEL_SYSTEMS + IMPORTED_SYSTEMS + ["original", "human"]
 

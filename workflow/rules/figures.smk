@@ -4,12 +4,14 @@
 
 rule figure_leaderboard:
     input:
-        leaderboard="results/stats/leaderboard.parquet",
+        ratings="results/stats/ratings.parquet",
         style=workflow.source_path("../resources/figures/fig4_leaderboard.yaml"),
     output:
         png=report("results/figures/fig4_leaderboard.png", caption="../report/fig4_leaderboard.rst",
                    category="1. Leaderboard", labels={"figure": "Figure 4: leaderboard heatmap"}),
         pdf="results/figures/fig4_leaderboard.pdf",
+    params:
+        fig4=config["figures"]["fig4"],
     log:
         "logs/figures/fig4_leaderboard.log",
     conda:
@@ -20,14 +22,18 @@ rule figure_leaderboard:
 
 rule figure_elo_ttft:
     input:
-        leaderboard="results/stats/leaderboard.parquet",
+        ratings="results/stats/ratings.parquet",
         models=workflow.source_path("../resources/external/models.csv"),
-        completions=expand("results/completions/{system}.parquet", system=MODEL_SYSTEMS),
+        completions=TTFT_COMPLETIONS,
         style=workflow.source_path("../resources/figures/fig5_elo_ttft.yaml"),
     output:
         png=report("results/figures/fig5_elo_ttft.png", caption="../report/fig5_elo_ttft.rst",
                    category="1. Leaderboard", labels={"figure": "Figure 5: Elo vs TTFT"}),
         pdf="results/figures/fig5_elo_ttft.pdf",
+    params:
+        source=config["figures"]["fig4"]["source"],
+        display_names=config["figures"]["fig4"]["display_names"],
+        ttft_source=config["figures"]["fig5"]["ttft_source"],
     log:
         "logs/figures/fig5_elo_ttft.log",
     conda:

@@ -120,10 +120,13 @@ rule external_correlations:
     input:
         ratings="results/stats/ratings.parquet",
         models=workflow.source_path("../resources/external/models.csv"),
+        completions=TTFT_COMPLETIONS,
     output:
         "results/stats/external_correlations.parquet",
     params:
         ci=STATS["ci"],
+        source=config["figures"]["fig4"]["source"],
+        ttft_source=config["figures"]["fig5"]["ttft_source"],
     log:
         "logs/stats/external_correlations.log",
     conda:
@@ -185,3 +188,30 @@ rule preference_shares:
         "../../envs/stats.yaml"
     script:
         "../scripts/preference_shares.py"
+
+
+rule style_ratings:
+    # beyond the paper: Bradley-Terry with style covariates (length, warmth), beside the plain ratings
+    input:
+        judgments="results/judging/judgments.parquet",
+        completions=expand("results/completions/{system}.parquet", system=SYSTEMS),
+        lexicon=workflow.source_path("../resources/style/warmth.yaml"),
+    output:
+        ratings="results/stats/style_ratings.parquet",
+        coefficients="results/stats/style_coefficients.parquet",
+        table=report("results/tables/style_ratings.csv", caption="../report/table_style_ratings.rst",
+                     category="4. Tables", labels={"table": "style_ratings", "format": "csv"}),
+        coefficient_table=report("results/tables/style_coefficients.csv",
+                                 caption="../report/table_style_ratings.rst", category="4. Tables",
+                                 labels={"table": "style_coefficients", "format": "csv"}),
+    params:
+        bootstrap=BOOTSTRAP,
+        bt_alpha=STATS["bt_alpha"],
+    log:
+        "logs/stats/style_ratings.log",
+    benchmark:
+        "benchmarks/stats/style_ratings.tsv"
+    conda:
+        "../../envs/stats.yaml"
+    script:
+        "../scripts/style_ratings.py"

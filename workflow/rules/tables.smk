@@ -3,7 +3,7 @@
 
 rule paper_tables:
     input:
-        leaderboard="results/stats/leaderboard.parquet",
+        ratings="results/stats/ratings.parquet",
         models=workflow.source_path("../resources/external/models.csv"),
         external="results/stats/external_correlations.parquet",
         human_llm="results/stats/agreement_human_llm.parquet",
@@ -25,9 +25,40 @@ rule paper_tables:
         },
     params:
         ci=config["stats"]["ci"],  # column names and captions name the intervals' coverage
+        fig4=config["figures"]["fig4"],
     log:
         "logs/tables/paper_tables.log",
     conda:
         "../../envs/figures.yaml"
     script:
         "../scripts/paper_tables.py"
+
+
+rule paper_comparison:
+    # every headline number of the paper next to this run's value, interval, scope and definition
+    input:
+        spec=workflow.source_path("../resources/paper/headline_numbers.yaml"),
+        models=workflow.source_path("../resources/external/models.csv"),
+        ratings="results/stats/ratings.parquet",
+        human_llm="results/stats/agreement_human_llm.parquet",
+        cross_judge="results/stats/agreement_cross_judge.parquet",
+        inter_human="results/stats/agreement_inter_human.parquet",
+        preference_shares="results/stats/preference_shares.parquet",
+        rationale_concordance="results/stats/rationale_concordance.parquet",
+        diversity="results/stats/strategy_diversity.parquet",
+        external="results/stats/external_correlations.parquet",
+        strategy_f1=expand("results/tagging/{tagger}_f1.parquet", tagger=TAGGERS[:1]),
+    output:
+        parquet="results/stats/paper_comparison.parquet",
+        csv=report("results/tables/paper_comparison.csv", caption="../report/table_paper_comparison.rst",
+                   category="0. The paper vs this run", labels={"table": "paper_comparison", "format": "csv"}),
+        tex="results/tables/paper_comparison.tex",
+    params:
+        ci=config["stats"]["ci"],
+        fig4=config["figures"]["fig4"],
+    log:
+        "logs/tables/paper_comparison.log",
+    conda:
+        "../../envs/figures.yaml"
+    script:
+        "../scripts/paper_comparison.py"

@@ -1,0 +1,28 @@
+"""rule paper_comparison: every headline number of the HEART paper beside this run's (CSV, LaTeX, Parquet)."""
+import pandas as pd
+
+from heart import external, leaderboard, paper_comparison, provenance, tableio, tables
+from heart.runtime import logged
+
+with logged(snakemake.log[0], snakemake) as log:
+    job = provenance.collect(snakemake)
+    i, o = snakemake.input, snakemake.output
+    spec = paper_comparison.load(i.spec)
+    named = {"agreement_human_llm": i.human_llm, "agreement_cross_judge": i.cross_judge,
+             "agreement_inter_human": i.inter_human, "preference_shares": i.preference_shares,
+             "rationale_concordance": i.rationale_concordance, "strategy_diversity": i.diversity,
+             "external_correlations": i.external}
+    found = {name: tableio.read_table(path) for name, path in named.items()}
+    # one tagger's spot-check F1 (the first configured), when there is a tagger at all
+    f1 = [tableio.read_table(p) for p in i.strategy_f1]
+    if f1:
+        found["strategy_f1"] = f1[0]
+    fig4 = snakemake.params.fig4
+    source = fig4["source"]
+    headline = leaderboard.headline(tableio.read_table(i.ratings), source=source, columns=fig4["columns"])
+    table = paper_comparison.compare(spec, found, external.load_models(i.models), headline, source)
+    tableio.write_table(table, o.parquet, "paper_comparison", job)
+    ci = snakemake.params.ci
+    tables.write(paper_comparison.to_text(table), o.csv, o.tex,
+                 f"The HEART paper's headline numbers beside this run's ({tables.ci_label(ci)}s)")
+    log.info("paper comparison: %d numbers; status %s", len(table), table["status"].value_counts().to_dict())
