@@ -89,3 +89,24 @@ def test_values_intervals_and_reasons_side_by_side():
     text = pc.to_text(out.reset_index())
     assert text.set_index("quantity").loc["mean", "interval"] == "[70.0, 90.0]"
     assert text.set_index("quantity").loc["amb", "this_run"] == "—"
+
+
+def test_what_a_run_has_decides_the_reason():
+    judgments = pd.DataFrame({
+        "pair_id": ["p1", "p1", "p2", "p1"], "judge": ["j1", "j2", "human:r1", "human:r2"],
+        "judge_kind": ["llm", "llm", "human", "human"]})
+    met = pc.available(judgments, completions_sources=["model", "dataset"], spot_checks=False, paper_models=3)
+    # 2 LLM judges, humans (one rating per pair: p1 by r2, p2 by r1), no human completions, 3 paper models
+    assert met == {"human": True, "human2": False, "human_completions": False, "judges2": True, "judges3": False,
+                   "tags": True, "spot_checks": False, "external": False}
+    both = pd.concat([judgments, pd.DataFrame({"pair_id": ["p2"], "judge": ["human:r3"], "judge_kind": ["human"]})])
+    assert pc.available(both)["human2"]
+    spec = {"numbers": [SPEC["numbers"][1]]}  # "amb": needs human judgments
+    table = {"agreement_human_llm": pd.DataFrame([
+        {"judge": "mean-of-judges", "scope": "ambiguous", "agreement": math.nan, "status": "no_pairs",
+         "note": "no pair in scope 'ambiguous' with both a human majority winner and a verdict"}])}
+    # humans judged, yet no pair is ambiguous: not "needs human judgments" but why not, from the row
+    row = pc.compare(spec, table, met=met).iloc[0]
+    assert row["status"] == "not computable in this run" and row["note"].startswith("no pair in scope")
+    row = pc.compare(spec, table, met={**met, "human": False}).iloc[0]
+    assert row["status"] == "needs human judgments"

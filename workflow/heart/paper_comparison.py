@@ -33,6 +33,7 @@ COLUMNS = ["group", "id", "quantity", "section", "unit", "paper", "this_run", "c
            "scope", "definition", "paper_scope", "status", "note"]
 NEEDS = {
     "human": "needs human judgments",
+    "human2": "needs >= 2 human ratings of a pair",
     "human_completions": "needs human completions",
     "judges2": "needs >= 2 LLM judges",
     "judges3": "needs >= 3 LLM judges",
@@ -84,8 +85,19 @@ def _scope(row: pd.Series | None) -> str:
     return ", ".join(parts)
 
 
+def available(judgments: pd.DataFrame, completions_sources=(), spot_checks: bool = False,
+              paper_models: int = 0) -> dict[str, bool]:
+    """Which of :data:`NEEDS` this run meets, from its judgments table and what else it has."""
+    human = judgments[judgments["judge_kind"] == "human"]
+    n_llm = judgments.loc[judgments["judge_kind"] == "llm", "judge"].nunique()
+    return {"human": len(human) > 0,
+            "human2": bool(len(human)) and int(human.groupby("pair_id")["judge"].nunique().max()) >= 2,
+            "human_completions": "human" in set(completions_sources), "judges2": n_llm >= 2, "judges3": n_llm >= 3,
+            "tags": True, "spot_checks": spot_checks, "external": paper_models >= 4}
+
+
 def _row(group, ident, quantity, section, unit, paper, definition, paper_scope, source, value_col, lo_col,
-         hi_col, scale, needs, where) -> dict:
+         hi_col, scale, needs, where, met: bool | None = None) -> dict:
     value = _num(source, value_col, scale)
     status_ok = source is not None and ("status" not in source.index or source["status"] in _OK)
     out = {"group": group, "id": ident, "quantity": quantity, "section": section, "unit": unit,
@@ -97,16 +109,22 @@ def _row(group, ident, quantity, section, unit, paper, definition, paper_scope, 
                    note=str(source.get("note") or "") if "note" in source.index else "")
     else:
         own = "" if source is None or "note" not in source.index or pd.isna(source["note"]) else str(source["note"])
-        reason = NEEDS[needs] if source is not None else f"not in this run ({where})"
-        if source is not None and status_ok:
-            reason = NEEDS[needs] + " (value undefined)"
+        if met is False:
+            reason = NEEDS[needs]
+        elif source is None:
+            reason = f"not in this run ({where})"
+        elif met:  # what it needs is there, yet no value: the row's note says why (e.g. no pair in scope)
+            reason = "not computable in this run"
+        else:
+            reason = NEEDS[needs] + (" (value undefined)" if status_ok else "")
         out.update(this_run=math.nan, ci_low=math.nan, ci_high=math.nan, difference=math.nan, status=reason,
                    note=own)
     return out
 
 
 def compare(spec: dict, tables: dict[str, pd.DataFrame], models: pd.DataFrame | None = None,
-            headline: pd.DataFrame | None = None, headline_source: str = "") -> pd.DataFrame:
+            headline: pd.DataFrame | None = None, headline_source: str = "",
+            met: dict[str, bool] | None = None) -> pd.DataFrame:
     """Every headline number of the paper beside this run's (module docstring).
 
     Parameters
@@ -121,7 +139,12 @@ def compare(spec: dict, tables: dict[str, pd.DataFrame], models: pd.DataFrame | 
     headline : pandas.DataFrame, optional
         Figure 4's table of this run (:func:`heart.leaderboard.headline`: system, status, elo,
         elo_lo_boot, elo_hi_boot, n_comparisons), from ``headline_source``.
+    met : dict, optional
+        :func:`available`: need -> met. An unmet need gives its reason; a met one without a value gives
+        "not computable in this run" and the source row's note. Without it, the reason is guessed from
+        ``needs`` alone.
     """
+    met = met or {}
     rows = []
     for e in spec.get("numbers", []):
         table = tables.get(e["table"])
@@ -131,7 +154,7 @@ def compare(spec: dict, tables: dict[str, pd.DataFrame], models: pd.DataFrame | 
         rows.append(_row("headline", e["id"], e["quantity"], e.get("section", ""), e.get("unit", ""), e["paper"],
                          e.get("definition", ""), e.get("paper_scope", ""), source, e["value"],
                          e.get("ci_low", "ci_low"), e.get("ci_high", "ci_high"), float(e.get("scale", 1)),
-                         e["needs"], f"{e['table']}: {e['where']}"))
+                         e["needs"], f"{e['table']}: {e['where']}", met.get(e["needs"])))
     spread = spec.get("strategy_spread")
     if spread:
         diversity = tables.get("strategy_diversity")
@@ -143,7 +166,7 @@ def compare(spec: dict, tables: dict[str, pd.DataFrame], models: pd.DataFrame | 
                 rows.append(_row("strategy spread", f"strategy_{measure}_{group}",
                                  f"Strategy-rate {label}, {group}", spread.get("section", ""), "pp", paper,
                                  spread.get("definition", ""), "15 strategies, the paper's taggers", src, col,
-                                 None, None, 1.0, "tags", f"strategy_diversity: family {group}"))
+                                 None, None, 1.0, "tags", f"strategy_diversity: family {group}", met.get("tags")))
     fig4 = spec.get("figure4") or {}
     paper_elo = dict(fig4.get("elo", {}))
     if models is not None and len(models):
@@ -156,8 +179,9 @@ def compare(spec: dict, tables: dict[str, pd.DataFrame], models: pd.DataFrame | 
             rows.append(_row("Figure 4 Elo", f"elo_{system}", f"Elo, {system}", fig4.get("section", "Figure 4"),
                              "Elo", paper, f"overall Bradley-Terry Elo (source: {headline_source}); "
                              "bootstrap interval", "paper's 18 systems", src, "elo", "elo_lo_boot",
-                             "elo_hi_boot", 1.0, "human" if system == "best-human" else "external",
-                             f"leaderboard: {system}"))
+                             "elo_hi_boot", 1.0, "human_completions" if system == "best-human" else "external",
+                             f"leaderboard: {system}",
+                             met.get("human_completions") if system == "best-human" else None))
     return pd.DataFrame(rows, columns=COLUMNS)
 
 

@@ -48,6 +48,8 @@ rule paper_comparison:
         diversity="results/stats/strategy_diversity.parquet",
         external="results/stats/external_correlations.parquet",
         strategy_f1=expand("results/tagging/{tagger}_f1.parquet", tagger=TAGGERS[:1]),
+        judgments="results/judging/judgments.parquet",
+        systems="results/completions/systems.parquet",
     output:
         parquet="results/stats/paper_comparison.parquet",
         csv=report("results/tables/paper_comparison.csv", caption="../report/table_paper_comparison.rst",

@@ -20,7 +20,16 @@ with logged(snakemake.log[0], snakemake) as log:
     fig4 = snakemake.params.fig4
     source = fig4["source"]
     headline = leaderboard.headline(tableio.read_table(i.ratings), source=source, columns=fig4["columns"])
-    table = paper_comparison.compare(spec, found, external.load_models(i.models), headline, source)
+    judgments = tableio.read_table(i.judgments)
+    models = external.load_models(i.models)
+    systems = tableio.read_table(i.systems)
+    rated = set(headline.loc[headline["status"].eq("ok"), "system"])
+    met = paper_comparison.available(
+        judgments, completions_sources=systems["source"].tolist() if "source" in systems else [],
+        spot_checks=bool(f1) and f1[0]["status"].eq("present").any(),
+        paper_models=len(rated & set(models["system"].dropna())))
+    log.info("what this run has for the paper's numbers: %s", met)
+    table = paper_comparison.compare(spec, found, models, headline, source, met)
     tableio.write_table(table, o.parquet, "paper_comparison", job)
     ci = snakemake.params.ci
     tables.write(paper_comparison.to_text(table), o.csv, o.tex,
