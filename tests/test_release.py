@@ -169,6 +169,26 @@ def test_paper_config_builds_the_300_released_items(workflow_copy):
     adversarial = table[table["subset"].eq("adversarial")]
     assert adversarial["profile"].isna().all() and adversarial["original_reply"].isna().all()
 
+    # the call preview plans the paper's judging design: each pair once, in one order, ~42,000 pairs (all
+    # 13,500 human-model and 4,200 dataset-model pairs, model-model ones at rate 0.7714 of 31,500)
+    proc = workflow_copy.snakemake("results/llm/calls_preview.parquet", "--configfile", "config/paper.yaml",
+                                   "--config", f"esconv={{local_copy: {SHARED_ESCONV_DIR / 'ESConv.json'}}}",
+                                   f"release={{local_copy: {SHARED_RELEASE_DIR}}}", env=PAPER_KEYS)
+    preview = tableio.read_table(workflow_copy.root / "results/llm/calls_preview.parquet")
+    judging = preview[preview["stage"].str.startswith("judging")]
+    assert len(judging) == 3 and judging["stage"].str.endswith("one order)").all()
+    n_pairs = {int(s.split(", ")[1].split()[0]) for s in judging["stage"]}
+    assert len(n_pairs) == 1 and 41_500 <= n_pairs.pop() <= 42_500
+    log = (workflow_copy.root / "logs/llm/preview_llm_calls.log").read_text()
+    assert "'human-model': 13500, 'dataset-model': 4200" in log
+    # family exclusion: each judge sees the pairs holding no model of its family, once each
+    assert (judging["calls"] < 42_500).all() and (judging["calls"] > 20_000).all()
+    # the total is honest about what it cannot price
+    unpriced = preview[preview["cost_status"].eq("unpriced")]
+    assert len(unpriced) and unpriced["est_max_cost_usd"].isna().all()
+    assert f"{int(unpriced['to_call'].sum()):,} calls" in proc.stdout + proc.stderr + log
+    assert "unpriced: cost unknown" in log
+
 
 @pytest.mark.e2e
 @pytest.mark.shared_data
