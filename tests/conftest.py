@@ -283,3 +283,19 @@ def judged_copy(judged_workflow):
     finally:
         shutil.rmtree(root)
         pristine.rename(root)
+
+
+#: The signed axis-mark columns of the judgments table (workflow/schemas/tables/judgments.schema.yaml).
+JUDGMENT_AXES = ["axis_H", "axis_E", "axis_A", "axis_R", "axis_T"]
+
+
+def judgments_frame(rows) -> "pd.DataFrame":
+    """A hand-built judgments table with the schema's dtypes (nullable integers, boolean ``flipped``)."""
+    import pandas as pd
+
+    df = pd.DataFrame(rows)
+    for col in ("strength", "preference", "n_orders", *JUDGMENT_AXES):
+        df[col] = df[col].astype("Int64")
+    df["flipped"] = df["flipped"].astype("boolean")
+    df["winner"] = df["winner"].astype(object).where(df["winner"].notna(), None)
+    return df

@@ -8,9 +8,9 @@ import pandas as pd
 import pytest
 from statsmodels.stats.multitest import multipletests
 
+from conftest import JUDGMENT_AXES as AXES, judgments_frame as table
 from heart import agreement, bias, multiple_testing, reliability
 
-AXES = ["axis_H", "axis_E", "axis_A", "axis_R", "axis_T"]
 
 
 def judgment(pair, conv, judge, winner=None, status=None, preference=None, subset="regular",
@@ -28,15 +28,6 @@ def judgment(pair, conv, judge, winner=None, status=None, preference=None, subse
             "strength": 1 if winner else None, "preference": preference if human else None,
             "n_orders": None if human else 2, "flipped": None if human else False,
             **{a: None if human else 0 for a in AXES}}
-
-
-def table(rows) -> pd.DataFrame:
-    df = pd.DataFrame(rows)
-    for col in ("strength", "preference", "n_orders", *AXES):
-        df[col] = df[col].astype("Int64")
-    df["flipped"] = df["flipped"].astype("boolean")
-    df["winner"] = df["winner"].astype(object).where(df["winner"].notna(), None)
-    return df
 
 
 def row(frame, **where):

@@ -6,9 +6,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from conftest import JUDGMENT_AXES as AXES, judgments_frame as table
 from heart import bootstrap, preferences, tableio
 
-AXES = ["axis_H", "axis_E", "axis_A", "axis_R", "axis_T"]
 MODEL_A = {"system_a": "m1", "contributor_a": None, "system_b": "human", "contributor_b": "w1"}
 HUMAN_A = {"system_a": "human", "contributor_a": "w2", "system_b": "m1", "contributor_b": None}
 
@@ -26,15 +26,6 @@ def judgment(pair, conv, judge, winner=None, status=None, axes=None, subset="reg
             "preference": ({"a": 1, "b": -1, None: 0}[winner] if human else None),
             "n_orders": None if human else 2, "flipped": None if human else False,
             **dict(zip(AXES, marks)), "rationale": None}
-
-
-def table(rows) -> pd.DataFrame:
-    df = pd.DataFrame(rows)
-    for col in ("strength", "preference", "n_orders", *AXES):
-        df[col] = df[col].astype("Int64")
-    df["flipped"] = df["flipped"].astype("boolean")
-    df["winner"] = df["winner"].astype(object).where(df["winner"].notna(), None)
-    return df
 
 
 def shares(out, source, measure, subset):
