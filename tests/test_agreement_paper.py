@@ -37,7 +37,8 @@ def test_consensus_fraction_parsing():
     assert agreement.consensus_fraction(Fraction(3, 5)) == Fraction(3, 5)
     assert agreement.consensus_fraction(1) == 1
     assert agreement.CONSENSUS == Fraction(2, 3)
-    for bad in ("two thirds", "2/0", "3/2", 0, 1.5, -0.5, float("nan")):
+    assert agreement.consensus_fraction("1/2") == Fraction(1, 2)
+    for bad in ("two thirds", "2/0", "3/2", "1/3", "0.3", 0, 1.5, -0.5, float("nan")):
         with pytest.raises(ValueError):
             agreement.consensus_fraction(bad)
     for bad in (True, None, [2, 3]):

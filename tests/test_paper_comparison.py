@@ -110,3 +110,39 @@ def test_what_a_run_has_decides_the_reason():
     assert row["status"] == "not computable in this run" and row["note"].startswith("no pair in scope")
     row = pc.compare(spec, table, met={**met, "human": False}).iloc[0]
     assert row["status"] == "needs human judgments"
+
+
+def _producer_tables(llm_judges: int) -> tuple[dict, pd.DataFrame]:
+    """The agreement and preference tables as their modules write them, from SIMULATED judgments."""
+    from heart import agreement, preferences, simulate
+
+    j, _ = simulate.judgments(n_systems=5, n_items=30, n_adversarial=6, pairs_per_item=6, human_pairs=170,
+                              llm_judges=llm_judges, human_raters=5, seed=1)
+    return {"agreement_human_llm": agreement.human_llm_agreement(j, n_boot=0),
+            "agreement_cross_judge": agreement.cross_judge_agreement(j, n_boot=0),
+            "agreement_inter_human": agreement.inter_human(j, n_boot=0),
+            "preference_shares": preferences.preference_shares(j, n_boot=0)}, j
+
+
+def test_every_filter_of_the_resource_picks_its_row_from_what_the_modules_write():
+    tables, j = _producer_tables(llm_judges=3)
+    spec = pc.load(SPEC_PATH)
+    entries = [e for e in spec["numbers"] if e["table"] in tables]
+    assert len(entries) == 13  # human-LLM agreement 5, inter-human 2, cross-judge 2, §4.5 shares 4
+    met = pc.available(j, completions_sources=["model", "dataset", "human"])
+    out = pc.compare({"numbers": entries}, tables, met=met).set_index("id")
+    # SIMULATED data with everything these numbers need: each one computed, none "not in this run"
+    assert out["status"].eq("computed").all(), out.loc[~out["status"].eq("computed"), ["status", "note"]]
+    assert out["this_run"].between(0, 100).all()
+
+
+def test_a_number_that_needs_three_judges_is_not_reported_over_two():
+    tables, j = _producer_tables(llm_judges=2)
+    # with two judges the cross-judge table still has an "all judges agree" row...
+    assert tables["agreement_cross_judge"].set_index("scope").loc["all", "status"] == "ok"
+    met = pc.available(j, completions_sources=["model", "human"])
+    out = pc.compare(pc.load(SPEC_PATH), tables, met=met).set_index("id")
+    # ... but it is not the paper's three-way agreement
+    assert out.loc["cross_judge_three_way", "status"] == "needs >= 3 LLM judges"
+    assert math.isnan(out.loc["cross_judge_three_way", "this_run"])
+    assert out.loc["cross_judge_mean_pairwise", "status"] == "computed"

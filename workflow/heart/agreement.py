@@ -176,7 +176,7 @@ def _frame(rows: list[dict], columns: list[str]) -> pd.DataFrame:
 
 
 def consensus_fraction(consensus=CONSENSUS) -> Fraction:
-    """``consensus`` as an exact fraction in (0, 1] (module docstring: consensus).
+    """``consensus`` as an exact fraction in [1/2, 1] (module docstring: consensus).
 
     Parameters
     ----------
@@ -194,7 +194,7 @@ def consensus_fraction(consensus=CONSENSUS) -> Fraction:
     TypeError
         For a boolean or another type.
     ValueError
-        For a string that is not a number or "p/q", a zero denominator, or a value outside (0, 1].
+        For a string that is not a number or "p/q", a zero denominator, or a value outside [1/2, 1].
     """
     if isinstance(consensus, (bool, np.bool_)):
         raise TypeError(f"consensus must be a number or a fraction 'p/q', not {consensus!r}")
@@ -219,8 +219,8 @@ def consensus_fraction(consensus=CONSENSUS) -> Fraction:
                              f"not {consensus!r}") from None
     else:
         raise TypeError(f"consensus must be a number or a fraction 'p/q', not {type(consensus).__name__}")
-    if not 0 < frac <= 1:
-        raise ValueError(f"consensus must lie in (0, 1], not {consensus!r} (= {frac})")
+    if not Fraction(1, 2) <= frac <= 1:  # as the config schema: a consensus is at least half the votes
+        raise ValueError(f"consensus must lie in [1/2, 1], not {consensus!r} (= {frac})")
     return frac
 
 

@@ -10,9 +10,12 @@ number:
   ``scope`` (how many pairs, ratings, verdicts or completions it rests on), and the ``definition``
   it is computed under, next to the paper's value and ``paper_scope``;
 * ``status`` "computed" where the row exists with a finite value, else a plain reason a reader can
-  act on -- "needs human judgments", "needs >= 2 LLM judges", ... (from ``needs``; also where the
-  table holds only an "absent" row in place of the one asked for) or "not in this run" (no such
-  table or row) -- with the source row's own note; never a zero or a guess;
+  act on -- "needs human judgments", "needs >= 2 LLM judges", ... (from ``needs``, checked against
+  what the run has, :func:`available`, before any value is taken: a "three-way" agreement over two
+  judges is not the paper's number), "not computable in this run" (what it needs is there, but the
+  row says why there is no value, e.g. no adversarial pair) or "not in this run" (no such table or
+  row; a table of "absent" rows only stands for the missing row) -- with the source row's own note;
+  never a zero or a guess;
 * ``difference`` = this_run - paper where both exist (no test: the paper gives no intervals).
 
 Then the strategy spread of §4.8 (SD and range of the 15 strategy rates per family, humans pooled)
@@ -103,6 +106,8 @@ def _row(group, ident, quantity, section, unit, paper, definition, paper_scope, 
     out = {"group": group, "id": ident, "quantity": quantity, "section": section, "unit": unit,
            "paper": float(paper) if paper is not None else math.nan, "definition": definition,
            "paper_scope": paper_scope, "scope": _scope(source)}
+    if met is False:  # a value computed without what the number needs (e.g. "all agree" over 2 judges
+        status_ok, value = False, math.nan  # where the paper's is over 3) is not the paper's number
     if status_ok and not math.isnan(value):
         lo, hi = _num(source, lo_col, scale), _num(source, hi_col, scale)
         out.update(this_run=value, ci_low=lo, ci_high=hi, difference=value - out["paper"], status="computed",
@@ -149,8 +154,9 @@ def compare(spec: dict, tables: dict[str, pd.DataFrame], models: pd.DataFrame | 
     for e in spec.get("numbers", []):
         table = tables.get(e["table"])
         source = _pick(table, e["where"])
-        if source is None and table is not None and "status" in table.columns and table["status"].eq("absent").any():
-            source = table[table["status"].eq("absent")].iloc[0]  # e.g. one "absent" row for a missing judge
+        if (source is None and table is not None and len(table) and set(e["where"]) <= set(table.columns)
+                and "status" in table.columns and table["status"].eq("absent").all()):
+            source = table.iloc[0]  # a table of "absent" rows only (e.g. one row for a missing judge): its note
         rows.append(_row("headline", e["id"], e["quantity"], e.get("section", ""), e.get("unit", ""), e["paper"],
                          e.get("definition", ""), e.get("paper_scope", ""), source, e["value"],
                          e.get("ci_low", "ci_low"), e.get("ci_high", "ci_high"), float(e.get("scale", 1)),

@@ -160,6 +160,12 @@ def read_table(path) -> pd.DataFrame:
     return pq.read_table(path).to_pandas()
 
 
+def read_tables(paths, name: str) -> pd.DataFrame:
+    """Tables of one schema read and stacked; none (e.g. no completions in an analysis-only run): an empty one."""
+    frames = [read_table(p) for p in paths]
+    return pd.concat(frames, ignore_index=True) if frames else empty_like(name)
+
+
 def provenance_of(path) -> dict:
     """The provenance dict stored by :func:`write_table` (empty if none)."""
     meta = pq.read_schema(path).metadata or {}

@@ -1,6 +1,4 @@
 """rule agreement: human–LLM, cross-judge and inter-human agreement, judge subsampling, trivial judges."""
-import pandas as pd
-
 from heart import agreement, provenance, tableio
 from heart.runtime import logged
 
@@ -13,8 +11,7 @@ with logged(snakemake.log[0], snakemake) as log:
     log.info("consensus %s (from %r): a human majority is clear when winner votes / all votes >= it",
              consensus, p.consensus)
     judgments = tableio.read_table(snakemake.input.judgments)
-    texts = [tableio.read_table(path) for path in snakemake.input.completions]  # none: judgments only
-    texts = pd.concat(texts, ignore_index=True) if texts else tableio.empty_like("completions")
+    texts = tableio.read_tables(snakemake.input.completions, "completions")  # none: judgments only
     # every function orients each pair's rows to its first row's A/B order (agreement.orient) first;
     # the majority winners of judge_stability and trivial_judges do not depend on consensus
     tables = {

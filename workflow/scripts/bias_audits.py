@@ -11,8 +11,7 @@ with logged(snakemake.log[0], snakemake) as log:
     judgments = tableio.read_table(snakemake.input.judgments)
     verdicts = [tableio.read_table(path) for path in snakemake.input.verdicts]
     verdicts = pd.concat(verdicts, ignore_index=True) if verdicts else tableio.empty_like("judge_verdicts")
-    texts = [tableio.read_table(path) for path in snakemake.input.completions]  # none: judgments only
-    texts = pd.concat(texts, ignore_index=True) if texts else tableio.empty_like("completions")
+    texts = tableio.read_tables(snakemake.input.completions, "completions")  # none: judgments only
     position = bias.position_bias(verdicts, alpha=alpha, ci=ci)
     length = bias.length_bias(judgments, texts, alpha=alpha, ci=ci)
     self_pref = bias.self_preference(judgments, p.judge_families, p.families, alpha=alpha, **p.bootstrap)

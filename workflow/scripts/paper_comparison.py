@@ -25,7 +25,8 @@ with logged(snakemake.log[0], snakemake) as log:
     systems = tableio.read_table(i.systems)
     rated = set(headline.loc[headline["status"].eq("ok"), "system"])
     met = paper_comparison.available(
-        judgments, completions_sources=systems["source"].tolist() if "source" in systems else [],
+        # systems.parquet lists "human" even when absent: only present systems count
+        judgments, completions_sources=systems.loc[systems["status"].eq("present"), "source"].tolist(),
         spot_checks=bool(f1) and f1[0]["status"].eq("present").any(),
         paper_models=len(rated & set(models["system"].dropna())))
     log.info("what this run has for the paper's numbers: %s", met)

@@ -1,6 +1,4 @@
 """rule rationale_codes: coded themes of human and LLM rationales on the pairs they agree on (paper §4.3)."""
-import pandas as pd
-
 from heart import provenance, rationales, tableio
 from heart.atomic import sha256_file
 from heart.runtime import logged
@@ -9,7 +7,7 @@ with logged(snakemake.log[0], snakemake) as log:
     job = provenance.collect(snakemake)
     codes = rationales.load_codebook(snakemake.input.codebook)
     judgments = tableio.read_table(snakemake.input.judgments)
-    texts = pd.concat([tableio.read_table(p) for p in snakemake.input.completions], ignore_index=True)
+    texts = tableio.read_tables(snakemake.input.completions, "completions")
     summary, per_code = rationales.comention(judgments, texts, codes, **snakemake.params.bootstrap)
     version = sha256_file(snakemake.input.codebook)[:12]
     tableio.write_tables([(summary, snakemake.output.summary, "rationale_concordance"),

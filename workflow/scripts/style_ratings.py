@@ -9,7 +9,7 @@ with logged(snakemake.log[0], snakemake) as log:
     job = provenance.collect(snakemake)
     lexicon = style_control.load_lexicon(snakemake.input.lexicon)
     judgments = tableio.read_table(snakemake.input.judgments)
-    texts = pd.concat([tableio.read_table(p) for p in snakemake.input.completions], ignore_index=True)
+    texts = tableio.read_tables(snakemake.input.completions, "completions")
     boot = snakemake.params.bootstrap
     ratings, coefficients = style_control.style_control(judgments, texts, lexicon, alpha=snakemake.params.bt_alpha,
                                                         **boot)
