@@ -167,12 +167,13 @@ def compare(spec: dict, tables: dict[str, pd.DataFrame], models: pd.DataFrame | 
         for measure, col, label in (("sd", "rate_sd_pct", "SD"), ("range", "rate_range_pct", "range")):
             for group, paper in spread.get(measure, {}).items():
                 src = _pick(diversity, {"level": "family", "group": group})
+                need = "human_completions" if group == "human" else "tags"
                 if src is None and group == "human":
                     src = _pick(diversity, {"level": "source", "group": "human"})
                 rows.append(_row("strategy spread", f"strategy_{measure}_{group}",
                                  f"Strategy-rate {label}, {group}", spread.get("section", ""), "pp", paper,
                                  spread.get("definition", ""), "15 strategies, the paper's taggers", src, col,
-                                 None, None, 1.0, "tags", f"strategy_diversity: family {group}", met.get("tags")))
+                                 None, None, 1.0, need, f"strategy_diversity: family {group}", met.get(need)))
     fig4 = spec.get("figure4") or {}
     paper_elo = dict(fig4.get("elo", {}))
     if models is not None and len(models):
