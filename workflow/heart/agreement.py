@@ -135,6 +135,7 @@ import numpy as np
 import pandas as pd
 
 from heart import bootstrap, reliability
+from heart.pairs import key_text
 
 ENSEMBLE = "llm-ensemble"
 MEAN_OF_JUDGES = "mean-of-judges"
@@ -233,16 +234,10 @@ def axis_columns(judgments: pd.DataFrame) -> list[str]:
     return [c for c in judgments.columns if str(c).startswith("axis_")]
 
 
-def _text(values, n: int) -> pd.Series:
-    """Strings for side keys: missing (None, NaN, NA) -> ""."""
-    if values is None:
-        return pd.Series([""] * n, dtype=object)
-    s = pd.Series(np.asarray(values, dtype=object), dtype=object)
-    return s.where(s.notna(), "").astype(str)
-
-
 def _side_key(system, contributor, n: int) -> np.ndarray:
-    return (_text(system, n) + "\x1f" + _text(contributor, n)).to_numpy(dtype=object)
+    """(system, contributor) as one text key per row; a table without contributors: "" for all."""
+    contributor = key_text(contributor) if contributor is not None else np.full(n, "", dtype=object)
+    return (key_text(system) + "\x1f" + contributor).astype(object)
 
 
 def _show_side(key: str) -> str:
@@ -1001,13 +996,6 @@ def subsampling_stability(judgments: pd.DataFrame, n_rep: int = 200, seed: int =
 
 # --- trivial judges and the human ceiling -------------------------------------------------------
 
-def _key_frame(system, contributor) -> pd.DataFrame:
-    return pd.DataFrame({"system": pd.Series(system, dtype=object).astype(str).to_numpy(),
-                         "contributor": pd.Series(contributor, dtype=object).map(
-                             lambda c: "" if c is None or (isinstance(c, float) and math.isnan(c))
-                             or c is pd.NA else str(c)).to_numpy()})
-
-
 def pair_lengths(judgments: pd.DataFrame, texts: pd.DataFrame) -> pd.DataFrame:
     """Length in words (whitespace-separated) of both completions of every pair.
 
@@ -1031,16 +1019,16 @@ def pair_lengths(judgments: pd.DataFrame, texts: pd.DataFrame) -> pd.DataFrame:
 def _pair_lengths(judgments: pd.DataFrame, texts: pd.DataFrame) -> pd.DataFrame:
     meta = pair_meta(judgments)
     t = texts.copy()
-    keys = _key_frame(t["system"], t["contributor_id"])
     lengths = pd.Series(t["text"].fillna("").astype(str).str.split().str.len().to_numpy(),
-                        index=pd.MultiIndex.from_arrays([t["item_id"].astype(str).to_numpy(), keys["system"],
-                                                         keys["contributor"]]))
+                        index=pd.MultiIndex.from_arrays([t["item_id"].astype(str).to_numpy(),
+                                                         key_text(t["system"]),
+                                                         key_text(t["contributor_id"])]))
     lengths = lengths[~lengths.index.duplicated()]
     out = pd.DataFrame(index=meta.index)
     for side in ("a", "b"):
-        k = _key_frame(meta[f"system_{side}"], meta[f"contributor_{side}"])
-        idx = pd.MultiIndex.from_arrays([meta["item_id"].astype(str).to_numpy(), k["system"],
-                                         k["contributor"]])
+        idx = pd.MultiIndex.from_arrays([meta["item_id"].astype(str).to_numpy(),
+                                         key_text(meta[f"system_{side}"]),
+                                         key_text(meta[f"contributor_{side}"])])
         out[f"len_{side}"] = lengths.reindex(idx).to_numpy(dtype=float)
     diff = out["len_a"] - out["len_b"]
     out["longer"] = np.where(diff > 0, "a", np.where(diff < 0, "b", None)).astype(object)

@@ -110,6 +110,7 @@ import pandas as pd
 from scipy.special import expit
 
 from heart import bradley_terry as bt
+from heart import pairs
 
 AXES = ("H", "E", "A", "R", "T")
 SUBSETS = ("all", "regular", "adversarial")
@@ -148,11 +149,6 @@ def _absent(systems, scope: dict, status: str, note: str) -> list[dict]:
     return [{**scope, "status": status, "note": note, "system": s} for s in systems]
 
 
-def _contributors(values: np.ndarray) -> np.ndarray:
-    """Contributor ids as text, "" where missing (one anonymous completion per context)."""
-    return np.where(pd.isna(values), "", values).astype(str).astype(object)
-
-
 def judged(judgments: pd.DataFrame, axis: str = "overall") -> pd.DataFrame:
     """A scope's comparisons (:func:`heart.bradley_terry.comparisons`), their contexts and human completions.
 
@@ -174,7 +170,7 @@ def judged(judgments: pd.DataFrame, axis: str = "overall") -> pd.DataFrame:
         return judgments[name].to_numpy(dtype=object)[at]
 
     a_won = comp["winner"].to_numpy(dtype=object) == column("system_a")
-    ca, cb = _contributors(column("contributor_a")), _contributors(column("contributor_b"))
+    ca, cb = pairs.key_text(column("contributor_a")), pairs.key_text(column("contributor_b"))
     return comp.assign(item_id=column("item_id"), winner_contributor=np.where(a_won, ca, cb),
                        loser_contributor=np.where(a_won, cb, ca))
 

@@ -34,6 +34,7 @@ from __future__ import annotations
 import hashlib
 import itertools
 
+import numpy as np
 import pandas as pd
 
 from heart import items as items_mod
@@ -47,6 +48,13 @@ KINDS = ("model-model", "human-model", "dataset-model")
 def completion_ref(system: str, contributor) -> str:
     """How a completion is named: its system, or ``<system>#<contributor>`` for a writer's."""
     return system if contributor is None or pd.isna(contributor) else f"{system}#{contributor}"
+
+
+def key_text(values) -> np.ndarray:
+    """Ids (systems, contributor ids) as text for joining completions: "" where missing (None, NaN, NA), so a
+    completion without a contributor is the one anonymous completion of its system in a context."""
+    values = pd.Series(values, dtype=object).to_numpy(dtype=object)
+    return np.where(pd.isna(values), "", values).astype(str).astype(object)
 
 
 def pair_id(item_id: str, ref_a: str, ref_b: str) -> str:

@@ -96,7 +96,7 @@ from scipy import optimize, sparse, stats
 
 from heart import bootstrap as cluster_bootstrap
 from heart import bradley_terry as bt
-from heart import leaderboard
+from heart import leaderboard, pairs
 
 COVARIATES = ("length", "warmth")
 #: the completion feature behind each covariate and its unit
@@ -211,12 +211,6 @@ def words(text) -> int:
     return len(text.split()) if isinstance(text, str) else 0
 
 
-def _contributor(values) -> np.ndarray:
-    """Contributor ids as text, "" where missing (the key :func:`heart.leaderboard.judged` uses)."""
-    values = pd.Series(values, dtype=object).to_numpy(dtype=object)
-    return np.where(pd.isna(values), "", values).astype(str).astype(object)
-
-
 def completion_features(completions: pd.DataFrame, lexicon: Lexicon) -> pd.DataFrame:
     """Length and warmth of every completion.
 
@@ -242,7 +236,7 @@ def completion_features(completions: pd.DataFrame, lexicon: Lexicon) -> pd.DataF
     hits = np.array([lexicon.hits(t) for t in text], dtype=np.int64)
     out = pd.DataFrame({"item_id": completions["item_id"].astype(str).to_numpy(dtype=object),
                         "system": completions["system"].to_numpy(dtype=object),
-                        "contributor": _contributor(completions["contributor_id"]),
+                        "contributor": pairs.key_text(completions["contributor_id"]),
                         "words": n, "warmth_hits": hits,
                         "warmth": np.where(n > 0, 100.0 * hits / np.maximum(n, 1), 0.0)})
     return out.drop_duplicates(["item_id", "system", "contributor"], ignore_index=True)[FEATURE_COLUMNS]
