@@ -473,7 +473,7 @@ def rate(comp: pd.DataFrame, systems: list[str], n_boot: int = 1000, seed: int =
             diffs.append((comp[f"winner_{col}"].to_numpy(float) - comp[f"loser_{col}"].to_numpy(float)) / scales[cov])
     X0 = design(w_idx, l_idx, K)
     X = design(w_idx, l_idx, K, np.column_stack(diffs) if diffs else None)
-    theta0 = fit(X0, weight, K, alpha)  # the plain fit (= bradley_terry.fit), for its Hessian
+    theta0 = plain["theta"].to_numpy(float)  # bradley_terry's fit: this model without covariates
     beta = fit(X, weight, K, alpha, start=np.r_[theta0, np.zeros(len(used))])
     se_plain = _elo_se(covariance(X0, weight, theta0, K, alpha), K)
     sigma = covariance(X, weight, beta, K, alpha)
