@@ -234,6 +234,23 @@ def axis_columns(judgments: pd.DataFrame) -> list[str]:
     return [c for c in judgments.columns if str(c).startswith("axis_")]
 
 
+def axis_marks(rows: pd.DataFrame, columns) -> np.ndarray:
+    """The signed axis marks of ``rows`` as floats, shape (n, len(columns)): NaN where a mark is missing,
+    and a whole column of NaN where the table has no such column."""
+    out = np.full((len(rows), len(columns)), np.nan)
+    for k, c in enumerate(columns):
+        if c in rows.columns:
+            out[:, k] = pd.to_numeric(rows[c], errors="coerce").astype("Float64").to_numpy(float, na_value=np.nan)
+    return out
+
+
+def pair_axis_votes(marks: np.ndarray, pair_ids) -> pd.DataFrame:
+    """Per pair (index, sorted) and axis: judges whose mark is > 0 minus those whose mark is < 0 (a zero or
+    missing mark is no vote, and a mark's strength does not weigh) -- > 0: the axis's majority is side a."""
+    return pd.DataFrame(np.sign(np.nan_to_num(marks, nan=0.0)),
+                        index=np.asarray(pair_ids, dtype=object)).groupby(level=0, sort=True).sum()
+
+
 def _side_key(system, contributor, n: int) -> np.ndarray:
     """(system, contributor) as one text key per row; a table without contributors: "" for all."""
     contributor = key_text(contributor) if contributor is not None else np.full(n, "", dtype=object)
@@ -507,11 +524,9 @@ def _ambiguity(judgments: pd.DataFrame, human: pd.DataFrame) -> pd.DataFrame:
     axes = axis_columns(judgments)
     llm = judgments[(judgments["judge_kind"] == "llm") & ~judgments["status"].isin(["unparsed"])]
     if axes and len(llm):
-        marks = np.column_stack([pd.to_numeric(llm[c], errors="coerce").astype("float64").to_numpy()
-                                 for c in axes])
+        marks = axis_marks(llm, axes)
         pid = llm["pair_id"].to_numpy(dtype=object)
-        votes = pd.DataFrame(np.sign(np.nan_to_num(marks, nan=0.0)), index=pid).groupby(level=0).sum()
-        axis_winner = np.sign(votes.reindex(index, fill_value=0.0).to_numpy())
+        axis_winner = np.sign(pair_axis_votes(marks, pid).reindex(index, fill_value=0.0).to_numpy())
         marked = pd.Series((~np.isnan(marks)).any(axis=1), index=pid).groupby(level=0).any()
         has_marks = marked.reindex(index, fill_value=False).to_numpy(bool)
     else:

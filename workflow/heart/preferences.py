@@ -63,7 +63,7 @@ import math
 import numpy as np
 import pandas as pd
 
-from heart import bootstrap
+from heart import agreement, bootstrap
 from heart.judgment_import import source_of
 
 AXES = ("H", "E", "A", "R", "T")
@@ -115,11 +115,7 @@ def human_side(judgments: pd.DataFrame, sources: dict | None = None) -> pd.Serie
 def _marks_toward_model(rows: pd.DataFrame, model_sign: np.ndarray) -> np.ndarray:
     """Signed axis marks turned toward the model (positive = the model's side), shape (n, 5); a missing
     mark (or a missing axis column) is NaN."""
-    cols = []
-    for k in AXES:
-        col = rows[f"axis_{k}"] if f"axis_{k}" in rows.columns else pd.Series(np.nan, index=rows.index)
-        cols.append(pd.to_numeric(col, errors="coerce").astype("Float64").to_numpy(float, na_value=np.nan))
-    return np.column_stack(cols) * model_sign[:, None] if cols else np.zeros((len(rows), 0))
+    return agreement.axis_marks(rows, [f"axis_{k}" for k in AXES]) * model_sign[:, None]
 
 
 def _all_axes_outcome(toward_model: np.ndarray) -> np.ndarray:
@@ -178,8 +174,7 @@ def _units(judgments: pd.DataFrame, sources: dict | None) -> tuple[dict, dict, d
     base = lr[["pair_id", "conversation_id", "subset"]]
     units[(LLM_JUDGES, "per verdict")] = base.assign(outcome=_all_axes_outcome(toward))
     units[(LLM_JUDGES, "overall winner per verdict")] = base.assign(outcome=overall.astype(object))
-    votes = pd.DataFrame(np.sign(np.nan_to_num(toward, nan=0.0)), index=lr.index, columns=list(AXES))
-    per_pair = votes.groupby(lr["pair_id"], sort=True).sum()
+    per_pair = agreement.pair_axis_votes(toward, lr["pair_id"])
     meta = base.drop_duplicates("pair_id").set_index("pair_id").reindex(per_pair.index)
     units[(LLM_JUDGES, "per pair, ensemble majority per axis")] = meta.assign(
         outcome=_all_axes_outcome(per_pair.to_numpy(float)))
