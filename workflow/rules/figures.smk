@@ -25,6 +25,7 @@ rule figure_elo_ttft:
         ratings="results/stats/ratings.parquet",
         models=workflow.source_path("../resources/external/models.csv"),
         completions=TTFT_COMPLETIONS,
+        correlations="results/stats/external_correlations.parquet",  # its rho, not computed again
         style=workflow.source_path("../resources/figures/fig5_elo_ttft.yaml"),
     output:
         png=report("results/figures/fig5_elo_ttft.png", caption="../report/fig5_elo_ttft.rst",

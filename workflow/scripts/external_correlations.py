@@ -17,8 +17,7 @@ with logged(snakemake.log[0], snakemake) as log:
     ratings = tableio.read_table(snakemake.input.ratings)
     board = leaderboard.headline(ratings, source=source)
     ours = board[(board["status"] == "ok") & ~board["derived"]].assign(win_rate=lambda d: d["win_pct"] / 100)
-    tables = [tableio.read_table(p) for p in snakemake.input.completions]  # none in an analysis-only run
-    measured = external.measured_ttft(pd.concat(tables, ignore_index=True) if tables else None)
+    measured = external.measured_ttft(tableio.read_tables(snakemake.input.completions, "completions"))
     run = external.correlate(ours[["system", "elo", "win_rate"]], meta, win_col="win_rate", ci=ci,
                              measured=measured, figure_ttft=ttft_source)
     table = pd.concat([paper.assign(data="paper Table 1"), run.assign(data="this run")], ignore_index=True)

@@ -1,7 +1,5 @@
 """rule figure_elo_ttft: Figure 5, Elo (Figure 4's) against median time-to-first-token from one source
 (config figures.fig5.ttft_source: the paper's published medians or this run's measured ones)."""
-import pandas as pd
-
 from heart import external, leaderboard, tableio
 from heart.figures import elo_ttft, style
 from heart.runtime import logged
@@ -11,12 +9,12 @@ with logged(snakemake.log[0], snakemake) as log, style.applied(snakemake.input.s
     ratings = tableio.read_table(snakemake.input.ratings)
     board = leaderboard.headline(ratings, source=params.source)
     models = external.load_models(snakemake.input.models)
-    tables = [tableio.read_table(p) for p in snakemake.input.completions]  # none in an analysis-only run
-    completions = pd.concat(tables, ignore_index=True) if tables else None
+    completions = tableio.read_tables(snakemake.input.completions, "completions")  # none: analysis-only
     points = elo_ttft.ttft_points(board, models, completions, ttft_source=params.ttft_source,
                                   labels=params.display_names or {})
-    # the same correlation external_correlations reports for this run (its row flagged figure_5)
-    rho = external.correlate(points[["system", "elo"]], models, measured=external.measured_ttft(completions))
+    # the correlation is external_correlations' for this run (one computation, its row flagged figure_5)
+    correlations = tableio.read_table(snakemake.input.correlations)
+    rho = correlations[correlations["data"] == "this run"]
     judges = leaderboard.column_sources(ratings, params.source)["elo"]
     fig = elo_ttft.elo_vs_ttft(points, elo_label=f"HEART Elo ({judges})", rho=elo_ttft.rho_text(rho, params.ttft_source))
     style.save(fig, snakemake.output.png, snakemake.output.pdf, dpi=dpi)
