@@ -373,6 +373,11 @@ def percentiles(scope: pd.DataFrame) -> pd.Series:
     return pd.Series(out, index=pd.Index(systems, name="system"), name="percentile")
 
 
+def _check_columns(columns: str) -> None:
+    if columns not in AXIS_MEASURES:
+        raise ValueError(f"columns must be one of {', '.join(AXIS_MEASURES)}, not {columns!r}")
+
+
 def _check_source(ratings: pd.DataFrame, source: str) -> None:
     known = sorted(ratings["source"].dropna().unique())
     if len(ratings) and source not in known:
@@ -408,8 +413,7 @@ def headline(ratings: pd.DataFrame, source: str = FIGURE_4_SOURCE, columns: str 
     ValueError
         An unknown ``columns`` or a ``source`` the ratings do not have.
     """
-    if columns not in AXIS_MEASURES:
-        raise ValueError(f"columns must be one of {', '.join(AXIS_MEASURES)}, not {columns!r}")
+    _check_columns(columns)
     _check_source(ratings, source)
     r = ratings[(ratings["subset"] == "all") & (ratings["source"] == source)]
     overall = r[r["axis"] == "overall"].set_index("system")
@@ -462,8 +466,7 @@ def column_sources(ratings: pd.DataFrame, source: str = FIGURE_4_SOURCE) -> dict
 
 def describe(ratings: pd.DataFrame, source: str = FIGURE_4_SOURCE, columns: str = "percentile") -> str:
     """What each of Figure 4's column groups measures and whose judgments it uses (:func:`column_sources`)."""
-    if columns not in AXIS_MEASURES:
-        raise ValueError(f"columns must be one of {', '.join(AXIS_MEASURES)}, not {columns!r}")
+    _check_columns(columns)
     who = column_sources(ratings, source)
     axes = ("percentile = 100 × expected share of the other rated systems beaten on that axis "
             "(Bradley–Terry fit of its marks)" if columns == "percentile"
