@@ -99,29 +99,32 @@ def available(judgments: pd.DataFrame, completions_sources=(), spot_checks: bool
             "tags": True, "spot_checks": spot_checks, "external": paper_models >= 4}
 
 
-def _row(group, ident, quantity, section, unit, paper, definition, paper_scope, source, value_col, lo_col,
-         hi_col, scale, needs, where, met: bool | None = None) -> dict:
-    value = _num(source, value_col, scale)
+def _row(group: str, e: dict, source: pd.Series | None, met: bool | None) -> dict:
+    """One row of the table for the number ``e`` (a resource entry: id, quantity, section, unit, paper,
+    definition, paper_scope, value / ci_low / ci_high columns, scale, needs, and ``lookup``, where its row
+    was looked for) from its ``source`` row (None: not found) and whether the run meets its need."""
+    scale = float(e.get("scale", 1))
+    value = _num(source, e["value"], scale)
     status_ok = source is not None and ("status" not in source.index or source["status"] in _OK)
-    out = {"group": group, "id": ident, "quantity": quantity, "section": section, "unit": unit,
-           "paper": float(paper) if paper is not None else math.nan, "definition": definition,
-           "paper_scope": paper_scope, "scope": _scope(source)}
+    out = {"group": group, "id": e["id"], "quantity": e["quantity"], "section": e.get("section", ""),
+           "unit": e.get("unit", ""), "paper": float(e["paper"]) if e["paper"] is not None else math.nan,
+           "definition": e.get("definition", ""), "paper_scope": e.get("paper_scope", ""), "scope": _scope(source)}
     if met is False:  # a value computed without what the number needs (e.g. "all agree" over 2 judges
         status_ok, value = False, math.nan  # where the paper's is over 3) is not the paper's number
     if status_ok and not math.isnan(value):
-        lo, hi = _num(source, lo_col, scale), _num(source, hi_col, scale)
+        lo, hi = _num(source, e.get("ci_low"), scale), _num(source, e.get("ci_high"), scale)
         out.update(this_run=value, ci_low=lo, ci_high=hi, difference=value - out["paper"], status="computed",
                    note=str(source.get("note") or "") if "note" in source.index else "")
     else:
         own = "" if source is None or "note" not in source.index or pd.isna(source["note"]) else str(source["note"])
         if met is False:
-            reason = NEEDS[needs]
+            reason = NEEDS[e["needs"]]
         elif source is None:
-            reason = f"not in this run ({where})"
+            reason = f"not in this run ({e['lookup']})"
         elif met:  # what it needs is there, yet no value: the row's note says why (e.g. no pair in scope)
             reason = "not computable in this run"
         else:
-            reason = NEEDS[needs] + (" (value undefined)" if status_ok else "")
+            reason = NEEDS[e["needs"]] + (" (value undefined)" if status_ok else "")
         out.update(this_run=math.nan, ci_low=math.nan, ci_high=math.nan, difference=math.nan, status=reason,
                    note=own)
     return out
@@ -157,10 +160,8 @@ def compare(spec: dict, tables: dict[str, pd.DataFrame], models: pd.DataFrame | 
         if (source is None and table is not None and len(table) and set(e["where"]) <= set(table.columns)
                 and "status" in table.columns and table["status"].eq("absent").all()):
             source = table.iloc[0]  # a table of "absent" rows only (e.g. one row for a missing judge): its note
-        rows.append(_row("headline", e["id"], e["quantity"], e.get("section", ""), e.get("unit", ""), e["paper"],
-                         e.get("definition", ""), e.get("paper_scope", ""), source, e["value"],
-                         e.get("ci_low", "ci_low"), e.get("ci_high", "ci_high"), float(e.get("scale", 1)),
-                         e["needs"], f"{e['table']}: {e['where']}", met.get(e["needs"])))
+        rows.append(_row("headline", {"ci_low": "ci_low", "ci_high": "ci_high", **e,
+                                      "lookup": f"{e['table']}: {e['where']}"}, source, met.get(e["needs"])))
     spread = spec.get("strategy_spread")
     if spread:
         diversity = tables.get("strategy_diversity")
@@ -170,10 +171,11 @@ def compare(spec: dict, tables: dict[str, pd.DataFrame], models: pd.DataFrame | 
                 need = "human_completions" if group == "human" else "tags"
                 if src is None and group == "human":
                     src = _pick(diversity, {"level": "source", "group": "human"})
-                rows.append(_row("strategy spread", f"strategy_{measure}_{group}",
-                                 f"Strategy-rate {label}, {group}", spread.get("section", ""), "pp", paper,
-                                 spread.get("definition", ""), "15 strategies, the paper's taggers", src, col,
-                                 None, None, 1.0, need, f"strategy_diversity: family {group}", met.get(need)))
+                rows.append(_row("strategy spread", {
+                    "id": f"strategy_{measure}_{group}", "quantity": f"Strategy-rate {label}, {group}",
+                    "section": spread.get("section", ""), "unit": "pp", "paper": paper,
+                    "definition": spread.get("definition", ""), "paper_scope": "15 strategies, the paper's taggers",
+                    "value": col, "needs": need, "lookup": f"strategy_diversity: family {group}"}, src, met.get(need)))
     fig4 = spec.get("figure4") or {}
     paper_elo = dict(fig4.get("elo", {}))
     if models is not None and len(models):
@@ -183,12 +185,13 @@ def compare(spec: dict, tables: dict[str, pd.DataFrame], models: pd.DataFrame | 
         board = headline.set_index("system")
         for system, paper in paper_elo.items():
             src = board.loc[system] if system in board.index else None
-            rows.append(_row("Figure 4 Elo", f"elo_{system}", f"Elo, {system}", fig4.get("section", "Figure 4"),
-                             "Elo", paper, f"overall Bradley-Terry Elo (source: {headline_source}); "
-                             "bootstrap interval", "paper's 18 systems", src, "elo", "elo_lo_boot",
-                             "elo_hi_boot", 1.0, "human_completions" if system == "best-human" else "external",
-                             f"leaderboard: {system}",
-                             met.get("human_completions") if system == "best-human" else None))
+            need = "human_completions" if system == "best-human" else "external"
+            rows.append(_row("Figure 4 Elo", {
+                "id": f"elo_{system}", "quantity": f"Elo, {system}", "section": fig4.get("section", "Figure 4"),
+                "unit": "Elo", "paper": paper, "paper_scope": "paper's 18 systems",
+                "definition": f"overall Bradley-Terry Elo (source: {headline_source}); bootstrap interval",
+                "value": "elo", "ci_low": "elo_lo_boot", "ci_high": "elo_hi_boot", "needs": need,
+                "lookup": f"leaderboard: {system}"}, src, met.get(need) if need == "human_completions" else None))
     return pd.DataFrame(rows, columns=COLUMNS)
 
 
