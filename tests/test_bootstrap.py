@@ -72,6 +72,19 @@ def test_resampling_moves_all_rows_of_a_conversation_together():
     assert set(np.round(reps2, 12)) <= {0.0, 0.5, 1.0}
 
 
+def test_a_ratio_of_totals_resamples_both_sums_with_the_same_draws():
+    # two conversations: A has 3 of 4 rater pairs agreeing, B 0 of 2; a replicate draws (A, A), (A, B) or
+    # (B, B): 6/8, 3/6 or 0/4, never the mean of the per-conversation ratios (0.375 for (A, B))
+    conv, agree, pairs = np.array(["A", "B"]), np.array([3.0, 0.0]), np.array([4.0, 2.0])
+    boot = bootstrap.ClusterBootstrap(conv, 400, seed=0)
+    reps = boot.ratio(conv, agree, pairs)
+    assert set(np.round(reps, 12)) == {0.75, 0.5, 0.0}
+    np.testing.assert_allclose(reps, (boot.counts @ agree) / (boot.counts @ pairs))
+    # a replicate with nothing in it (only B, which has no rater pair) is NaN, not an error
+    empty = boot.counts[:, 0] == 0
+    assert empty.any() and np.isnan(boot.ratio(conv, agree, np.array([4.0, 0.0]))[empty]).all()
+
+
 def test_interval_is_the_percentile_interval_of_the_replicates():
     boot = bootstrap.ClusterBootstrap(CONV, 1000, seed=2)
     _, reps = boot.rate(CONV, HITS)

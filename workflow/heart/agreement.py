@@ -903,9 +903,7 @@ def inter_human(judgments: pd.DataFrame, n_boot: int = 1000, seed: int = 0, ci: 
         unit_conv = conv_of_unit.reindex(kept.index).to_numpy()
         est = value(table)
         if measure == "percent_agreement":
-            agree, pairs = reliability.rater_pair_agreement(table)
-            with np.errstate(invalid="ignore", divide="ignore"):
-                reps = boot.totals(unit_conv, agree) / boot.totals(unit_conv, pairs)
+            reps = boot.ratio(unit_conv, *reliability.rater_pair_agreement(table))
         else:
             reps = boot.apply(unit_conv, table, value)
         lo, hi = bootstrap.interval(reps, ci)

@@ -121,6 +121,13 @@ class ClusterBootstrap:
         """Sum of ``values`` over the units of every replicate: shape (n_boot,) or (n_boot, k)."""
         return self.resample(self.sums(clusters, values))
 
+    def ratio(self, clusters, numerator, denominator) -> np.ndarray:
+        """Replicates of a ratio of totals, (resampled sum of ``numerator``) / (resampled sum of
+        ``denominator``), one value of each per unit: shape (n_boot,); NaN where a replicate holds no unit with a
+        denominator (0 / 0), without a warning."""
+        with np.errstate(invalid="ignore", divide="ignore"):
+            return self.totals(clusters, numerator) / self.totals(clusters, denominator)
+
     def rate(self, clusters, hits):
         """The mean of ``hits`` over the units and its replicates (resampled sum / resampled number of units).
 

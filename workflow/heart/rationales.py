@@ -186,10 +186,8 @@ def comention(judgments: pd.DataFrame, texts: pd.DataFrame, codes: list[dict], n
     either, both, same = np.maximum(hm, lm).sum(axis=1), (hm * lm).sum(axis=1), (hm == lm).sum(axis=1)
     conv = pairs["conversation_id"].to_numpy()
     boot = bootstrap.ClusterBootstrap(conv, n_boot, seed)
-    reps = boot.totals(conv, np.column_stack([both, either, same]))  # (n_boot, 3) resampled sums
-    with np.errstate(invalid="ignore", divide="ignore"):
-        lo, hi = bootstrap.interval(reps[:, 0] / reps[:, 1], ci)
-    lo_o, hi_o = bootstrap.interval(reps[:, 2] / (len(codes) * boot.totals(conv, np.ones(len(pairs)))), ci)
+    lo, hi = bootstrap.interval(boot.ratio(conv, both, either), ci)
+    lo_o, hi_o = bootstrap.interval(boot.ratio(conv, same, np.full(len(pairs), len(codes))), ci)
     common = {"n_agreed_pairs": len(pairs), "n_codes": len(codes), "n_conversations": len(boot.ids)}
     defined = counts["n_mentioned_cells"] > 0
     summary = pd.DataFrame([
