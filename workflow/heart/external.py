@@ -117,7 +117,8 @@ def measured_ttft(completions: pd.DataFrame | None) -> pd.DataFrame:
     t = pd.DataFrame({"system": completions["system"].astype(str),
                       "ttft_s": pd.to_numeric(completions["ttft_s"], errors="coerce")}).dropna()
     g = t.groupby("system", sort=True)["ttft_s"]
-    return pd.DataFrame({"system": g.median().index.astype(object), "ttft_median_s": g.median().to_numpy(),
+    median = g.median()
+    return pd.DataFrame({"system": median.index.astype(object), "ttft_median_s": median.to_numpy(),
                          "n_ttft": pd.array(g.size().to_numpy(), dtype="Int64")})
 
 
