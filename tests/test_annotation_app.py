@@ -1,0 +1,279 @@
+"""The annotation app through its HTTP interface (FastAPI's TestClient, no browser): secrets, blinding,
+cross-site posts, validation, server-side timing, resuming, and an export that the workflow's own readers
+accept. Every person and answer here is SYNTHETIC, made by the test."""
+
+import json
+import os
+import re
+import stat
+import warnings
+from types import SimpleNamespace
+
+import pandas as pd
+import pytest
+import yaml
+
+from conftest import REPO
+from heart import completions as completions_mod
+from heart import human_judgments, pairs as pairs_mod, tagging
+from heart.annotation import app as app_mod
+from heart.annotation import export, store, tasks
+from heart.annotation.__main__ import _links
+
+with warnings.catch_warnings():  # starlette's notice that its TestClient will move to httpx2
+    warnings.simplefilter("ignore")
+    from fastapi.testclient import TestClient
+
+TAXONOMY = REPO / "workflow/resources/taxonomy/strategies.yaml"
+KEYS = tagging.keys(tagging.load_taxonomy(TAXONOMY))
+QC = yaml.safe_load((REPO / "workflow/resources/annotation/qc_replies.yaml").read_text())["replies"]
+HOSTILE = '<script>alert("x")</script> & </textarea>'
+
+
+def make_items(n=3):
+    return pd.DataFrame([{
+        "item_id": f"item{i}", "conversation_id": i, "subset": "regular", "release_key": None,
+        "history": [{"role": "seeker", "text": f"My exam {i} went badly {HOSTILE if i == 0 else ''}"},
+                    {"role": "supporter", "text": "I'm listening."},
+                    {"role": "seeker", "text": "I don't know what to do."}],
+        "original_reply": f"That sounds really stressful ({i}).",
+    } for i in range(n)])
+
+
+def make_completions(items):
+    rows = []
+    for it in items.itertuples():
+        rows += [{"item_id": it.item_id, "system": s, "source": "model", "contributor_id": None,
+                  "text": f"Reply {k} to {it.item_id}."} for k, s in enumerate(("secret-model-x", "secret-model-y"))]
+        rows.append({"item_id": it.item_id, "system": "original", "source": "dataset", "contributor_id": None,
+                     "text": it.original_reply})
+    return pd.DataFrame(rows)
+
+
+@pytest.fixture
+def study(tmp_path):
+    """A store with 1 writer, 2 raters (with quality checks) and 2 labellers over three items; the app;
+    everyone's link."""
+    items = make_items()
+    comp = make_completions(items)
+    pairs = pairs_mod.design(comp, items, 5)
+    table = pd.concat([tasks.writing_tasks(items, 1, 1, 5),
+                       tasks.rating_tasks(items, pairs, comp, 2, 1, 0.25, QC, 5),
+                       tasks.spot_check_tasks(comp, items, 2, 2, 2, 5)], ignore_index=True)
+    db = tmp_path / "human" / "annotation.sqlite"
+    store.create(db)
+    conn = store.connect(db)
+    store.load_tasks(conn, table)
+    conn.close()
+    client = TestClient(app_mod.create_app(db, TAXONOMY))
+    links = {person: link for person, _, link in _links(db, "")}
+    return {"db": db, "client": client, "links": links, "tasks": table, "items": items, "comp": comp,
+            "pairs": pairs, "tmp": tmp_path}
+
+
+def nonce_of(html):
+    return re.search(r'name="nonce" value="([^"]+)"', html).group(1)
+
+
+def answer(client, link, **fields):
+    page = client.get(link)
+    assert page.status_code == 200, page.text
+    return client.post(f"{link}/answer", data={"nonce": nonce_of(page.text), **fields}, follow_redirects=False)
+
+
+def stored(db):
+    conn = store.connect(db)
+    try:
+        return store.answers_frame(conn)
+    finally:
+        conn.close()
+
+
+def test_store_key_is_private_and_a_store_without_its_key_is_refused(tmp_path):
+    db = tmp_path / "a.sqlite"
+    store.create(db)
+    assert stat.S_IMODE(os.stat(store.key_path(db)).st_mode) == 0o600
+    conn = store.connect(db)
+    assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+    conn.close()
+    store.key_path(db).unlink()
+    with pytest.raises(store.StoreError, match="link key .* does not"):
+        store.create(db)
+
+
+def test_reloading_a_task_table_adds_keeps_and_retires_but_never_drops_an_answer(study):
+    db, links = study["db"], study["links"]
+    assert answer(study["client"], links["rater-01"], choice="2", rationale="warmer and specific").status_code == 303
+    answered = stored(db)["task_id"].tolist()
+    conn = store.connect(db)
+    smaller = study["tasks"][~study["tasks"]["person_id"].eq("rater-01")]
+    counts = store.load_tasks(conn, smaller)
+    n_rater = int(study["tasks"]["person_id"].eq("rater-01").sum())
+    assert counts == {"added": 0, "kept": len(smaller), "retired": n_rater, "reactivated": 0}
+    assert stored(db).empty and store.answers_frame(conn, active_only=False)["task_id"].tolist() == answered
+    assert store.load_tasks(conn, study["tasks"])["reactivated"] == n_rater
+    assert stored(db)["task_id"].tolist() == answered  # back, with its answer
+    clash = study["tasks"].head(1).assign(task_id="w-new", kind="rating", person_id="writer-01")
+    with pytest.raises(store.StoreError, match="writer-01.* is a writer in the store and a rater here"):
+        store.load_tasks(conn, clash)
+    conn.close()
+
+
+def test_links_are_secret_and_scoped(study):
+    client, links = study["client"], study["links"]
+    assert client.get("/p/not-a-token").status_code == 404
+    assert client.get(links["writer-01"].replace("/p/", "/c/")).status_code == 404  # no coordinator rights
+    assert client.get(links["coordinator"].replace("/c/", "/p/")).status_code == 404
+    # rater-02's page nonce cannot answer for rater-01 (or the reverse)
+    other = nonce_of(client.get(links["rater-02"]).text)
+    r = client.post(f"{links['rater-01']}/answer", data={"nonce": other, "choice": "1", "rationale": "because"})
+    assert r.status_code == 403 and stored(study["db"]).empty
+    # a revoked link stops at once; the new one works
+    conn = store.connect(study["db"])
+    store.revoke(conn, "rater-01")
+    conn.close()
+    assert client.get(links["rater-01"]).status_code == 404
+    assert client.get(_links(study["db"], "", "rater-01")[0][2]).status_code == 200
+    page = client.get(links["coordinator"])
+    assert page.status_code == 200 and "rater-01" in page.text
+    for name, value in {"Referrer-Policy": "no-referrer", "Cache-Control": "no-store"}.items():
+        assert page.headers[name] == value
+    assert "script-src 'self'" in page.headers["Content-Security-Policy"]
+
+
+def test_pages_are_blinded_and_escaped(study):
+    client, links, t = study["client"], study["links"], study["tasks"]
+    pages = []
+    for person in ("rater-01", "rater-02"):
+        n = int((t["person_id"] == person).sum())
+        for k in range(n):
+            page = client.get(links[person]).text
+            pages.append(page)
+            assert answer(client, links[person], choice=str(1 + k % 5), rationale="a short reason").status_code == 303
+    secret = {"secret-model", "original", "qc:", "writer-", "rater-", "pair"} | set(study["pairs"]["pair_id"])
+    for page in pages:
+        assert not [s for s in secret if s in page], "a rating page names a system, ref or pair"
+    escaped = "&lt;script&gt;alert(&#34;x&#34;)&lt;/script&gt; &amp; &lt;/textarea&gt;"
+    assert not [p for p in pages if HOSTILE in p] and [p for p in pages if escaped in p]
+
+
+@pytest.mark.parametrize("headers", [{"origin": "https://evil.example"}, {"sec-fetch-site": "cross-site"},
+                                     {"origin": "null", "sec-fetch-site": "same-site"}])
+def test_cross_site_posts_are_refused(study, headers):
+    client, link = study["client"], study["links"]["writer-01"]
+    nonce = nonce_of(client.get(link).text)
+    r = client.post(f"{link}/answer", data={"nonce": nonce, "reply": "I hear you."}, headers=headers)
+    assert r.status_code == 403 and stored(study["db"]).empty
+    assert client.post(f"{link}/answer", data={"reply": "no nonce"}).status_code == 403
+
+
+@pytest.mark.parametrize("kind,fields,message", [
+    ("writer-01", {"reply": "   "}, "Write your reply"),
+    ("writer-01", {"reply": "word " * 101}, "101 words"),
+    ("rater-01", {"choice": "7", "rationale": "fine reason"}, "Choose one of the five"),
+    ("rater-01", {"choice": "2", "rationale": "ok"}, "Say in a few words"),
+    ("labeller-01", {}, "None of these"),
+    ("labeller-01", {"strategy": ["affirmation"], "none": "1"}, "untick one"),
+    ("labeller-01", {"strategy": ["not_a_strategy"]}, "unknown strategy"),
+])
+def test_bad_answers_are_refused_on_the_server_and_the_input_is_kept(study, kind, fields, message):
+    r = answer(study["client"], study["links"][kind], **fields)
+    assert r.status_code == 422 and message in r.text and stored(study["db"]).empty
+    if kind == "writer-01" and fields["reply"].strip():
+        assert "word word" in r.text  # what was typed is still in the box
+
+
+def test_time_is_measured_by_the_server_and_a_resubmitted_form_is_not_a_second_answer(study, monkeypatch):
+    client, link = study["client"], study["links"]["writer-01"]
+    clock = iter([1000.0, 1037.5])
+    monkeypatch.setattr(store, "time", SimpleNamespace(time=lambda: next(clock)))
+    page = client.get(link).text
+    form = {"nonce": nonce_of(page), "reply": "That sounds so hard. What happened?", "seconds": "1"}
+    assert client.post(f"{link}/answer", data=form, follow_redirects=False).status_code == 303
+    monkeypatch.setattr(store, "time", SimpleNamespace(time=lambda: 2000.0))
+    assert client.post(f"{link}/answer", data=form, follow_redirects=False).status_code == 303
+    got = stored(study["db"])
+    assert len(got) == 1 and got["seconds"].tolist() == [37.5]
+    assert got["answer"][0] == {"text": "That sounds so hard. What happened?", "pasted": False}
+
+
+def test_a_person_resumes_at_their_first_unanswered_task(study):
+    client, link = study["client"], study["links"]["rater-01"]
+    first = client.get(link).text
+    assert client.get(link).text.split('name="nonce"')[0] == first.split('name="nonce"')[0]  # a reload: same task
+    assert answer(client, link, choice="1", rationale="more specific").status_code == 303
+    second = client.get(link).text
+
+    def shown(page):
+        return re.search(r'<section class="responses">(.*?)</section>', page, re.S).group(1)
+
+    assert "Task 1 of" in first and "Task 2 of" in second and shown(first) != shown(second)
+
+
+def finish(client, link, **fields):
+    while 'id="done"' not in (page := client.get(link).text):
+        r = client.post(f"{link}/answer", data={"nonce": nonce_of(page), **fields}, follow_redirects=False)
+        assert r.status_code == 303, r.text
+
+
+def test_export_round_trips_through_the_workflows_own_readers(study):
+    client, links, tmp = study["client"], study["links"], study["tmp"]
+    finish(client, links["writer-01"], reply="I'm sorry, that sounds hard. What feels heaviest?")
+    finish(client, links["rater-01"], choice="2", rationale="A names the exam")     # passes A-side checks only
+    finish(client, links["rater-02"], choice="5", rationale="B is kinder")
+    finish(client, links["labeller-01"], strategy=["affirmation", "emotional_validation"])
+    finish(client, links["labeller-02"], strategy=["affirmation"])
+    paths = {k: tmp / "out" / f"{k}.csv" for k in ("completions", "judgments", "labels")}
+    summary = export.export(study["db"], *paths.values(), KEYS)
+    assert summary["strategy_labels"] | {"path": None} == {"path": None, "rows": 0, "agreed": 0,
+                                                           "adjudicated": 0, "open": 2, "single": 0}
+    # the coordinator adjudicates both disagreements
+    coord = links["coordinator"]
+    page = client.get(coord)
+    assert "2 completions with disagreeing labels" in page.text
+    for _ in range(2):
+        form = client.get(f"{coord}/adjudicate").text
+        cid = re.search(r'name="completion" value="([^"]+)"', form).group(1)
+        r = client.post(f"{coord}/adjudicate", data={"nonce": nonce_of(form), "completion": cid,
+                                                     "strategy": ["affirmation"]}, follow_redirects=False)
+        assert r.status_code == 303
+    assert 'id="nothing"' in client.get(f"{coord}/adjudicate").text
+    summary = export.export(study["db"], *paths.values(), KEYS)
+    assert summary["strategy_labels"]["adjudicated"] == 2 and summary["strategy_labels"]["rows"] == 2 * len(KEYS)
+
+    humans, problems = completions_mod.import_humans(paths["completions"], study["items"])
+    assert len(humans) == 3 and problems.empty and set(humans["contributor_id"]) == {"writer-01"}
+    judged = human_judgments.read(paths["judgments"])
+    n_rating = int(study["tasks"]["kind"].eq("rating").sum())
+    assert len(judged) == n_rating
+    qc = judged[judged["qc_expected"].notna()]
+    assert len(qc) == int(study["tasks"]["qc_expected"].notna().sum()) > 0
+    assert set(qc["shown_a"]) | set(qc["shown_b"]) >= {"original"}
+    raters = human_judgments.quality_control(judged, 0.5, 0, 900).set_index("rater_id")
+    expected_fail = {r: sum((e == "A") != (c <= 2) for e, c in zip(g["qc_expected"], g["choice"]))
+                     for r, g in qc.groupby("rater_id")}
+    assert raters["qc_failed"].to_dict() == expected_fail
+    real = judged[judged["qc_expected"].isna()]
+    assert set(real["pair_id"]) <= set(study["pairs"]["pair_id"])
+    tagged = study["comp"][["item_id", "system", "contributor_id"]]
+    labels = tagging.read_spot_checks(paths["labels"], tagging.load_taxonomy(TAXONOMY), completions=tagged)
+    assert labels.groupby(["item_id", "system"])["present"].sum().tolist() == [1, 1]
+    failures = client.get(coord).text
+    if any(expected_fail.values()):
+        assert "None so far" not in failures
+
+
+def test_export_never_replaces_a_file_it_did_not_write(study):
+    path = study["tmp"] / "completions.csv"
+    path.write_text("item_id,contributor_id,text\nitem0,hand,made by hand\n")
+    others = [study["tmp"] / "j.csv", study["tmp"] / "l.csv"]
+    with pytest.raises(export.ExportError, match="was not written by the annotation export"):
+        export.export(study["db"], path, *others, KEYS)
+    assert "made by hand" in path.read_text() and not any(p.exists() for p in others)
+    path.unlink()
+    export.export(study["db"], path, *others, KEYS)
+    export.export(study["db"], path, *others, KEYS)  # its own file: replaced
+    path.write_text(path.read_text() + "item0,x,edited\n")
+    with pytest.raises(export.ExportError, match="or was edited since"):
+        export.export(study["db"], path, *others, KEYS)
+    assert json.loads(export.manifest_path(path).read_text())["rows"] == 0

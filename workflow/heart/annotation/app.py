@@ -1,0 +1,330 @@
+"""The annotation web app: writing, rating and strategy spot-check pages, and the coordinator's page.
+
+FastAPI (with uvicorn, both already installed through ``llama-cpp-python[server]``) serves plain HTML
+forms rendered by Jinja2 with autoescaping: a page works without JavaScript, and the little script
+there is (keyboard shortcuts, a word counter) only helps. Every answer goes through :mod:`.store`.
+
+Security:
+
+- a person reaches only their own tasks, through their secret link ``/p/<token>``; the coordinator's
+  page is ``/c/<token>``; an unknown token gets the same 404 as any unknown page;
+- every form carries the one-time nonce of the page it came from (stored server-side with the task and
+  the person: the synchronizer-token defence against cross-site requests), and a post whose ``Origin``
+  or ``Sec-Fetch-Site`` says another site is refused;
+- pages name no system, model or writer: a rating page shows "Response A" and "Response B" and its
+  form carries only the nonce;
+- every field is validated on the server; text is escaped on output; responses carry a strict
+  Content-Security-Policy, ``Referrer-Policy: no-referrer`` (links hold secrets) and ``no-store``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import json
+import statistics
+from pathlib import Path
+from urllib.parse import urlsplit
+
+import yaml
+from fastapi import FastAPI, Request
+from fastapi.responses import HTMLResponse, RedirectResponse, Response
+from fastapi.staticfiles import StaticFiles
+from fastapi.templating import Jinja2Templates
+
+from heart.annotation import store
+
+HERE = Path(__file__).parent
+CHOICES = [(1, "A is significantly better"), (2, "A is slightly better"), (3, "A and B are about the same"),
+           (4, "B is slightly better"), (5, "B is significantly better")]
+LIMITS = {"reply_words": 100, "reply_chars": 800, "rationale_min_chars": 5, "rationale_chars": 1000}
+_HEADERS = {
+    "Content-Security-Policy": "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; "
+                               "form-action 'self'; base-uri 'none'; frame-ancestors 'none'",
+    "Referrer-Policy": "no-referrer",
+    "X-Content-Type-Options": "nosniff",
+    "X-Frame-Options": "DENY",
+    "Cache-Control": "no-store",
+}
+
+
+def completion_key(item_id: str, system: str, contributor) -> str:
+    """One completion of the spot checks, as text: item, system and contributor ("" for none)."""
+    return "\x1f".join([item_id, system, contributor or ""])
+
+
+def completion_id(key: str) -> str:
+    """A short opaque id of a completion key for a form field (names no system)."""
+    return hashlib.sha256(key.encode()).hexdigest()[:16]
+
+
+def load_taxonomy(path) -> list[dict]:
+    return yaml.safe_load(Path(path).read_text())["strategies"]
+
+
+def create_app(db_path, taxonomy_path, title: str = "HEART annotation") -> FastAPI:
+    """The app over one store (created by ``heart-annotate init``)."""
+    db_path = Path(db_path)
+    if not db_path.exists():
+        raise store.StoreError(f"{db_path} does not exist; run `python -m heart.annotation init` first")
+    key = store.read_key(db_path)
+    strategies = load_taxonomy(taxonomy_path)
+    strategy_keys = [s["key"] for s in strategies]
+    templates = Jinja2Templates(directory=str(HERE / "templates"))
+    templates.env.globals.update(title=title, choices=CHOICES, limits=LIMITS)
+    app = FastAPI(title=title, docs_url=None, redoc_url=None, openapi_url=None)
+    app.mount("/static", StaticFiles(directory=str(HERE / "static")), name="static")
+
+    def db():
+        return store.connect(db_path)
+
+    def who(token: str):
+        """(person_id, role) of a token, or None. Tokens are recomputed from the key on each call, so a
+        revoked link stops at once; the lookup is a dict of HMACs, never a string scan."""
+        conn = db()
+        try:
+            return store.tokens(conn, key).get(token)
+        finally:
+            conn.close()
+
+    def page(request: Request, name: str, status: int = 200, **context) -> HTMLResponse:
+        response = templates.TemplateResponse(request, name, context, status_code=status)
+        response.headers.update(_HEADERS)
+        return response
+
+    def not_found(request: Request) -> HTMLResponse:
+        return page(request, "message.html", 404, heading="Not found",
+                    text="This link is not valid. Use the link your study coordinator sent you.")
+
+    def cross_site(request: Request) -> bool:
+        """True if the browser says the post comes from another origin. Sec-Fetch-Site decides where the
+        browser sends it; else a real Origin must name this host. (Under ``Referrer-Policy: no-referrer`` a
+        browser sends ``Origin: null`` even for this site's own forms; the page's nonce still guards.)"""
+        fetch_site = request.headers.get("sec-fetch-site")
+        if fetch_site is not None:
+            return fetch_site not in ("same-origin", "none")
+        origin = request.headers.get("origin")
+        return bool(origin) and origin != "null" and urlsplit(origin).netloc != request.headers.get("host", "")
+
+    def forbidden(request: Request) -> HTMLResponse:
+        return page(request, "message.html", 403, heading="Refused",
+                    text="This form did not come from this site's page. Reload your link and answer again.")
+
+    @app.get("/", response_class=HTMLResponse)
+    def index(request: Request):
+        return page(request, "message.html", heading=title,
+                    text="Open the personal link your study coordinator sent you.")
+
+    @app.get("/p/{token}", response_class=HTMLResponse)
+    def person_page(request: Request, token: str):
+        found = who(token)
+        if found is None or found[1] == store.COORDINATOR:
+            return not_found(request)
+        return render_next(request, token, found[0])
+
+    def render_next(request, token, person_id, error=None, form=None, nonce=None, status=200):
+        conn = db()
+        try:
+            done, total = store.progress(conn, person_id)
+            current = (store.task(conn, store.served(conn, nonce, person_id)["task_id"]) if nonce
+                       else store.next_task(conn, person_id))
+            if current is None:
+                return page(request, "done.html", done=done, total=total)
+            if nonce is None:
+                nonce = store.serve(conn, person_id, current["task_id"])
+        finally:
+            conn.close()
+        template = {"writing": "writing.html", "rating": "rating.html", "spot_check": "spot_check.html"}
+        return page(request, template[current["kind"]], status, task=public(current), nonce=nonce,
+                    token=token, done=done, total=total, error=error, form=form or {},
+                    strategies=strategies)
+
+    @app.post("/p/{token}/answer", response_class=HTMLResponse)
+    async def post_answer(request: Request, token: str):
+        found = who(token)
+        if found is None or found[1] == store.COORDINATOR:
+            return not_found(request)
+        if cross_site(request):
+            return forbidden(request)
+        person_id = found[0]
+        form = await request.form()
+        nonce = str(form.get("nonce", ""))
+        conn = db()
+        try:
+            serve_row = store.served(conn, nonce, person_id)
+            if serve_row is None:
+                return forbidden(request)
+            kind = store.task(conn, serve_row["task_id"])["kind"]
+            value, error = validate(kind, form, strategy_keys)
+            if error:
+                kept = {k: (form.getlist(k) if k == "strategy" else str(v)) for k, v in form.items()}
+                return render_next(request, token, person_id, error=error, form=kept, nonce=nonce, status=422)
+            store.answer(conn, serve_row, kind, value)
+        finally:
+            conn.close()
+        return RedirectResponse(f"/p/{token}", status_code=303, headers=_HEADERS)
+
+    @app.get("/c/{token}", response_class=HTMLResponse)
+    def coordinator(request: Request, token: str):
+        found = who(token)
+        if found is None or found[1] != store.COORDINATOR:
+            return not_found(request)
+        conn = db()
+        try:
+            report = dashboard(conn, key, strategy_keys)
+        finally:
+            conn.close()
+        base = str(request.base_url).rstrip("/")
+        return page(request, "coordinator.html", token=token, base=base, **report)
+
+    @app.get("/c/{token}/adjudicate", response_class=HTMLResponse)
+    def adjudicate_page(request: Request, token: str, error: str | None = None):
+        found = who(token)
+        if found is None or found[1] != store.COORDINATOR:
+            return not_found(request)
+        conn = db()
+        try:
+            queue = disagreements(conn, strategy_keys)
+        finally:
+            conn.close()
+        return page(request, "adjudicate.html", token=token, case=queue[0] if queue else None,
+                    remaining=len(queue), nonce=coordinator_csrf(key, token), strategies=strategies, error=error)
+
+    @app.post("/c/{token}/adjudicate", response_class=HTMLResponse)
+    async def adjudicate_post(request: Request, token: str):
+        found = who(token)
+        if found is None or found[1] != store.COORDINATOR:
+            return not_found(request)
+        if cross_site(request):
+            return forbidden(request)
+        form = await request.form()
+        conn = db()
+        try:
+            if not hmac.compare_digest(str(form.get("nonce", "")).encode(), coordinator_csrf(key, token).encode()):
+                return forbidden(request)
+            open_cases = {c["cid"]: c["completion"] for c in disagreements(conn, strategy_keys)}
+            completion = open_cases.get(str(form.get("completion", "")))
+            if completion is None:
+                return page(request, "message.html", 422, heading="Not a pending disagreement",
+                            text="That completion has no open disagreement. Go back to the coordinator page.")
+            present = [k for k in form.getlist("strategy") if k in strategy_keys]
+            store.adjudicate(conn, completion, present)
+        finally:
+            conn.close()
+        return RedirectResponse(f"/c/{token}/adjudicate", status_code=303, headers=_HEADERS)
+
+    @app.exception_handler(404)
+    async def missing(request: Request, exc):
+        return not_found(request)
+
+    return app
+
+
+def public(task: dict) -> dict:
+    """What a page may show of a task: the dialogue and the texts, never a system, model or writer."""
+    keep = {"kind", "context", "text_a", "text_b", "text"}
+    return {k: v for k, v in task.items() if k in keep}
+
+
+def validate(kind: str, form, strategy_keys: list[str]) -> tuple[dict, str | None]:
+    """(answer, None) or ({}, what is wrong) for a posted form of a task of ``kind``."""
+    if kind == "writing":
+        text = " ".join(str(form.get("reply", "")).split())
+        words = len(text.split())
+        if not words:
+            return {}, "Write your reply before submitting."
+        if words > LIMITS["reply_words"] or len(text) > LIMITS["reply_chars"]:
+            return {}, (f"Your reply has {words} words; keep it to 1-3 sentences "
+                        f"(about 40 words, at most {LIMITS['reply_words']}).")
+        return {"text": text, "pasted": form.get("pasted") == "1"}, None
+    if kind == "rating":
+        choice = str(form.get("choice", ""))
+        if choice not in {"1", "2", "3", "4", "5"}:
+            return {}, "Choose one of the five options."
+        rationale = " ".join(str(form.get("rationale", "")).split())
+        if len(rationale) < LIMITS["rationale_min_chars"]:
+            return {}, "Say in a few words why you chose it."
+        if len(rationale) > LIMITS["rationale_chars"]:
+            return {}, f"Keep the reason under {LIMITS['rationale_chars']} characters."
+        return {"choice": int(choice), "rationale": rationale}, None
+    if kind == "spot_check":
+        chosen = form.getlist("strategy")
+        unknown = [k for k in chosen if k not in strategy_keys]
+        if unknown:
+            return {}, "An unknown strategy was submitted; reload the page."
+        if not chosen and form.get("none") != "1":
+            return {}, 'Tick every strategy the reply uses, or tick "None of these".'
+        if chosen and form.get("none") == "1":
+            return {}, 'You ticked strategies and "None of these"; untick one.'
+        return {"present": sorted(set(chosen))}, None
+    raise ValueError(f"unknown task kind {kind!r}")
+
+
+def disagreements(conn, strategy_keys: list[str]) -> list[dict]:
+    """Spot-checked completions whose two (or more) labellers differ and that are not yet adjudicated."""
+    answers = store.answers_frame(conn)
+    answers = answers[answers["kind"] == "spot_check"]
+    decided = store.adjudications(conn)
+    by_completion: dict[str, list] = {}
+    for row in answers.itertuples():
+        t = row.task
+        by_completion.setdefault(completion_key(t["item_id"], t["system"], t.get("contributor_id")), []).append(
+            (row.person_id, set(row.answer["present"]), t))
+    out = []
+    for completion, labels in sorted(by_completion.items()):
+        if len(labels) < 2 or completion in decided or len({frozenset(s) for _, s, _ in labels}) == 1:
+            continue
+        t = labels[0][2]
+        context = json.loads(conn.execute("SELECT context FROM contexts WHERE item_id = ?",
+                                          (t["item_id"],)).fetchone()["context"])
+        votes = {k: sum(k in s for _, s, _ in labels) for k in strategy_keys}
+        out.append({"completion": completion, "cid": completion_id(completion), "text": t["text"], "context": context, "n": len(labels),
+                    "votes": votes})
+    return out
+
+
+def dashboard(conn, key: bytes, strategy_keys: list[str]) -> dict:
+    """Progress per person and per item, quality-check failures and the adjudication queue."""
+    answers = store.answers_frame(conn)
+    people = []
+    for r in conn.execute("SELECT person_id, role, epoch FROM people ORDER BY role, person_id"):
+        if r["role"] == store.COORDINATOR:
+            continue
+        done, total = store.progress(conn, r["person_id"])
+        mine = answers[answers["person_id"] == r["person_id"]]
+        qc = [a for a in mine.itertuples() if a.task.get("qc_expected")]
+        failed = [a for a in qc if not qc_passed(a.task["qc_expected"], a.answer["choice"])]
+        people.append({
+            "person_id": r["person_id"], "role": r["role"], "done": done, "total": total,
+            "link": f"/p/{store.token(key, r['person_id'], r['epoch'])}",
+            "median_seconds": statistics.median(mine["seconds"]) if len(mine) else None,
+            "last": mine["answered_at"].max() if len(mine) else None,
+            "qc": len(qc), "qc_failed": len(failed),
+            "pasted": int(sum(bool(a.answer.get("pasted")) for a in mine.itertuples())),
+        })
+    qc_failures = [{"person_id": a.person_id, "item_id": a.item_id, "expected": a.task["qc_expected"],
+                    "choice": a.answer["choice"], "rationale": a.answer["rationale"]}
+                   for a in answers.itertuples() if a.kind == "rating" and a.task.get("qc_expected")
+                   and not qc_passed(a.task["qc_expected"], a.answer["choice"])]
+    items = [dict(r) for r in conn.execute(
+        "SELECT t.kind, t.item_id, COUNT(*) AS total, COUNT(a.task_id) AS done FROM tasks t "
+        "LEFT JOIN answers a USING (task_id) WHERE t.active = 1 GROUP BY t.kind, t.item_id "
+        "ORDER BY CAST(COUNT(a.task_id) AS REAL) / COUNT(*), t.kind, t.item_id")]
+    kinds = [dict(r) for r in conn.execute(
+        "SELECT t.kind, COUNT(*) AS total, COUNT(a.task_id) AS done, COUNT(DISTINCT t.item_id) AS n_items "
+        "FROM tasks t LEFT JOIN answers a USING (task_id) WHERE t.active = 1 GROUP BY t.kind ORDER BY t.kind")]
+    retired = conn.execute("SELECT COUNT(*) FROM answers a JOIN tasks t USING (task_id) "
+                           "WHERE t.active = 0").fetchone()[0]
+    return {"people": people, "qc_failures": qc_failures, "items": items[:60], "n_items": len(items),
+            "kinds": kinds, "pending": len(disagreements(conn, strategy_keys)), "retired": retired}
+
+
+def qc_passed(expected: str, choice: int) -> bool:
+    """A quality check passes when the choice is on the expected side (1-2 for A, 4-5 for B)."""
+    return choice <= 2 if expected == "A" else choice >= 4
+
+
+def coordinator_csrf(key: bytes, token: str) -> str:
+    """The coordinator's form token: an HMAC of their link under the store's key (a cross-site page
+    knows neither)."""
+    return hmac.new(key, f"csrf\x1f{token}".encode(), "sha256").hexdigest()

@@ -1,0 +1,131 @@
+"""The store's answers as the import files the workflow reads (``resources/human/README.md``).
+
+- writing answers -> human completions (item_id, contributor_id, text, and seconds_spent, pasted);
+- rating answers -> human judgments (rater_id, item_id, shown_a, shown_b, choice, seconds_spent,
+  rationale, qc_expected, pair_id); quality-check rows carry ``qc_expected``;
+- spot-check answers -> strategy labels (item_id, system, contributor_id, strategy, present), one row
+  per strategy of each completion whose labellers agree, or that the coordinator adjudicated; a
+  completion with one label so far, or with an open disagreement, is left out (and counted).
+
+Only answers to active tasks are exported. Files are written atomically, and each is recorded with its
+sha256 in a manifest beside it, so a later export knows which files it may replace: one it did not
+write (a hand-made import) is never overwritten.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+from pathlib import Path
+
+import pandas as pd
+
+from heart.annotation import store
+from heart.atomic import atomic_path, sha256_file
+
+COMPLETION_COLUMNS = ["item_id", "contributor_id", "text", "seconds_spent", "pasted"]
+JUDGMENT_COLUMNS = ["rater_id", "item_id", "shown_a", "shown_b", "choice", "seconds_spent", "rationale",
+                    "qc_expected", "pair_id"]
+LABEL_COLUMNS = ["item_id", "system", "contributor_id", "strategy", "present"]
+
+
+class ExportError(RuntimeError):
+    """An export would overwrite a file it did not write; the message says what to do."""
+
+
+def manifest_path(path) -> Path:
+    path = Path(path)
+    return path.with_name(f".{path.name}.export.json")
+
+
+def check_writable(path) -> None:
+    """Raise unless ``path`` is absent or is, byte for byte, the file an earlier export wrote."""
+    path, manifest = Path(path), manifest_path(path)
+    if not path.exists():
+        return
+    recorded = json.loads(manifest.read_text()).get("sha256") if manifest.exists() else None
+    if recorded != sha256_file(path):
+        raise ExportError(
+            f"{path} was not written by the annotation export (or was edited since), and exporting would "
+            f"replace it. Move it away (or merge it into the store's answers), or point the export at "
+            f"another path in config `annotation.export`")
+
+
+def _write(frame: pd.DataFrame, path) -> None:
+    path = Path(path)
+    check_writable(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with atomic_path(path) as tmp:
+        frame.to_csv(tmp, index=False, quoting=csv.QUOTE_MINIMAL, lineterminator="\n")
+    with atomic_path(manifest_path(path)) as tmp:
+        Path(tmp).write_text(json.dumps({"sha256": sha256_file(path), "rows": len(frame)}) + "\n")
+
+
+def completions(answers: pd.DataFrame) -> pd.DataFrame:
+    rows = [{"item_id": a.item_id, "contributor_id": a.person_id, "text": a.answer["text"],
+             "seconds_spent": a.seconds, "pasted": int(bool(a.answer.get("pasted")))}
+            for a in answers.itertuples() if a.kind == "writing"]
+    return pd.DataFrame(rows, columns=COMPLETION_COLUMNS)
+
+
+def judgments(answers: pd.DataFrame) -> pd.DataFrame:
+    rows = [{"rater_id": a.person_id, "item_id": a.item_id, "shown_a": a.task["ref_a"], "shown_b": a.task["ref_b"],
+             "choice": a.answer["choice"], "seconds_spent": a.seconds, "rationale": a.answer["rationale"],
+             "qc_expected": a.task.get("qc_expected") or "", "pair_id": a.task.get("pair_id") or ""}
+            for a in answers.itertuples() if a.kind == "rating"]
+    return pd.DataFrame(rows, columns=JUDGMENT_COLUMNS)
+
+
+def labels(answers: pd.DataFrame, decided: dict[str, list[str]], strategy_keys: list[str]
+           ) -> tuple[pd.DataFrame, dict]:
+    """Consensus labels and counts {agreed, adjudicated, open, single}."""
+    from heart.annotation.app import completion_key
+
+    groups: dict[str, list] = {}
+    for a in answers.itertuples():
+        if a.kind == "spot_check":
+            key = completion_key(a.task["item_id"], a.task["system"], a.task.get("contributor_id"))
+            groups.setdefault(key, []).append((a.task, set(a.answer["present"])))
+    rows, counts = [], {"agreed": 0, "adjudicated": 0, "open": 0, "single": 0}
+    for key, labelled in sorted(groups.items()):
+        sets = {frozenset(s) for _, s in labelled}
+        if key in decided:
+            final, counts["adjudicated"] = set(decided[key]), counts["adjudicated"] + 1
+        elif len(labelled) < 2:
+            counts["single"] += 1
+            continue
+        elif len(sets) == 1:
+            final, counts["agreed"] = set(next(iter(sets))), counts["agreed"] + 1
+        else:
+            counts["open"] += 1
+            continue
+        t = labelled[0][0]
+        rows += [{"item_id": t["item_id"], "system": t["system"], "contributor_id": t.get("contributor_id") or "",
+                  "strategy": k, "present": int(k in final)} for k in strategy_keys]
+    return pd.DataFrame(rows, columns=LABEL_COLUMNS), counts
+
+
+def export(db_path, completions_path, judgments_path, labels_path, strategy_keys: list[str]) -> dict:
+    """Write the three import files from the store; returns what was written, for the log.
+
+    Every file is written, a kind without answers as its header only (which the import reads as "no
+    data", not "absent"); every path is checked before any is written.
+    """
+    conn = store.connect(db_path)
+    try:
+        answers = store.answers_frame(conn)
+        decided = store.adjudications(conn)
+    finally:
+        conn.close()
+    tables = {"completions": (completions(answers), completions_path),
+              "judgments": (judgments(answers), judgments_path)}
+    label_table, label_counts = labels(answers, decided, strategy_keys)
+    tables["strategy_labels"] = (label_table, labels_path)
+    for _, path in tables.values():
+        check_writable(path)
+    summary = {}
+    for name, (frame, path) in tables.items():
+        _write(frame, path)
+        summary[name] = {"path": str(path), "rows": len(frame)}
+    summary["strategy_labels"].update(label_counts)
+    return summary

@@ -1,0 +1,274 @@
+"""The store of human answers: one SQLite file in WAL mode.
+
+Every answer is committed (``synchronous=FULL``) before the page that received it answers, so a
+refresh, a closed tab or a server killed with ``kill -9`` loses nothing already submitted. Tasks come
+from the task table that rule ``annotation_tasks`` writes (:mod:`heart.annotation.tasks`); loading a
+newer table adds its new tasks and retires the ones it no longer holds, and never touches an answer.
+
+People are known by a secret link. A person's token is an HMAC of their id (and a revocation epoch)
+under a random key kept in a file beside the database (mode 0600), so the coordinator page can show
+every link again, the database alone does not hold a usable token, and bumping the epoch revokes one.
+"""
+
+from __future__ import annotations
+
+import base64
+import contextlib
+import hashlib
+import hmac
+import json
+import os
+import secrets
+import sqlite3
+import time
+from pathlib import Path
+
+import pandas as pd
+
+SCHEMA_VERSION = 1
+ROLES = {"writing": "writer", "rating": "rater", "spot_check": "labeller"}
+COORDINATOR = "coordinator"
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS people (
+    person_id TEXT PRIMARY KEY, role TEXT NOT NULL, epoch INTEGER NOT NULL DEFAULT 0);
+CREATE TABLE IF NOT EXISTS tasks (
+    task_id TEXT PRIMARY KEY, kind TEXT NOT NULL, person_id TEXT NOT NULL REFERENCES people(person_id),
+    position INTEGER NOT NULL, item_id TEXT NOT NULL, payload TEXT NOT NULL,
+    active INTEGER NOT NULL DEFAULT 1, loaded_at REAL NOT NULL);
+CREATE INDEX IF NOT EXISTS tasks_person ON tasks (person_id, active, position);
+CREATE TABLE IF NOT EXISTS contexts (item_id TEXT PRIMARY KEY, context TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS serves (
+    nonce TEXT PRIMARY KEY, task_id TEXT NOT NULL REFERENCES tasks(task_id),
+    person_id TEXT NOT NULL, served_at REAL NOT NULL);
+CREATE TABLE IF NOT EXISTS answers (
+    task_id TEXT PRIMARY KEY REFERENCES tasks(task_id), person_id TEXT NOT NULL, kind TEXT NOT NULL,
+    answer TEXT NOT NULL, seconds REAL NOT NULL, served_at REAL NOT NULL, answered_at REAL NOT NULL);
+CREATE TABLE IF NOT EXISTS adjudications (
+    completion TEXT PRIMARY KEY, present TEXT NOT NULL, decided_at REAL NOT NULL);
+"""
+
+
+class StoreError(RuntimeError):
+    """The store cannot be opened or loaded as asked; the message says what to do."""
+
+
+def key_path(db_path) -> Path:
+    """Where the link key of a database lives: beside it, ``<db>.key``."""
+    db_path = Path(db_path)
+    return db_path.with_name(db_path.name + ".key")
+
+
+def connect(db_path) -> sqlite3.Connection:
+    """A connection with the store's settings: WAL, full sync on commit, waits up to 10 s for a lock."""
+    conn = sqlite3.connect(db_path, timeout=10, isolation_level=None, check_same_thread=False)
+    conn.row_factory = sqlite3.Row
+    conn.execute("PRAGMA journal_mode=WAL")
+    conn.execute("PRAGMA synchronous=FULL")
+    conn.execute("PRAGMA foreign_keys=ON")
+    return conn
+
+
+@contextlib.contextmanager
+def transaction(conn: sqlite3.Connection):
+    """BEGIN IMMEDIATE ... COMMIT (ROLLBACK on error): one writer at a time, nothing half-written."""
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        yield conn
+    except BaseException:
+        conn.execute("ROLLBACK")
+        raise
+    conn.execute("COMMIT")
+
+
+def create(db_path) -> None:
+    """Create the database and its link key if absent (the key file is readable by its owner only)."""
+    db_path = Path(db_path)
+    db_path.parent.mkdir(parents=True, exist_ok=True)
+    kp = key_path(db_path)
+    if db_path.exists() and not kp.exists():
+        raise StoreError(f"{db_path} exists but its link key {kp} does not: every link would change. "
+                         "Restore the key file from your backup, or start a new database elsewhere")
+    if not kp.exists():
+        fd = os.open(kp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        with os.fdopen(fd, "w") as fh:
+            fh.write(secrets.token_hex(32) + "\n")
+    conn = connect(db_path)
+    try:
+        conn.executescript(_SCHEMA)
+        with transaction(conn):
+            conn.execute("INSERT OR IGNORE INTO meta VALUES ('schema_version', ?)", (str(SCHEMA_VERSION),))
+            conn.execute("INSERT OR IGNORE INTO people (person_id, role) VALUES (?, ?)", (COORDINATOR, COORDINATOR))
+        found = conn.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()[0]
+        if int(found) != SCHEMA_VERSION:
+            raise StoreError(f"{db_path} has store schema {found}; this heart reads {SCHEMA_VERSION}")
+    finally:
+        conn.close()
+
+
+def read_key(db_path) -> bytes:
+    kp = key_path(db_path)
+    try:
+        return bytes.fromhex(kp.read_text().strip())
+    except FileNotFoundError:
+        raise StoreError(f"the link key {kp} is missing; run `heart-annotate init` first") from None
+
+
+def token(key: bytes, person_id: str, epoch: int) -> str:
+    """A person's secret: 128 bits of HMAC-SHA256(key, "person:epoch"), URL-safe."""
+    mac = hmac.new(key, f"{person_id}\x1f{epoch}".encode(), hashlib.sha256).digest()[:16]
+    return base64.urlsafe_b64encode(mac).decode().rstrip("=")
+
+
+def tokens(conn: sqlite3.Connection, key: bytes) -> dict[str, tuple[str, str]]:
+    """token -> (person_id, role) for everyone in the store."""
+    return {token(key, r["person_id"], r["epoch"]): (r["person_id"], r["role"])
+            for r in conn.execute("SELECT person_id, role, epoch FROM people")}
+
+
+def revoke(conn: sqlite3.Connection, person_id: str) -> None:
+    """Give a person a new link; the old one stops working at once."""
+    with transaction(conn):
+        if conn.execute("UPDATE people SET epoch = epoch + 1 WHERE person_id = ?", (person_id,)).rowcount != 1:
+            raise StoreError(f"no person {person_id!r} in the store")
+
+
+def load_tasks(conn: sqlite3.Connection, tasks: pd.DataFrame, source: str = "tasks") -> dict:
+    """Bring the store's tasks in line with ``tasks`` (the table of :mod:`heart.annotation.tasks`).
+
+    New tasks are added, a task already present keeps its row (and any answer), and a task that the
+    table no longer holds is retired (``active = 0``: not served, and its answer, kept in the store, is
+    not exported: its pair or item may be gone); a retired task that comes back is active again with its
+    answer. Returns counts {added, kept, retired, reactivated}.
+    """
+    required = {"task_id", "kind", "person_id", "position", "item_id"}
+    missing = required - set(tasks.columns)
+    if missing:
+        raise StoreError(f"{source}: columns {sorted(missing)} are missing; regenerate it with "
+                         "`snakemake annotation_tasks`")
+    bad = tasks[~tasks["kind"].isin(list(ROLES))]
+    if len(bad):
+        raise StoreError(f"{source}, task {bad.iloc[0]['task_id']}: field 'kind' is {bad.iloc[0]['kind']!r}; "
+                         f"expected one of {sorted(ROLES)}")
+    now = time.time()
+    records = tasks.astype(object).where(tasks.notna(), None).to_dict("records")
+    counts = {"added": 0, "kept": 0, "retired": 0, "reactivated": 0}
+    with transaction(conn):
+        roles = {r["person_id"]: r["role"] for r in conn.execute("SELECT person_id, role FROM people")}
+        for rec in records:
+            role = roles.setdefault(rec["person_id"], ROLES[rec["kind"]])
+            if role != ROLES[rec["kind"]]:
+                raise StoreError(f"{source}, task {rec['task_id']}: person {rec['person_id']!r} is a {role} in "
+                                 f"the store and a {ROLES[rec['kind']]} here; give each role its own ids")
+        conn.executemany("INSERT OR IGNORE INTO people (person_id, role) VALUES (?, ?)", roles.items())
+        contexts = {rec["item_id"]: rec.get("context") for rec in records if rec.get("context") is not None}
+        conn.executemany("INSERT OR REPLACE INTO contexts VALUES (?, ?)", contexts.items())
+        existing = {r["task_id"]: r["active"] for r in conn.execute("SELECT task_id, active FROM tasks")}
+        fresh, kept = [], []
+        for rec in records:
+            if rec["task_id"] in existing:
+                kept.append((int(rec["position"]), rec["task_id"]))
+                counts["reactivated"] += not existing[rec["task_id"]]
+            else:
+                payload = {k: v for k, v in rec.items() if k != "context"}
+                fresh.append((rec["task_id"], rec["kind"], rec["person_id"], int(rec["position"]), rec["item_id"],
+                              json.dumps(payload, ensure_ascii=False, default=str), now))
+        conn.executemany("INSERT INTO tasks VALUES (?, ?, ?, ?, ?, ?, 1, ?)", fresh)
+        conn.executemany("UPDATE tasks SET active = 1, position = ? WHERE task_id = ?", kept)
+        counts["added"], counts["kept"] = len(fresh), len(kept)
+        listed = {rec["task_id"] for rec in records}
+        gone = [(t,) for t, active in existing.items() if active and t not in listed]
+        conn.executemany("UPDATE tasks SET active = 0 WHERE task_id = ?", gone)
+        counts["retired"] = len(gone)
+    return counts
+
+
+def _with_context(conn: sqlite3.Connection, payload: str) -> dict:
+    out = json.loads(payload)
+    row = conn.execute("SELECT context FROM contexts WHERE item_id = ?", (out["item_id"],)).fetchone()
+    out["context"] = json.loads(row["context"]) if row else []
+    return out
+
+
+def task(conn: sqlite3.Connection, task_id: str) -> dict:
+    """A task as its table row, with its dialogue context as a list of {role, text}."""
+    row = conn.execute("SELECT payload FROM tasks WHERE task_id = ?", (task_id,)).fetchone()
+    return _with_context(conn, row["payload"])
+
+
+def progress(conn: sqlite3.Connection, person_id: str) -> tuple[int, int]:
+    """(answered, assigned) of a person's active tasks."""
+    row = conn.execute(
+        "SELECT COUNT(*) AS n, COUNT(a.task_id) AS done FROM tasks t LEFT JOIN answers a USING (task_id) "
+        "WHERE t.person_id = ? AND t.active = 1", (person_id,)).fetchone()
+    return row["done"], row["n"]
+
+
+def next_task(conn: sqlite3.Connection, person_id: str) -> dict | None:
+    """The person's first unanswered active task (by position), or None when all are done."""
+    row = conn.execute(
+        "SELECT t.payload FROM tasks t LEFT JOIN answers a USING (task_id) "
+        "WHERE t.person_id = ? AND t.active = 1 AND a.task_id IS NULL "
+        "ORDER BY t.position, t.task_id LIMIT 1", (person_id,)).fetchone()
+    return _with_context(conn, row["payload"]) if row else None
+
+
+def serve(conn: sqlite3.Connection, person_id: str, task_id: str) -> str:
+    """Record that a task's page was served; returns the page's one-time nonce (also its CSRF token)."""
+    nonce = secrets.token_urlsafe(24)
+    with transaction(conn):
+        conn.execute("INSERT INTO serves VALUES (?, ?, ?, ?)", (nonce, task_id, person_id, time.time()))
+    return nonce
+
+
+def served(conn: sqlite3.Connection, nonce: str, person_id: str) -> sqlite3.Row | None:
+    """The serve record of ``nonce`` if it belongs to ``person_id``, else None."""
+    row = conn.execute("SELECT * FROM serves WHERE nonce = ?", (nonce,)).fetchone()
+    if row is None or not hmac.compare_digest(row["person_id"], person_id):
+        return None
+    return row
+
+
+def answer(conn: sqlite3.Connection, serve_row: sqlite3.Row, kind: str, value: dict) -> bool:
+    """Store an answer to the served task, timed from the serve to now by the server's clock.
+
+    Returns False (and stores nothing) when the task was already answered: a resubmitted form is not
+    a second answer. The commit is durable when this returns.
+    """
+    now = time.time()
+    with transaction(conn):
+        cur = conn.execute(
+            "INSERT OR IGNORE INTO answers VALUES (?, ?, ?, ?, ?, ?, ?)",
+            (serve_row["task_id"], serve_row["person_id"], kind, json.dumps(value, ensure_ascii=False),
+             round(now - serve_row["served_at"], 3), serve_row["served_at"], now))
+        stored = cur.rowcount == 1
+    # move the WAL into the main file now and then, so the file's mtime (which Snakemake compares)
+    # tells that answers arrived; PASSIVE never blocks a reader or a writer
+    conn.execute("PRAGMA wal_checkpoint(PASSIVE)")
+    return stored
+
+
+def adjudicate(conn: sqlite3.Connection, completion: str, present: list[str]) -> None:
+    with transaction(conn):
+        conn.execute("INSERT OR REPLACE INTO adjudications VALUES (?, ?, ?)",
+                     (completion, json.dumps(sorted(present)), time.time()))
+    conn.execute("PRAGMA wal_checkpoint(PASSIVE)")
+
+
+def answers_frame(conn: sqlite3.Connection, active_only: bool = True) -> pd.DataFrame:
+    """Every answer with its task: task_id, kind, person_id, item_id, task (dict), answer (dict), seconds."""
+    rows = conn.execute(
+        "SELECT a.task_id, t.kind, a.person_id, t.item_id, t.payload, a.answer, a.seconds, a.answered_at, "
+        "t.active FROM answers a JOIN tasks t USING (task_id) ORDER BY a.answered_at, a.task_id").fetchall()
+    out = pd.DataFrame([{"task_id": r["task_id"], "kind": r["kind"], "person_id": r["person_id"],
+                         "item_id": r["item_id"], "task": json.loads(r["payload"]),
+                         "answer": json.loads(r["answer"]), "seconds": r["seconds"],
+                         "answered_at": r["answered_at"], "active": bool(r["active"])} for r in rows],
+                       columns=["task_id", "kind", "person_id", "item_id", "task", "answer", "seconds",
+                                "answered_at", "active"])
+    return out.loc[out["active"].astype(bool)].reset_index(drop=True) if active_only else out
+
+
+def adjudications(conn: sqlite3.Connection) -> dict[str, list[str]]:
+    return {r["completion"]: json.loads(r["present"]) for r in conn.execute("SELECT * FROM adjudications")}
