@@ -54,6 +54,7 @@ else:
     include: "workflow/rules/figures.smk"
     include: "workflow/rules/tables.smk"
     include: "workflow/rules/llm.smk"
+    include: "workflow/rules/annotation.smk"
 
     # merging shards reads and writes a few Parquet files: never worth a cluster job
     localrules:

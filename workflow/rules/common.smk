@@ -144,6 +144,27 @@ def optional_file(path):
     return [path] if os.path.lexists(path) else []
 
 
+# the human-data store (heart.annotation): once it exists, rule export_annotations writes the three human
+# import files from it, and each run reads what was collected so far
+ANNOTATION_STORE = not ANALYSIS_ONLY and os.path.exists(config["annotation"]["db"])
+ANNOTATION_EXPORTS = [config["human_completions"]["path"], config["human_judgments"]["path"],
+                      config["tagging"]["spot_checks"]]
+if ANNOTATION_STORE:
+    from heart.annotation.export import ExportError, check_writable  # noqa: E402
+
+    for _path in ANNOTATION_EXPORTS:
+        try:
+            check_writable(_path)  # Snakemake removes a job's old outputs: never a file the export did not write
+        except ExportError as exc:
+            raise WorkflowError(f"{exc} (the annotation store {config['annotation']['db']} exists, so rule "
+                                "export_annotations writes this path)") from None
+
+
+def human_file(path):
+    """[path] when the human file exists or the annotation store will export it, else [] (absent)."""
+    return [path] if ANNOTATION_STORE and path in ANNOTATION_EXPORTS else optional_file(path)
+
+
 def replay_input():
     return [config["llm"]["replay"]] if config["llm"]["replay"] else []
 

@@ -83,7 +83,7 @@ rule original_completions:
 rule human_completions:
     input:
         item_table="results/items/items.parquet",
-        humans=optional_file(config["human_completions"]["path"]),
+        humans=human_file(config["human_completions"]["path"]),
     output:
         completions="results/completions/human.parquet",
         violations="results/completions/human_violations.parquet",
@@ -110,7 +110,7 @@ rule summarize_systems:
         imported={s: c["path"] for s, c in config["imported_systems"].items()},
         human_path=config["human_completions"]["path"],
         # the note tells "no file" from "a file with nothing usable in it"
-        human_file=bool(optional_file(config["human_completions"]["path"])),
+        human_file=bool(human_file(config["human_completions"]["path"])),
     log:
         "logs/completions/summarize_systems.log",
     conda:

@@ -74,7 +74,7 @@ rule human_judgments:
     input:
         pair_table="results/judging/pairs.parquet",
         item_table="results/items/items.parquet",
-        humans=optional_file(config["human_judgments"]["path"]),
+        humans=human_file(config["human_judgments"]["path"]),
     output:
         judgments="results/judging/human.parquet",
         raters="results/judging/human_raters.parquet",
@@ -109,7 +109,7 @@ rule combine_judgments:
         judge_families=judge_families(),
         exclude_own_family=config["judging"]["exclude_own_family"],
         human_path=config["human_judgments"]["path"],
-        human_file=bool(optional_file(config["human_judgments"]["path"])),
+        human_file=bool(human_file(config["human_judgments"]["path"])),
     log:
         "logs/judging/combine_judgments.log",
     conda:

@@ -52,7 +52,7 @@ rule strategy_f1:
     input:
         tags="results/tagging/{tagger}.parquet",
         taxonomy=taxonomy_file(),
-        spot_checks=optional_file(config["tagging"]["spot_checks"]),
+        spot_checks=human_file(config["tagging"]["spot_checks"]),
     output:
         "results/tagging/{tagger}_f1.parquet",
     params:

@@ -1,0 +1,309 @@
+"""The annotation app in a real headless browser (Debian's chromium, driven through chromium-driver by
+selenium), on the workflow's own tasks: a writer, two raters (with quality checks), two labellers and
+the coordinator do their work by clicking and typing; then export -> snakemake, and the human rows appear.
+
+Everyone here is SYNTHETIC: the test types the replies, choices and labels. The models and the judge
+are the fake provider of tests/conftest.py. Screenshots are kept in logs/screenshots/ (look at them).
+Needs the apt packages chromium and chromium-driver (`make test` installs them when it can).
+"""
+
+import os
+import re
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from selenium.webdriver.common.by import By
+from selenium.webdriver.common.keys import Keys
+from selenium.webdriver.support.ui import WebDriverWait
+
+from conftest import KEY_ENV, REPO, WorkflowCopy, edit_config, judging_config
+
+pytestmark = [pytest.mark.e2e, pytest.mark.browser]
+
+CHROMIUM, CHROMEDRIVER = Path("/usr/bin/chromium"), Path("/usr/bin/chromedriver")
+SHOTS = REPO / "logs" / "screenshots"
+PHONE, LAPTOP = (390, 844), (1280, 900)
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def annotate(root, *args, check=True):
+    env = {**os.environ, "PYTHONPATH": str(REPO / "workflow")}
+    proc = subprocess.run([sys.executable, "-m", "heart.annotation", *args], cwd=root, env=env,
+                          capture_output=True, text=True, timeout=120)
+    if check and proc.returncode:
+        raise AssertionError(f"heart.annotation {' '.join(args)} failed:\n{proc.stdout}\n{proc.stderr}")
+    return proc
+
+
+@pytest.fixture(scope="module")
+def browser(tmp_path_factory):
+    if not (CHROMIUM.exists() and CHROMEDRIVER.exists()):
+        pytest.fail("the browser tests need Debian's chromium and chromium-driver: "
+                    "apt-get install chromium chromium-driver (make test does it when run as root)")
+    from selenium import webdriver
+    from selenium.webdriver.chrome.options import Options
+    from selenium.webdriver.chrome.service import Service
+
+    os.environ["SE_OFFLINE"] = "true"  # selenium manager must not look for drivers online
+    options = Options()
+    options.binary_location = str(CHROMIUM)
+    for arg in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--no-first-run",
+                "--disable-background-networking", "--disable-component-update", "--disable-sync",
+                "--disable-quic", f"--user-data-dir={tmp_path_factory.mktemp('chromium')}"):
+        options.add_argument(arg)
+    driver = webdriver.Chrome(service=Service(str(CHROMEDRIVER)), options=options)
+    driver.set_page_load_timeout(30)
+    driver.set_window_size(*LAPTOP)
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    yield driver
+    driver.quit()
+
+
+@pytest.fixture(scope="module")
+def study(tmp_path_factory, judge_server):
+    """The judged tiny workflow (3 items; remote-a, remote-b, original), its annotation tasks, a store, and
+    the annotation server on a free port of 127.0.0.1."""
+    _, base = judge_server
+    wf = WorkflowCopy(tmp_path_factory.mktemp("annotate") / "wf")
+    args = judging_config(wf, base)
+
+    def small_study(cfg):
+        cfg["annotation"] = {"writing": {"writers": 1, "per_context": 1},
+                             "rating": {"raters": 2, "per_pair": 2, "qc_rate": 0.2},
+                             "spot_checks": {"completions": 4, "labellers": 2, "per_completion": 2}}
+        # the browser answers in about a second: keep its raters (a real study keeps the paper's 5 s floor)
+        cfg["human_judgments"] = {"min_median_seconds": 0}
+
+    edit_config(wf, small_study)
+    wf.snakemake(*args, env=KEY_ENV)
+    wf.snakemake("results/annotation/tasks.parquet", *args, env=KEY_ENV)
+    tasks = pd.read_parquet(wf.root / "results/annotation/tasks.parquet")
+    db = wf.root / "resources/human/annotation.sqlite"
+    annotate(wf.root, "init", "--db", str(db), "--tasks", "results/annotation/tasks.parquet")
+    port = free_port()
+    env = {**os.environ, "PYTHONPATH": str(REPO / "workflow")}
+    server = subprocess.Popen([sys.executable, "-m", "heart.annotation", "serve", "--db", str(db),
+                               "--port", str(port)], cwd=wf.root, env=env,
+                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    url = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=1).close()
+                break
+            except OSError:
+                if server.poll() is not None or time.monotonic() > deadline:
+                    raise AssertionError(f"the annotation server did not start:\n{server.stdout.read()}")
+                time.sleep(0.2)
+        links = {}
+        for line in annotate(wf.root, "links", "--db", str(db), "--base", url).stdout.splitlines():
+            person, role, link = line.split("\t")
+            links[person] = link
+        yield {"wf": wf, "args": args, "tasks": tasks, "db": db, "url": url, "links": links,
+               "pages": [], "systems": ["remote-a", "remote-b", "original", "remote-test", "human#"]}
+    finally:
+        server.kill()
+        server.wait()
+
+
+def visit(driver, study, url):
+    driver.get(url)
+    study["pages"].append(driver.page_source)
+    return driver.page_source
+
+
+def shot(driver, name, size=LAPTOP):
+    """A full-page screenshot at a laptop's or a phone's viewport (device metrics set through CDP)."""
+    width, height = size
+    metrics = {"width": width, "height": height, "deviceScaleFactor": 1, "mobile": size == PHONE}
+    driver.execute_cdp_cmd("Emulation.setDeviceMetricsOverride", metrics)
+    full = driver.execute_script("return document.documentElement.scrollHeight")
+    driver.execute_cdp_cmd("Emulation.setDeviceMetricsOverride", {**metrics, "height": min(max(height, full), 5000)})
+    driver.execute_script("window.scrollTo(0, 0)")
+    driver.save_screenshot(str(SHOTS / f"{name}.png"))
+    driver.execute_cdp_cmd("Emulation.clearDeviceMetricsOverride", {})
+
+
+def submit(driver, study):
+    old = driver.find_element(By.NAME, "nonce").get_attribute("value")
+    driver.find_element(By.ID, "send").click()
+    WebDriverWait(driver, 15).until(
+        lambda d: d.find_elements(By.ID, "done") or d.find_elements(By.ID, "error") or (
+            d.find_elements(By.NAME, "nonce")
+            and d.find_element(By.NAME, "nonce").get_attribute("value") != old))
+    study["pages"].append(driver.page_source)
+    assert not driver.find_elements(By.ID, "error"), driver.find_element(By.ID, "error").text
+
+
+def answers(study):
+    from heart.annotation import store
+
+    conn = store.connect(study["db"])
+    try:
+        return store.answers_frame(conn)
+    finally:
+        conn.close()
+
+
+def test_a_writer_completes_their_tasks_and_a_reload_loses_nothing(browser, study):
+    link = study["links"]["writer-01"]
+    mine = study["tasks"][study["tasks"]["person_id"] == "writer-01"]
+    page = visit(browser, study, link)
+    assert f"Task 1 of {len(mine)}" in page and "Instructions" in page
+    shot(browser, "writing-laptop")
+    shot(browser, "writing-phone", PHONE)
+    box = browser.find_element(By.ID, "reply")
+    box.send_keys("That sounds so heavy. What part of it weighs on you most right now?")
+    assert browser.find_element(By.ID, "word-count").text == "14"
+    submit(browser, study)
+    # a reload in the middle of the second task: the first answer is kept, the second task is served again
+    browser.find_element(By.ID, "reply").send_keys("half a thought")
+    page = visit(browser, study, link)
+    assert f"Task 2 of {len(mine)}" in page
+    assert len(answers(study)) == 1
+    for k in range(2, len(mine) + 1):
+        box = browser.find_element(By.ID, "reply")
+        box.clear()
+        box.send_keys(f"I'm really sorry you're dealing with this ({k}). Do you want to tell me more?")
+        box.send_keys(Keys.CONTROL, Keys.ENTER)  # the keyboard shortcut submits
+        WebDriverWait(browser, 15).until(lambda d: f"Task {k + 1} of" in d.page_source or
+                                         d.find_elements(By.ID, "done"))
+        study["pages"].append(browser.page_source)
+    assert browser.find_elements(By.ID, "done")
+    shot(browser, "writing-done")
+    got = answers(study)
+    got = got[got["kind"] == "writing"]
+    assert sorted(got["item_id"]) == sorted(mine["item_id"]) and (got["seconds"] > 0).all()
+    assert got["answer"].iloc[0]["text"].startswith("That sounds so heavy")
+
+
+def test_raters_judge_pairs_with_quality_checks_by_keyboard(browser, study):
+    for n, rater in enumerate(("rater-01", "rater-02")):
+        mine = study["tasks"][study["tasks"]["person_id"] == rater]
+        assert mine["qc_expected"].notna().sum() >= 1  # quality checks are mixed in
+        visit(browser, study, study["links"][rater])
+        if n == 0:
+            shot(browser, "rating-laptop")
+            shot(browser, "rating-phone", PHONE)
+        for k in range(len(mine)):
+            page = browser.page_source
+            body = browser.find_element(By.TAG_NAME, "body")
+            body.send_keys("4" if k % 3 else "2")   # keys 1-5 choose outside the text box
+            assert browser.find_element(By.ID, f"choice-{'4' if k % 3 else '2'}").is_selected()
+            browser.find_element(By.ID, "rationale").send_keys(f"It follows what the seeker said ({k}).")
+            if n == 0 and k == 1:
+                shot(browser, "rating-chosen")
+            assert "Response A" in page and "Response B" in page
+            submit(browser, study)
+        assert browser.find_elements(By.ID, "done")
+    got = answers(study)
+    got = got[got["kind"] == "rating"]
+    assert len(got) == int((study["tasks"]["kind"] == "rating").sum())
+    assert set(got["answer"].map(lambda a: a["choice"])) == {2, 4}
+
+
+def test_a_bad_answer_is_refused_with_the_typed_text_kept(browser, study):
+    # a labeller ticks a strategy and "None of these": the browser script unticks, so post it by hand
+    visit(browser, study, study["links"]["labeller-01"])
+    browser.execute_script(
+        "document.getElementById('strategy-none').checked = true;"
+        "document.querySelector('input[name=strategy]').checked = true; document.getElementById('spot-form').submit();")
+    assert "untick one" in browser.find_element(By.ID, "error").text
+    shot(browser, "spot-check-error")
+
+
+def test_labellers_label_and_the_coordinator_adjudicates(browser, study):
+    for n, labeller in enumerate(("labeller-01", "labeller-02")):
+        mine = study["tasks"][study["tasks"]["person_id"] == labeller]
+        visit(browser, study, study["links"][labeller])
+        if n == 0:
+            shot(browser, "spot-check-laptop")
+            shot(browser, "spot-check-phone", PHONE)
+        for k in range(len(mine)):
+            browser.find_element(By.ID, "strategy-reflective_statements").click()
+            if n == 0 and k == 0:
+                browser.find_element(By.ID, "strategy-affirmation").click()  # a disagreement
+            submit(browser, study)
+        assert browser.find_elements(By.ID, "done")
+    coordinator = study["links"]["coordinator"]
+    page = visit(browser, study, coordinator)
+    assert "1 completion with disagreeing labels" in page and "rater-01" in page
+    n_items = study["tasks"].groupby("kind")["item_id"].nunique()
+    assert f"<td>writing</td><td>{n_items['writing']}</td><td>3</td><td>3</td>" in page
+    shot(browser, "coordinator")
+    browser.find_element(By.LINK_TEXT, "Adjudicate").click()
+    study["pages"].append(browser.page_source)
+    shot(browser, "adjudicate")
+    boxes = browser.find_elements(By.CSS_SELECTOR, ".strategy.disputed input")
+    assert len(boxes) == 1
+    boxes[0].click()  # the coordinator keeps affirmation
+    browser.find_element(By.ID, "send").click()
+    WebDriverWait(browser, 15).until(lambda d: d.find_elements(By.ID, "nothing"))
+
+
+def test_a_token_reaches_only_its_own_tasks(browser, study):
+    rater, coordinator = study["links"]["rater-01"], study["links"]["coordinator"]
+    for url in (rater.replace("/p/", "/c/"), coordinator.replace("/c/", "/p/"), study["url"] + "/p/guess",
+                rater + "x"):
+        visit(browser, study, url)
+        assert browser.find_element(By.TAG_NAME, "h1").text == "Not found"
+    # a page of one person posted with another's link is refused
+    visit(browser, study, study["links"]["writer-01"])  # done: no form; use a rater's form instead
+    browser.get(study["links"]["labeller-02"])
+    nonce = browser.find_element(By.NAME, "nonce").get_attribute("value") if browser.find_elements(
+        By.NAME, "nonce") else "none"
+    browser.execute_script(
+        "const f = document.createElement('form'); f.method = 'post'; f.action = arguments[0];"
+        "const i = document.createElement('input'); i.name = 'nonce'; i.value = arguments[1]; f.append(i);"
+        "const c = document.createElement('input'); c.name = 'choice'; c.value = '1'; f.append(c);"
+        "const r = document.createElement('input'); r.name = 'rationale'; r.value = 'forged answer'; f.append(r);"
+        "document.body.append(f); f.submit();", rater + "/answer", nonce)
+    assert browser.find_element(By.TAG_NAME, "h1").text in ("Refused", "Not found")
+    assert not any("forged" in a.get("rationale", "") for a in answers(study)["answer"])
+
+
+def test_no_served_page_names_a_system_model_or_writer(study):
+    assert len(study["pages"]) > 30
+    person_pages = [p for p in study["pages"] if "Coordinator" not in p and "Adjudicate" not in p]
+    for page in person_pages:
+        named = [s for s in study["systems"] + list(study["tasks"]["pair_id"].dropna()) if s in page]
+        assert not named, f"a served page names {named}"
+
+
+def test_export_then_snakemake_gives_the_human_rows(study):
+    wf, args = study["wf"], study["args"]
+    before = set(pd.read_parquet(wf.root / "results/stats/leaderboard.parquet")["system"])
+    assert "human" not in before
+    wf.snakemake(*args, env=KEY_ENV)
+    human = wf.root / "resources/human"
+    completions = pd.read_csv(human / "completions.csv")
+    judgments = pd.read_csv(human / "judgments.csv")
+    assert len(completions) == 3 and set(completions["contributor_id"]) == {"writer-01"}
+    assert judgments["qc_expected"].notna().sum() >= 2 and len(judgments) == int(
+        (study["tasks"]["kind"] == "rating").sum())
+    after = set(pd.read_parquet(wf.root / "results/stats/leaderboard.parquet")["system"])
+    assert {"human", "best-human"} <= after
+    sources = pd.read_parquet(wf.root / "results/judging/sources.parquet").set_index("judge")
+    assert sources.loc["human", "status"] == "present"
+    raters = pd.read_parquet(wf.root / "results/judging/human_raters.parquet")
+    assert set(raters["rater_id"]) == {"rater-01", "rater-02"} and raters["n_qc"].min() >= 1
+    f1 = pd.read_parquet(wf.root / "results/tagging/fake-tagger_f1.parquet")
+    assert (f1["status"] != "absent").all() and f1["f1"].notna().any()
+    side = pd.read_parquet(wf.root / "results/stats/paper_comparison.parquet").set_index("id")
+    assert side.loc["inter_human_agreement", "status"] == "computed"
+    assert side.loc["strategy_macro_f1", "status"] == "computed"
+    # nothing to redo: a second run finds everything up to date
+    again = wf.snakemake(*args, env=KEY_ENV)
+    assert "Nothing to be done" in again.stdout + again.stderr

@@ -1,0 +1,46 @@
+# Human data collection (README "Collect human data") -> results/annotation/, resources/human/
+#
+# annotation_tasks writes the people's tasks; `python -m heart.annotation serve` (make annotate) serves
+# them and keeps every answer in the store (config annotation.db); export_annotations turns the store
+# into the import files that human_completions, human_judgments and strategy_f1 read. The export rule
+# exists only once a store does, so a study without one reads hand-made files (or none) as before.
+
+
+rule annotation_tasks:
+    input:
+        item_table="results/items/items.parquet",
+        pair_table="results/judging/pairs.parquet",
+        completions=expand("results/completions/{system}.parquet", system=SYSTEMS),
+        qc_replies=workflow.source_path("../resources/annotation/qc_replies.yaml"),
+    output:
+        tasks="results/annotation/tasks.parquet",
+        summary="results/annotation/summary.parquet",
+    params:
+        settings=config["annotation"],
+    log:
+        "logs/annotation/tasks.log",
+    conda:
+        "../../envs/data.yaml"
+    script:
+        "../scripts/annotation_tasks.py"
+
+
+if ANNOTATION_STORE:
+
+    rule export_annotations:
+        input:
+            store=config["annotation"]["db"],
+            taxonomy=taxonomy_file(),
+        output:
+            completions=config["human_completions"]["path"],
+            judgments=config["human_judgments"]["path"],
+            labels=config["tagging"]["spot_checks"],
+        log:
+            "logs/annotation/export.log",
+        conda:
+            "../../envs/data.yaml"
+        script:
+            "../scripts/export_annotations.py"
+
+    localrules:
+        export_annotations,

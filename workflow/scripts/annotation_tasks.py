@@ -1,0 +1,31 @@
+"""rule annotation_tasks: the human tasks (writing, rating with quality checks, strategy spot checks)."""
+import pandas as pd
+import yaml
+
+from heart import provenance, tableio
+from heart.annotation import tasks
+from heart.runtime import logged
+
+with logged(snakemake.log[0], snakemake) as log:
+    job = provenance.collect(snakemake)
+    s = snakemake.params.settings
+    items = tableio.read_table(snakemake.input.item_table)
+    pairs = tableio.read_table(snakemake.input.pair_table)
+    completions = pd.concat([tableio.read_table(p) for p in snakemake.input.completions], ignore_index=True)
+    qc_replies = yaml.safe_load(open(snakemake.input.qc_replies))["replies"]
+    table = pd.concat([
+        tasks.writing_tasks(items, s["writing"]["writers"], s["writing"]["per_context"], s["seed"]),
+        tasks.rating_tasks(items, pairs, completions, s["rating"]["raters"], s["rating"]["per_pair"],
+                           s["rating"]["qc_rate"], qc_replies, s["seed"], pair_sample=s["rating"]["pair_sample"]),
+        tasks.spot_check_tasks(completions, items, s["spot_checks"]["completions"], s["spot_checks"]["labellers"],
+                               s["spot_checks"]["per_completion"], s["seed"]),
+    ], ignore_index=True)
+    summary = tasks.summary(table)
+    tableio.write_tables([(table, snakemake.output.tasks, "annotation_tasks"),
+                          (summary, snakemake.output.summary, "annotation_summary")], {**job, "settings": s})
+    for kind, g in table.groupby("kind"):
+        log.info("%s: %d tasks for %d people over %d items", kind, len(g), g["person_id"].nunique(),
+                 g["item_id"].nunique())
+    if not (completions["system"] == "human").any():
+        log.info("no human completions yet: rating and spot-check tasks cover the other systems; rerun after "
+                 "the writing tasks are exported to add the human ones")
