@@ -299,3 +299,52 @@ def judgments_frame(rows) -> "pd.DataFrame":
     df["flipped"] = df["flipped"].astype("boolean")
     df["winner"] = df["winner"].astype(object).where(df["winner"].notna(), None)
     return df
+
+
+class AnnotationServer:
+    """The annotation app's real server (``python -m heart.annotation serve``) as a subprocess on a free port
+    of 127.0.0.1; :meth:`start` returns once it answers, :meth:`kill` sends SIGKILL (no clean shutdown)."""
+
+    def __init__(self, db, tasks=None, cwd=REPO, log=None):
+        self.db, self.tasks, self.cwd = Path(db), tasks, cwd
+        self.log = Path(log) if log else Path(db).with_name("server.log")
+        self.proc = None
+        self.url = None
+
+    def start(self, timeout: float = 60) -> "AnnotationServer":
+        import socket
+        import time
+
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            port = s.getsockname()[1]
+        env = {**os.environ, "PYTHONPATH": str(REPO / "workflow")}
+        args = ["--db", str(self.db), "--port", str(port)] + (["--tasks", str(self.tasks)] if self.tasks else [])
+        with open(self.log, "a") as log:
+            self.proc = subprocess.Popen([sys.executable, "-m", "heart.annotation", "serve", *args],
+                                         cwd=self.cwd, env=env, stdout=log, stderr=subprocess.STDOUT)
+        self.url = f"http://127.0.0.1:{port}"
+        deadline = time.monotonic() + timeout
+        while True:
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=1).close()
+                return self
+            except OSError:
+                if self.proc.poll() is not None or time.monotonic() > deadline:
+                    self.kill()
+                    raise AssertionError(f"the annotation server did not start:\n{self.log.read_text()}")
+                time.sleep(0.05)
+
+    def kill(self) -> None:
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.kill()
+        if self.proc is not None:
+            self.proc.wait(timeout=30)
+
+    def links(self) -> dict[str, str]:
+        """person_id -> secret link, as ``heart.annotation links`` prints them."""
+        env = {**os.environ, "PYTHONPATH": str(REPO / "workflow")}
+        out = subprocess.run([sys.executable, "-m", "heart.annotation", "links", "--db", str(self.db),
+                              "--base", self.url], cwd=self.cwd, env=env, capture_output=True, text=True,
+                             timeout=120, check=True).stdout
+        return {person: link for person, _, link in (line.split("\t") for line in out.splitlines())}

@@ -102,6 +102,7 @@ def test_store_key_is_private_and_a_store_without_its_key_is_refused(tmp_path):
 
 
 def test_reloading_a_task_table_adds_keeps_and_retires_but_never_drops_an_answer(study):
+    """A newer task table retires the unanswered tasks it no longer holds, never an answered one."""
     db, links = study["db"], study["links"]
     assert answer(study["client"], links["rater-01"], choice="2", rationale="warmer and specific").status_code == 303
     answered = stored(db)["task_id"].tolist()
@@ -109,10 +110,12 @@ def test_reloading_a_task_table_adds_keeps_and_retires_but_never_drops_an_answer
     smaller = study["tasks"][~study["tasks"]["person_id"].eq("rater-01")]
     counts = store.load_tasks(conn, smaller)
     n_rater = int(study["tasks"]["person_id"].eq("rater-01").sum())
-    assert counts == {"added": 0, "kept": len(smaller), "retired": n_rater, "reactivated": 0}
-    assert stored(db).empty and store.answers_frame(conn, active_only=False)["task_id"].tolist() == answered
-    assert store.load_tasks(conn, study["tasks"])["reactivated"] == n_rater
-    assert stored(db)["task_id"].tolist() == answered  # back, with its answer
+    # the answered task stays (its answer is still exported); the others are retired, and come back
+    assert counts == {"added": 0, "kept": len(smaller), "retired": n_rater - 1, "reactivated": 0}
+    assert stored(db)["task_id"].tolist() == answered
+    assert store.progress(conn, "rater-01") == (1, 1)
+    assert store.load_tasks(conn, study["tasks"])["reactivated"] == n_rater - 1
+    assert store.progress(conn, "rater-01") == (1, n_rater)
     clash = study["tasks"].head(1).assign(task_id="w-new", kind="rating", person_id="writer-01")
     with pytest.raises(store.StoreError, match="writer-01.* is a writer in the store and a rater here"):
         store.load_tasks(conn, clash)

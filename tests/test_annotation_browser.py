@@ -8,11 +8,6 @@ Needs the apt packages chromium and chromium-driver (`make test` installs them w
 """
 
 import os
-import re
-import socket
-import subprocess
-import sys
-import time
 from pathlib import Path
 
 import pandas as pd
@@ -22,28 +17,13 @@ from selenium.webdriver.common.by import By
 from selenium.webdriver.common.keys import Keys
 from selenium.webdriver.support.ui import WebDriverWait
 
-from conftest import KEY_ENV, REPO, WorkflowCopy, edit_config, judging_config
+from conftest import KEY_ENV, REPO, AnnotationServer, WorkflowCopy, edit_config, judging_config
 
 pytestmark = [pytest.mark.e2e, pytest.mark.browser]
 
 CHROMIUM, CHROMEDRIVER = Path("/usr/bin/chromium"), Path("/usr/bin/chromedriver")
 SHOTS = REPO / "logs" / "screenshots"
 PHONE, LAPTOP = (390, 844), (1280, 900)
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def annotate(root, *args, check=True):
-    env = {**os.environ, "PYTHONPATH": str(REPO / "workflow")}
-    proc = subprocess.run([sys.executable, "-m", "heart.annotation", *args], cwd=root, env=env,
-                          capture_output=True, text=True, timeout=120)
-    if check and proc.returncode:
-        raise AssertionError(f"heart.annotation {' '.join(args)} failed:\n{proc.stdout}\n{proc.stderr}")
-    return proc
 
 
 @pytest.fixture(scope="module")
@@ -90,32 +70,14 @@ def study(tmp_path_factory, judge_server):
     wf.snakemake("results/annotation/tasks.parquet", *args, env=KEY_ENV)
     tasks = pd.read_parquet(wf.root / "results/annotation/tasks.parquet")
     db = wf.root / "resources/human/annotation.sqlite"
-    annotate(wf.root, "init", "--db", str(db), "--tasks", "results/annotation/tasks.parquet")
-    port = free_port()
-    env = {**os.environ, "PYTHONPATH": str(REPO / "workflow")}
-    server = subprocess.Popen([sys.executable, "-m", "heart.annotation", "serve", "--db", str(db),
-                               "--port", str(port)], cwd=wf.root, env=env,
-                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-    url = f"http://127.0.0.1:{port}"
+    # as `make annotate` does it: the server loads the task table (creating the store) and serves it
+    server = AnnotationServer(db, "results/annotation/tasks.parquet", cwd=wf.root,
+                              log=wf.root / "annotation-server.log").start()
     try:
-        deadline = time.monotonic() + 30
-        while True:
-            try:
-                socket.create_connection(("127.0.0.1", port), timeout=1).close()
-                break
-            except OSError:
-                if server.poll() is not None or time.monotonic() > deadline:
-                    raise AssertionError(f"the annotation server did not start:\n{server.stdout.read()}")
-                time.sleep(0.2)
-        links = {}
-        for line in annotate(wf.root, "links", "--db", str(db), "--base", url).stdout.splitlines():
-            person, role, link = line.split("\t")
-            links[person] = link
-        yield {"wf": wf, "args": args, "tasks": tasks, "db": db, "url": url, "links": links,
+        yield {"wf": wf, "args": args, "tasks": tasks, "db": db, "url": server.url, "links": server.links(),
                "pages": [], "systems": ["remote-a", "remote-b", "original", "remote-test", "human#"]}
     finally:
         server.kill()
-        server.wait()
 
 
 def visit(driver, study, url):
@@ -307,3 +269,28 @@ def test_export_then_snakemake_gives_the_human_rows(study):
     # nothing to redo: a second run finds everything up to date
     again = wf.snakemake(*args, env=KEY_ENV)
     assert "Nothing to be done" in again.stdout + again.stderr
+
+
+def test_tasks_made_again_add_the_human_pairs_and_keep_every_answer(browser, study):
+    """README step 4: with the human completions in, the task table gains their pairs; the store keeps
+    every task answered so far, and a rater who was done has new pairs to judge."""
+    wf, args = study["wf"], study["args"]
+    done = answers(study)
+    wf.snakemake("results/annotation/tasks.parquet", *args, env=KEY_ENV)
+    again = pd.read_parquet(wf.root / "results/annotation/tasks.parquet")
+    rating = again[again["kind"] == "rating"]
+    assert rating["ref_a"].str.startswith("human#").any() or rating["ref_b"].str.startswith("human#").any()
+    old = study["tasks"]
+    real = old[(old["kind"] == "rating") & old["pair_id"].notna()]
+    assert set(real["task_id"]) <= set(rating["task_id"])  # a pair keeps its raters and order
+    from heart.annotation import store
+
+    conn = store.connect(study["db"])
+    try:
+        counts = store.load_tasks(conn, again)
+    finally:
+        conn.close()
+    assert counts["added"] > 0
+    assert set(done["task_id"]) <= set(answers(study)["task_id"])  # every answer still exported
+    page = visit(browser, study, study["links"]["rater-01"])
+    assert "Response A" in page and 'id="done"' not in page

@@ -186,7 +186,10 @@ print("RULES=" + json.dumps(rules))
 
 
 # rules defined only under some config: loaded once per such config (each item source, analysis only)
-PROBE_CONFIGS = ({}, {"items": {"source": "release"}}, {"analysis_only": {"judgments": "votes.csv"}})
+# the last one defines rule export_annotations, which exists once an annotation store does (any existing file
+# stands for the store here: loading the workflow never opens it)
+PROBE_CONFIGS = ({}, {"items": {"source": "release"}}, {"analysis_only": {"judgments": "votes.csv"}},
+                 {"annotation": {"db": "Snakefile"}})
 
 
 def rule_conda_problems(root: Path) -> list[str]:

@@ -33,7 +33,7 @@ def _load(db: Path, tasks: Path | None) -> None:
         counts = store.load_tasks(conn, pd.read_parquet(tasks), source=str(tasks))
     finally:
         conn.close()
-    print(f"{tasks}: {counts['added']} tasks added, {counts['kept']} kept, {counts['retired']} retired "
+    print(f"{tasks}: {counts['added']} tasks added, {counts['kept']} kept, {counts['retired']} unanswered retired "
           f"(answers are never removed)")
 
 

@@ -28,9 +28,10 @@ from urllib.parse import urlsplit
 
 import yaml
 from fastapi import FastAPI, Request
-from fastapi.responses import HTMLResponse, RedirectResponse, Response
+from fastapi.responses import HTMLResponse, RedirectResponse
 from fastapi.staticfiles import StaticFiles
 from fastapi.templating import Jinja2Templates
+from starlette.concurrency import run_in_threadpool
 
 from heart.annotation import store
 
@@ -141,13 +142,17 @@ def create_app(db_path, taxonomy_path, title: str = "HEART annotation") -> FastA
 
     @app.post("/p/{token}/answer", response_class=HTMLResponse)
     async def post_answer(request: Request, token: str):
+        form = await request.form()
+        # the store's work (a commit that waits for the disk) runs off the event loop
+        return await run_in_threadpool(store_answer, request, token, form)
+
+    def store_answer(request: Request, token: str, form):
         found = who(token)
         if found is None or found[1] == store.COORDINATOR:
             return not_found(request)
         if cross_site(request):
             return forbidden(request)
         person_id = found[0]
-        form = await request.form()
         nonce = str(form.get("nonce", ""))
         conn = db()
         try:
@@ -192,12 +197,15 @@ def create_app(db_path, taxonomy_path, title: str = "HEART annotation") -> FastA
 
     @app.post("/c/{token}/adjudicate", response_class=HTMLResponse)
     async def adjudicate_post(request: Request, token: str):
+        form = await request.form()
+        return await run_in_threadpool(store_adjudication, request, token, form)
+
+    def store_adjudication(request: Request, token: str, form):
         found = who(token)
         if found is None or found[1] != store.COORDINATOR:
             return not_found(request)
         if cross_site(request):
             return forbidden(request)
-        form = await request.form()
         conn = db()
         try:
             if not hmac.compare_digest(str(form.get("nonce", "")).encode(), coordinator_csrf(key, token).encode()):
@@ -313,10 +321,8 @@ def dashboard(conn, key: bytes, strategy_keys: list[str]) -> dict:
     kinds = [dict(r) for r in conn.execute(
         "SELECT t.kind, COUNT(*) AS total, COUNT(a.task_id) AS done, COUNT(DISTINCT t.item_id) AS n_items "
         "FROM tasks t LEFT JOIN answers a USING (task_id) WHERE t.active = 1 GROUP BY t.kind ORDER BY t.kind")]
-    retired = conn.execute("SELECT COUNT(*) FROM answers a JOIN tasks t USING (task_id) "
-                           "WHERE t.active = 0").fetchone()[0]
     return {"people": people, "qc_failures": qc_failures, "items": items[:60], "n_items": len(items),
-            "kinds": kinds, "pending": len(disagreements(conn, strategy_keys)), "retired": retired}
+            "kinds": kinds, "pending": len(disagreements(conn, strategy_keys))}
 
 
 def qc_passed(expected: str, choice: int) -> bool:

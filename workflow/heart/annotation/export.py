@@ -7,7 +7,7 @@
   per strategy of each completion whose labellers agree, or that the coordinator adjudicated; a
   completion with one label so far, or with an open disagreement, is left out (and counted).
 
-Only answers to active tasks are exported. Files are written atomically, and each is recorded with its
+Every answer is exported (an answered task is never retired: :func:`heart.annotation.store.load_tasks`). Files are written atomically, and each is recorded with its
 sha256 in a manifest beside it, so a later export knows which files it may replace: one it did not
 write (a hand-made import) is never overwritten.
 """

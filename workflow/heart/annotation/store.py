@@ -137,10 +137,11 @@ def revoke(conn: sqlite3.Connection, person_id: str) -> None:
 def load_tasks(conn: sqlite3.Connection, tasks: pd.DataFrame, source: str = "tasks") -> dict:
     """Bring the store's tasks in line with ``tasks`` (the table of :mod:`heart.annotation.tasks`).
 
-    New tasks are added, a task already present keeps its row (and any answer), and a task that the
-    table no longer holds is retired (``active = 0``: not served, and its answer, kept in the store, is
-    not exported: its pair or item may be gone); a retired task that comes back is active again with its
-    answer. Returns counts {added, kept, retired, reactivated}.
+    New tasks are added, a task already present keeps its row (and any answer), and an unanswered task
+    that the table no longer holds is retired (``active = 0``: not served; it comes back should a later
+    table hold it again). An answered task is never retired: work done stays exported even when a newer
+    sample (e.g. spot checks stratified over a new system) no longer draws it. Returns counts
+    {added, kept, retired, reactivated}.
     """
     required = {"task_id", "kind", "person_id", "position", "item_id"}
     missing = required - set(tasks.columns)
@@ -178,7 +179,8 @@ def load_tasks(conn: sqlite3.Connection, tasks: pd.DataFrame, source: str = "tas
         conn.executemany("UPDATE tasks SET active = 1, position = ? WHERE task_id = ?", kept)
         counts["added"], counts["kept"] = len(fresh), len(kept)
         listed = {rec["task_id"] for rec in records}
-        gone = [(t,) for t, active in existing.items() if active and t not in listed]
+        answered = {r[0] for r in conn.execute("SELECT task_id FROM answers")}
+        gone = [(t,) for t, active in existing.items() if active and t not in listed and t not in answered]
         conn.executemany("UPDATE tasks SET active = 0 WHERE task_id = ?", gone)
         counts["retired"] = len(gone)
     return counts

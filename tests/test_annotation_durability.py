@@ -1,0 +1,196 @@
+"""heart.annotation survives ``kill -9``: the real server (``python -m heart.annotation serve``) as a
+subprocess on 127.0.0.1 over a small SYNTHETIC store (2 raters x 6 rating tasks), killed with SIGKILL
+after one rater's third answer and restarted on the same store.
+
+Nothing here is timed: the checks are what the store holds and what the pages serve. The load and latency
+figures are tests/benchmarks/bench_annotation.py's.
+"""
+
+from __future__ import annotations
+
+import html
+import json
+import os
+import re
+import signal
+import sqlite3
+import subprocess
+import sys
+from pathlib import Path
+
+import pandas as pd
+import pytest
+import requests
+
+from conftest import AnnotationServer
+from heart import pairs as pairs_mod
+from heart.annotation import store
+from heart.annotation import tasks as tasks_mod
+
+pytestmark = pytest.mark.e2e
+
+REPO = Path(__file__).resolve().parents[1]
+ENV = {**os.environ, "PYTHONPATH": os.pathsep.join(
+    [str(REPO / "workflow"), *filter(None, [os.environ.get("PYTHONPATH")])])}
+NONCE = re.compile(r'name="nonce" value="([^"]+)"')
+RESPONSE = re.compile(r'<article class="response" id="response-([ab])"><h2>Response [AB]</h2><p>(.*?)</p>',
+                      re.S)
+SEED = 5
+
+
+def synthetic_tasks() -> pd.DataFrame:
+    """Two synthetic items, each with two model replies and the original: 3 pairs an item, 6 in all, every
+    pair to both raters (per_pair 2 of 2), no quality checks: 6 rating tasks per rater."""
+    items = pd.DataFrame([{
+        "item_id": f"synthetic-{i}", "conversation_id": 900 + i, "subset": "regular",
+        "history": [{"role": "seeker", "text": f"[synthetic] I feel low, day {i}."},
+                    {"role": "supporter", "text": "[synthetic] What happened?"},
+                    {"role": "seeker", "text": f"[synthetic] Exams, round {i}."}],
+        "original_reply": f"[synthetic] Exams are a lot to carry (item {i})."} for i in range(2)])
+    comp = pd.DataFrame(
+        [{"item_id": it.item_id, "system": s, "source": "model", "contributor_id": None,
+          "text": f"[synthetic] {s} answers {it.item_id}"} for it in items.itertuples() for s in ("m1", "m2")]
+        + [{"item_id": it.item_id, "system": "original", "source": "dataset", "contributor_id": None,
+            "text": it.original_reply} for it in items.itertuples()])
+    pairs = pairs_mod.design(comp, items, SEED)
+    out = tasks_mod.rating_tasks(items, pairs, comp, raters=2, per_pair=2, qc_rate=0.0, qc_replies=[],
+                                 seed=SEED)
+    assert out.groupby("person_id").size().to_dict() == {"rater-01": 6, "rater-02": 6}
+    return out
+
+
+def cli(*args: str) -> str:
+    out = subprocess.run([sys.executable, "-m", "heart.annotation", *args], env=ENV, cwd=REPO,
+                         capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    return out.stdout
+
+
+@pytest.fixture
+def server(request, tmp_path):
+    """start(db, tasks) -> (process, base url): the real server on a free port, answering. Every process
+    started is killed by the finaliser, whatever the test's outcome."""
+    started: list[AnnotationServer] = []
+    request.addfinalizer(lambda: [s.kill() for s in started])
+
+    def start(db: Path, tasks: Path):
+        started.append(AnnotationServer(db, tasks, log=tmp_path / f"server-{len(started)}.log").start())
+        return started[-1].proc, started[-1].url
+
+    return start
+
+
+def shown(page: str) -> tuple[str, str]:
+    """(text A, text B) of a rating page."""
+    found = dict(RESPONSE.findall(page))
+    return html.unescape(found["a"]), html.unescape(found["b"])
+
+
+def get_page(session, url) -> tuple[str, str]:
+    resp = session.get(url, timeout=30)
+    assert resp.status_code == 200, resp.text[:500]
+    return resp.text, NONCE.search(resp.text).group(1) if 'id="done"' not in resp.text else ""
+
+
+def post(session, url, nonce, choice, rationale):
+    return session.post(f"{url}/answer", data={"nonce": nonce, "choice": str(choice), "rationale": rationale},
+                        timeout=30, allow_redirects=False)
+
+
+def stored(db: Path, person: str) -> pd.DataFrame:
+    conn = store.connect(db)
+    try:
+        out = store.answers_frame(conn)
+    finally:
+        conn.close()
+    return out[out["person_id"] == person].set_index("task_id")
+
+
+def integrity(db: Path) -> list[str]:
+    conn = sqlite3.connect(db)
+    try:
+        return [r[0] for r in conn.execute("PRAGMA integrity_check")]
+    finally:
+        conn.close()
+
+
+def test_answers_survive_kill_9_and_raters_resume(server, tmp_path):
+    tasks = synthetic_tasks()
+    tasks_path, db = tmp_path / "tasks.parquet", tmp_path / "store.sqlite"
+    tasks.to_parquet(tasks_path, index=False)
+    cli("init", "--db", str(db), "--tasks", str(tasks_path))
+    links = {person: link.rsplit("/", 1)[1] for person, role, link in
+             (line.split("\t") for line in cli("links", "--db", str(db), "--base", "http://x").splitlines())
+             if role == "rater"}
+    order = {p: g.sort_values("position") for p, g in tasks.groupby("person_id")}
+    mine = order["rater-01"]
+    expected_texts = list(zip(mine["text_a"], mine["text_b"]))
+    assert len(set(expected_texts)) == 6  # every task of the rater shows different texts
+
+    proc, base = server(db, tasks_path)
+    url = f"{base}/p/{links['rater-01']}"
+    session = requests.Session()
+    submitted, nonces = {}, []
+    for i, choice in enumerate([2, 5, 1]):
+        page, nonce = get_page(session, url)
+        assert shown(page) == expected_texts[i]
+        rationale = f"[synthetic] reason number {i}: it listens"
+        resp = post(session, url, nonce, choice, rationale)
+        assert resp.status_code == 303 and resp.headers["location"] == f"/p/{links['rater-01']}"
+        submitted[mine["task_id"].iloc[i]] = {"choice": choice, "rationale": rationale}
+        nonces.append(nonce)
+    page, _ = get_page(session, url)  # the 4th task served by the server about to die
+    assert shown(page) == expected_texts[3]
+
+    proc.send_signal(signal.SIGKILL)
+    assert proc.wait(timeout=30) == -signal.SIGKILL
+
+    _, base = server(db, tasks_path)
+    url = f"{base}/p/{links['rater-01']}"
+    session = requests.Session()
+    answers = stored(db, "rater-01")
+    assert len(answers) == 3 and set(answers.index) == set(submitted)
+    for task_id, value in submitted.items():
+        assert answers.at[task_id, "answer"] == value
+    assert integrity(db) == ["ok"]
+
+    # the rater resumes at the 4th task, not a repeat of an answered one
+    page, nonce = get_page(session, url)
+    assert shown(page) == expected_texts[3] and shown(page) not in expected_texts[:3]
+    assert re.search(r"Task\s+4\s+of\s+6", page)
+
+    # the first page's nonce (from the killed server) posted again: no second answer, the first one kept
+    resp = post(session, url, nonces[0], 4, "[synthetic] a resubmitted old form")
+    assert resp.status_code < 500
+    answers = stored(db, "rater-01")
+    first = mine["task_id"].iloc[0]
+    assert len(answers) == 3 and answers.at[first, "answer"] == submitted[first]
+    page, nonce = get_page(session, url)
+    assert shown(page) == expected_texts[3]
+
+    # answering continues to the end
+    for i in range(3, 6):
+        assert shown(page) == expected_texts[i]
+        rationale = f"[synthetic] reason number {i}: after the restart"
+        assert post(session, url, nonce, 3, rationale).status_code == 303
+        submitted[mine["task_id"].iloc[i]] = {"choice": 3, "rationale": rationale}
+        page, nonce = get_page(session, url)
+    assert 'id="done"' in page
+    answers = stored(db, "rater-01")
+    assert len(answers) == 6
+    assert {t: answers.at[t, "answer"] for t in answers.index} == submitted
+    assert answers.index.is_unique
+
+    # the other rater was not touched and starts at their first task
+    assert stored(db, "rater-02").empty
+    other = order["rater-02"]
+    page, _ = get_page(requests.Session(), f"{base}/p/{links['rater-02']}")
+    assert shown(page) == (other["text_a"].iloc[0], other["text_b"].iloc[0])
+    assert integrity(db) == ["ok"]
+    conn = sqlite3.connect(db)
+    try:
+        n_answers = conn.execute("SELECT COUNT(*) FROM answers").fetchone()[0]
+        raw = {r[0]: json.loads(r[1]) for r in conn.execute("SELECT task_id, answer FROM answers")}
+    finally:
+        conn.close()
+    assert n_answers == 6 and raw == submitted
