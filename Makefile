@@ -2,10 +2,12 @@
 #   make run    set up .venv, run the workflow on the embedded default config, write results/report.html
 #   make test   set up .venv and run the test suite, every tier (what CI runs)
 #   make test-fast   the quick loop while working: the unit and dag tiers (no Snakemake run, no model)
+#   make annotate    make the human tasks and serve the annotation pages (README "Collect human data")
 # Variables: ESCONV=/path/to/ESConv.json (use a local copy instead of downloading),
 #            RELEASE=/path/to/folder (a local copy of the paper's released contexts),
 #            CONFIG=config/paper.yaml (another complete config instead of the embedded default),
-#            CORES=2, PYTHON=python3.11, SNAKEMAKE_ARGS="...", PYTEST_ARGS="...".
+#            CORES=2, PYTHON=python3.11, SNAKEMAKE_ARGS="...", PYTEST_ARGS="...",
+#            ANNOTATION_DB=resources/human/annotation.sqlite, PORT=8765 (make annotate).
 SHELL := /bin/bash
 PYTHON ?= $(shell command -v python3.11 || command -v python3)
 VENV ?= .venv
@@ -23,7 +25,12 @@ LLAMA_CPP := llama-cpp-python==$(shell sed -n 's/^llama-cpp-python\[server\]==//
 WHEELHOUSE ?= $(HOME)/.cache/heart/wheels/portable-v1
 LLAMA_CMAKE_ARGS ?= -DGGML_NATIVE=OFF
 
-.PHONY: setup run test test-fast clean-results
+ANNOTATION_DB ?= resources/human/annotation.sqlite
+PORT ?= 8765
+# the browser tests drive Debian's chromium through its chromedriver
+BROWSER_PACKAGES := chromium chromium-driver
+
+.PHONY: setup run test test-fast browser annotate clean-results
 
 setup: $(STAMP)
 
@@ -47,11 +54,26 @@ run: setup
 	$(VENV)/bin/snakemake --cores $(CORES) $(RUN_ARGS) $(SNAKEMAKE_ARGS) --report results/report.html
 
 # two workers, a test file's tests on one (tests/conftest.py: the longest files first)
-test: setup
+test: setup browser
 	$(VENV)/bin/python -m pytest -n 2 --dist loadfile $(PYTEST_ARGS)
 
 test-fast: setup
 	$(VENV)/bin/python -m pytest -n 2 --dist loadfile -m "not e2e and not local_llm" $(PYTEST_ARGS)
+
+# installs the browser tests' apt packages when absent (as root), else says what to install
+browser:
+	@if [ -x /usr/bin/chromium ] && [ -x /usr/bin/chromedriver ]; then :; \
+	elif [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+	  echo "installing $(BROWSER_PACKAGES) for the browser tests (apt-get)"; \
+	  export DEBIAN_FRONTEND=noninteractive; \
+	  apt-get install -y -q $(BROWSER_PACKAGES) >/dev/null 2>&1 \
+	  || { apt-get update -q >/dev/null && apt-get install -y -q $(BROWSER_PACKAGES) >/dev/null; }; \
+	else echo "the browser tests need Debian's $(BROWSER_PACKAGES): sudo apt-get install $(BROWSER_PACKAGES)" >&2; exit 1; fi
+
+annotate: setup
+	$(VENV)/bin/snakemake --cores $(CORES) results/annotation/tasks.parquet $(RUN_ARGS) $(SNAKEMAKE_ARGS)
+	PYTHONPATH=workflow $(VENV)/bin/python -m heart.annotation serve --db $(ANNOTATION_DB) \
+	  --tasks results/annotation/tasks.parquet --port $(PORT)
 
 clean-results:
 	rm -rf results/data results/items logs benchmarks
