@@ -29,12 +29,15 @@ if ANNOTATION_STORE:
 
     rule export_annotations:
         input:
-            store=config["annotation"]["db"],
+            # a page view writes to the store too: the export follows its answers (params), not its mtime
+            store=ancient(config["annotation"]["db"]),
             taxonomy=taxonomy_file(),
         output:
             completions=config["human_completions"]["path"],
             judgments=config["human_judgments"]["path"],
             labels=config["tagging"]["spot_checks"],
+        params:
+            answers=annotation_fingerprint(),
         log:
             "logs/annotation/export.log",
         conda:

@@ -160,6 +160,17 @@ if ANNOTATION_STORE:
                                 "export_annotations writes this path)") from None
 
 
+def annotation_fingerprint():
+    """The store's answers and adjudications, as counts and last times (rule export_annotations reruns
+    when they change)."""
+    from heart.annotation.store import StoreError, fingerprint
+
+    try:
+        return fingerprint(config["annotation"]["db"])
+    except StoreError as exc:
+        raise WorkflowError(str(exc)) from None
+
+
 def human_file(path):
     """[path] when the human file exists or the annotation store will export it, else [] (absent)."""
     return [path] if ANNOTATION_STORE and path in ANNOTATION_EXPORTS else optional_file(path)

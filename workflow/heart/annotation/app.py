@@ -38,6 +38,8 @@ from heart.annotation import store
 HERE = Path(__file__).parent
 CHOICES = [(1, "A is significantly better"), (2, "A is slightly better"), (3, "A and B are about the same"),
            (4, "B is slightly better"), (5, "B is significantly better")]
+MAX_FORM_BYTES = 32_768   # the longest real form (a reply of 800 characters, escaped) is far below this
+MAX_PAGE_AGE_S = 12 * 3600  # a page open longer is served again: time on task must stay meaningful
 LIMITS = {"reply_words": 100, "reply_chars": 800, "rationale_min_chars": 5, "rationale_chars": 1000}
 _HEADERS = {
     "Content-Security-Policy": "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; "
@@ -130,7 +132,7 @@ def create_app(db_path, taxonomy_path, title: str = "HEART annotation") -> FastA
             current = (store.task(conn, store.served(conn, nonce, person_id)["task_id"]) if nonce
                        else store.next_task(conn, person_id))
             if current is None:
-                return page(request, "done.html", done=done, total=total)
+                return page(request, "done.html", status, done=done, total=total, error=error)
             if nonce is None:
                 nonce = store.serve(conn, person_id, current["task_id"])
         finally:
@@ -140,9 +142,26 @@ def create_app(db_path, taxonomy_path, title: str = "HEART annotation") -> FastA
                     token=token, done=done, total=total, error=error, form=form or {},
                     strategies=strategies)
 
+    async def small_form(request: Request):
+        """The posted form, or None when it is not a small URL-encoded form (checked before parsing)."""
+        kind = request.headers.get("content-type", "").split(";")[0].strip()
+        length = request.headers.get("content-length", "")
+        if kind != "application/x-www-form-urlencoded" or not length.isdigit() or int(length) > MAX_FORM_BYTES:
+            return None
+        return await request.form(max_files=0, max_fields=64, max_part_size=MAX_FORM_BYTES)
+
+    def too_large(request: Request) -> HTMLResponse:
+        return page(request, "message.html", 413, heading="Not accepted",
+                    text="This form is not one of this site's forms, or it is too long.")
+
     @app.post("/p/{token}/answer", response_class=HTMLResponse)
     async def post_answer(request: Request, token: str):
-        form = await request.form()
+        found = await run_in_threadpool(who, token)
+        if found is None or found[1] == store.COORDINATOR:
+            return not_found(request)
+        form = await small_form(request)
+        if form is None:
+            return too_large(request)
         # the store's work (a commit that waits for the disk) runs off the event loop
         return await run_in_threadpool(store_answer, request, token, form)
 
@@ -159,6 +178,13 @@ def create_app(db_path, taxonomy_path, title: str = "HEART annotation") -> FastA
             serve_row = store.served(conn, nonce, person_id)
             if serve_row is None:
                 return forbidden(request)
+            if not store.is_active(conn, serve_row["task_id"]):
+                return render_next(request, token, person_id, status=409,
+                                   error="The coordinator withdrew that task; here is your next one.")
+            if store.now() - serve_row["served_at"] > MAX_PAGE_AGE_S:
+                return render_next(request, token, person_id, status=409,
+                                   error="That page was open for more than 12 hours, so its time on task "
+                                         "would not mean much: please answer it again.")
             kind = store.task(conn, serve_row["task_id"])["kind"]
             value, error = validate(kind, form, strategy_keys)
             if error:
@@ -197,7 +223,12 @@ def create_app(db_path, taxonomy_path, title: str = "HEART annotation") -> FastA
 
     @app.post("/c/{token}/adjudicate", response_class=HTMLResponse)
     async def adjudicate_post(request: Request, token: str):
-        form = await request.form()
+        found = await run_in_threadpool(who, token)
+        if found is None or found[1] != store.COORDINATOR:
+            return not_found(request)
+        form = await small_form(request)
+        if form is None:
+            return too_large(request)
         return await run_in_threadpool(store_adjudication, request, token, form)
 
     def store_adjudication(request: Request, token: str, form):

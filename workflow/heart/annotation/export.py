@@ -39,26 +39,33 @@ def manifest_path(path) -> Path:
 
 
 def check_writable(path) -> None:
-    """Raise unless ``path`` is absent or is, byte for byte, the file an earlier export wrote."""
+    """Raise unless ``path`` is absent or is, byte for byte, a file an earlier export wrote."""
     path, manifest = Path(path), manifest_path(path)
     if not path.exists():
         return
-    recorded = json.loads(manifest.read_text()).get("sha256") if manifest.exists() else None
-    if recorded != sha256_file(path):
+    try:
+        recorded = json.loads(manifest.read_text()) if manifest.exists() else {}
+    except (ValueError, OSError):
+        recorded = {}
+    if sha256_file(path) not in {recorded.get("sha256"), recorded.get("previous")} - {None}:
         raise ExportError(
             f"{path} was not written by the annotation export (or was edited since), and exporting would "
             f"replace it. Move it away (or merge it into the store's answers), or point the export at "
-            f"another path in config `annotation.export`")
+            f"another path in config (human_completions.path, human_judgments.path, tagging.spot_checks)")
 
 
 def _write(frame: pd.DataFrame, path) -> None:
+    """Write the CSV atomically; its manifest names the new bytes (and the old) before the file moves, so
+    a crash between the two leaves a state the next export accepts."""
     path = Path(path)
     check_writable(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     with atomic_path(path) as tmp:
         frame.to_csv(tmp, index=False, quoting=csv.QUOTE_MINIMAL, lineterminator="\n")
-    with atomic_path(manifest_path(path)) as tmp:
-        Path(tmp).write_text(json.dumps({"sha256": sha256_file(path), "rows": len(frame)}) + "\n")
+        previous = sha256_file(path) if path.exists() else None
+        with atomic_path(manifest_path(path)) as mtmp:
+            Path(mtmp).write_text(json.dumps({"sha256": sha256_file(tmp), "previous": previous,
+                                              "rows": len(frame)}) + "\n")
 
 
 def completions(answers: pd.DataFrame) -> pd.DataFrame:

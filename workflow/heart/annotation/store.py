@@ -152,7 +152,7 @@ def load_tasks(conn: sqlite3.Connection, tasks: pd.DataFrame, source: str = "tas
     if len(bad):
         raise StoreError(f"{source}, task {bad.iloc[0]['task_id']}: field 'kind' is {bad.iloc[0]['kind']!r}; "
                          f"expected one of {sorted(ROLES)}")
-    now = time.time()
+    loaded_at = now()
     records = tasks.astype(object).where(tasks.notna(), None).to_dict("records")
     counts = {"added": 0, "kept": 0, "retired": 0, "reactivated": 0}
     with transaction(conn):
@@ -166,20 +166,22 @@ def load_tasks(conn: sqlite3.Connection, tasks: pd.DataFrame, source: str = "tas
         contexts = {rec["item_id"]: rec.get("context") for rec in records if rec.get("context") is not None}
         conn.executemany("INSERT OR REPLACE INTO contexts VALUES (?, ?)", contexts.items())
         existing = {r["task_id"]: r["active"] for r in conn.execute("SELECT task_id, active FROM tasks")}
+        answered = {r[0] for r in conn.execute("SELECT task_id FROM answers")}
         fresh, kept = [], []
         for rec in records:
+            payload = json.dumps({k: v for k, v in rec.items() if k != "context"}, ensure_ascii=False, default=str)
             if rec["task_id"] in existing:
-                kept.append((int(rec["position"]), rec["task_id"]))
+                # an unanswered task shows the table's current texts; an answered one keeps what was shown
+                kept.append((int(rec["position"]), payload, rec["task_id"]))
                 counts["reactivated"] += not existing[rec["task_id"]]
             else:
-                payload = {k: v for k, v in rec.items() if k != "context"}
                 fresh.append((rec["task_id"], rec["kind"], rec["person_id"], int(rec["position"]), rec["item_id"],
-                              json.dumps(payload, ensure_ascii=False, default=str), now))
+                              payload, loaded_at))
         conn.executemany("INSERT INTO tasks VALUES (?, ?, ?, ?, ?, ?, 1, ?)", fresh)
-        conn.executemany("UPDATE tasks SET active = 1, position = ? WHERE task_id = ?", kept)
+        conn.executemany("UPDATE tasks SET active = 1, position = ?, payload = CASE WHEN task_id IN "
+                         "(SELECT task_id FROM answers) THEN payload ELSE ? END WHERE task_id = ?", kept)
         counts["added"], counts["kept"] = len(fresh), len(kept)
         listed = {rec["task_id"] for rec in records}
-        answered = {r[0] for r in conn.execute("SELECT task_id FROM answers")}
         gone = [(t,) for t, active in existing.items() if active and t not in listed and t not in answered]
         conn.executemany("UPDATE tasks SET active = 0 WHERE task_id = ?", gone)
         counts["retired"] = len(gone)
@@ -216,11 +218,21 @@ def next_task(conn: sqlite3.Connection, person_id: str) -> dict | None:
     return _with_context(conn, row["payload"]) if row else None
 
 
+def now() -> float:
+    """The server's clock (one place, so tests can set it)."""
+    return time.time()
+
+
+def is_active(conn: sqlite3.Connection, task_id: str) -> bool:
+    row = conn.execute("SELECT active FROM tasks WHERE task_id = ?", (task_id,)).fetchone()
+    return bool(row and row["active"])
+
+
 def serve(conn: sqlite3.Connection, person_id: str, task_id: str) -> str:
     """Record that a task's page was served; returns the page's one-time nonce (also its CSRF token)."""
     nonce = secrets.token_urlsafe(24)
     with transaction(conn):
-        conn.execute("INSERT INTO serves VALUES (?, ?, ?, ?)", (nonce, task_id, person_id, time.time()))
+        conn.execute("INSERT INTO serves VALUES (?, ?, ?, ?)", (nonce, task_id, person_id, now()))
     return nonce
 
 
@@ -238,12 +250,12 @@ def answer(conn: sqlite3.Connection, serve_row: sqlite3.Row, kind: str, value: d
     Returns False (and stores nothing) when the task was already answered: a resubmitted form is not
     a second answer. The commit is durable when this returns.
     """
-    now = time.time()
+    at = now()
     with transaction(conn):
         cur = conn.execute(
             "INSERT OR IGNORE INTO answers VALUES (?, ?, ?, ?, ?, ?, ?)",
             (serve_row["task_id"], serve_row["person_id"], kind, json.dumps(value, ensure_ascii=False),
-             round(now - serve_row["served_at"], 3), serve_row["served_at"], now))
+             round(max(0.0, at - serve_row["served_at"]), 3), serve_row["served_at"], at))
         stored = cur.rowcount == 1
     # move the WAL into the main file now and then, so the file's mtime (which Snakemake compares)
     # tells that answers arrived; PASSIVE never blocks a reader or a writer
@@ -254,8 +266,24 @@ def answer(conn: sqlite3.Connection, serve_row: sqlite3.Row, kind: str, value: d
 def adjudicate(conn: sqlite3.Connection, completion: str, present: list[str]) -> None:
     with transaction(conn):
         conn.execute("INSERT OR REPLACE INTO adjudications VALUES (?, ?, ?)",
-                     (completion, json.dumps(sorted(present)), time.time()))
+                     (completion, json.dumps(sorted(present)), now()))
     conn.execute("PRAGMA wal_checkpoint(PASSIVE)")
+
+
+def fingerprint(db_path) -> str:
+    """What the export depends on, read-only: the number and the last time of answers and adjudications.
+    Rule export_annotations reruns when this changes, not when the file's mtime does (a page view writes
+    to the store too)."""
+    conn = sqlite3.connect(f"file:{Path(db_path).resolve()}?mode=ro", uri=True, timeout=10)
+    try:
+        a = conn.execute("SELECT COUNT(*), MAX(answered_at) FROM answers").fetchone()
+        d = conn.execute("SELECT COUNT(*), MAX(decided_at) FROM adjudications").fetchone()
+    except sqlite3.DatabaseError as exc:
+        raise StoreError(f"{db_path}: cannot read the annotation store ({exc}); is it a heart annotation "
+                         "store? Set config annotation.db to one, or move the file away") from None
+    finally:
+        conn.close()
+    return f"answers={a[0]}@{a[1]};adjudications={d[0]}@{d[1]}"
 
 
 def answers_frame(conn: sqlite3.Connection, active_only: bool = True) -> pd.DataFrame:
