@@ -154,24 +154,25 @@ def create_app(db_path, taxonomy_path, title: str = "HEART annotation") -> FastA
         return page(request, "message.html", 413, heading="Not accepted",
                     text="This form is not one of this site's forms, or it is too long.")
 
-    @app.post("/p/{token}/answer", response_class=HTMLResponse)
-    async def post_answer(request: Request, token: str):
+    async def guarded_post(request: Request, token: str, coordinator: bool, handler):
+        """A post's checks in order -- the token and its role, the origin, the form's type and size, then
+        the handler (which checks the form's nonce) -- with the store's work (a commit that waits for the
+        disk) off the event loop."""
         found = await run_in_threadpool(who, token)
-        if found is None or found[1] == store.COORDINATOR:
-            return not_found(request)
-        form = await small_form(request)
-        if form is None:
-            return too_large(request)
-        # the store's work (a commit that waits for the disk) runs off the event loop
-        return await run_in_threadpool(store_answer, request, token, form)
-
-    def store_answer(request: Request, token: str, form):
-        found = who(token)
-        if found is None or found[1] == store.COORDINATOR:
+        if found is None or (found[1] == store.COORDINATOR) != coordinator:
             return not_found(request)
         if cross_site(request):
             return forbidden(request)
-        person_id = found[0]
+        form = await small_form(request)
+        if form is None:
+            return too_large(request)
+        return await run_in_threadpool(handler, request, token, found[0], form)
+
+    @app.post("/p/{token}/answer", response_class=HTMLResponse)
+    async def post_answer(request: Request, token: str):
+        return await guarded_post(request, token, False, store_answer)
+
+    def store_answer(request: Request, token: str, person_id: str, form):
         nonce = str(form.get("nonce", ""))
         conn = db()
         try:
@@ -223,20 +224,9 @@ def create_app(db_path, taxonomy_path, title: str = "HEART annotation") -> FastA
 
     @app.post("/c/{token}/adjudicate", response_class=HTMLResponse)
     async def adjudicate_post(request: Request, token: str):
-        found = await run_in_threadpool(who, token)
-        if found is None or found[1] != store.COORDINATOR:
-            return not_found(request)
-        form = await small_form(request)
-        if form is None:
-            return too_large(request)
-        return await run_in_threadpool(store_adjudication, request, token, form)
+        return await guarded_post(request, token, True, store_adjudication)
 
-    def store_adjudication(request: Request, token: str, form):
-        found = who(token)
-        if found is None or found[1] != store.COORDINATOR:
-            return not_found(request)
-        if cross_site(request):
-            return forbidden(request)
+    def store_adjudication(request: Request, token: str, person_id: str, form):
         conn = db()
         try:
             if not hmac.compare_digest(str(form.get("nonce", "")).encode(), coordinator_csrf(key, token).encode()):
