@@ -186,14 +186,17 @@ print("RULES=" + json.dumps(rules))
 
 
 # rules defined only under some config: loaded once per such config (each item source, analysis only)
-# the last one defines rule export_annotations, which exists once an annotation store does (any existing file
-# stands for the store here: loading the workflow never opens it)
+# the last one defines rule export_annotations, which exists once an annotation store does (an empty one,
+# made by rule_conda_problems)
 PROBE_CONFIGS = ({}, {"items": {"source": "release"}}, {"analysis_only": {"judgments": "votes.csv"}},
-                 {"annotation": {"db": "Snakefile"}})
+                 {"annotation": {"db": "probe-store.sqlite"}})
 
 
 def rule_conda_problems(root: Path) -> list[str]:
     """Every rule of the workflow in ``root`` (a copy) that lacks a usable `conda:` env file."""
+    from heart.annotation import store
+
+    store.create(root / "probe-store.sqlite")
     rules = {}
     for config in PROBE_CONFIGS:
         proc = subprocess.run([sys.executable, "-c", RULES_PROBE, json.dumps(config)], cwd=root,
