@@ -7,7 +7,7 @@
 #            RELEASE=/path/to/folder (a local copy of the paper's released contexts),
 #            CONFIG=config/paper.yaml (another complete config instead of the embedded default),
 #            CORES=2, PYTHON=python3.11, SNAKEMAKE_ARGS="...", PYTEST_ARGS="...",
-#            ANNOTATION_DB=resources/human/annotation.sqlite, PORT=8765 (make annotate).
+#            PORT=8765 (make annotate: the store and taxonomy are the config's).
 SHELL := /bin/bash
 PYTHON ?= $(shell command -v python3.11 || command -v python3)
 VENV ?= .venv
@@ -25,7 +25,6 @@ LLAMA_CPP := llama-cpp-python==$(shell sed -n 's/^llama-cpp-python\[server\]==//
 WHEELHOUSE ?= $(HOME)/.cache/heart/wheels/portable-v1
 LLAMA_CMAKE_ARGS ?= -DGGML_NATIVE=OFF
 
-ANNOTATION_DB ?= resources/human/annotation.sqlite
 PORT ?= 8765
 # the browser tests drive Debian's chromium through its chromedriver
 BROWSER_PACKAGES := chromium chromium-driver
@@ -72,7 +71,7 @@ browser:
 
 annotate: setup
 	$(VENV)/bin/snakemake --cores $(CORES) results/annotation/tasks.parquet $(RUN_ARGS) $(SNAKEMAKE_ARGS)
-	PYTHONPATH=workflow $(VENV)/bin/python -m heart.annotation serve --db $(ANNOTATION_DB) \
+	PYTHONPATH=workflow $(VENV)/bin/python -m heart.annotation serve \
 	  --tasks results/annotation/tasks.parquet --port $(PORT)
 
 clean-results:

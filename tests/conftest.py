@@ -305,8 +305,9 @@ class AnnotationServer:
     """The annotation app's real server (``python -m heart.annotation serve``) as a subprocess on a free port
     of 127.0.0.1; :meth:`start` returns once it answers, :meth:`kill` sends SIGKILL (no clean shutdown)."""
 
-    def __init__(self, db, tasks=None, cwd=REPO, log=None):
-        self.db, self.tasks, self.cwd = Path(db), tasks, cwd
+    def __init__(self, db, tasks=None, cwd=REPO, log=None, db_flag=True):
+        """``db_flag=False``: serve without --db, as ``make annotate`` does (the store named beside the tasks)."""
+        self.db, self.tasks, self.cwd, self.db_flag = Path(db), tasks, cwd, db_flag
         self.log = Path(log) if log else Path(db).with_name("server.log")
         self.proc = None
         self.url = None
@@ -319,7 +320,8 @@ class AnnotationServer:
             s.bind(("127.0.0.1", 0))
             port = s.getsockname()[1]
         env = {**os.environ, "PYTHONPATH": str(REPO / "workflow")}
-        args = ["--db", str(self.db), "--port", str(port)] + (["--tasks", str(self.tasks)] if self.tasks else [])
+        args = (["--db", str(self.db)] if self.db_flag else []) + ["--port", str(port)]
+        args += ["--tasks", str(self.tasks)] if self.tasks else []
         with open(self.log, "a") as log:
             self.proc = subprocess.Popen([sys.executable, "-m", "heart.annotation", "serve", *args],
                                          cwd=self.cwd, env=env, stdout=log, stderr=subprocess.STDOUT)

@@ -194,7 +194,8 @@ def test_time_is_measured_by_the_server_and_a_resubmitted_form_is_not_a_second_a
     form = {"nonce": nonce_of(page), "reply": "That sounds so hard. What happened?", "seconds": "1"}
     assert client.post(f"{link}/answer", data=form, follow_redirects=False).status_code == 303
     clock[0] = 2000.0
-    assert client.post(f"{link}/answer", data=form, follow_redirects=False).status_code == 303
+    again = client.post(f"{link}/answer", data={**form, "reply": "A second version."}, follow_redirects=False)
+    assert again.status_code == 409 and "already answered" in again.text and "Task 2 of" in again.text
     got = stored(study["db"])
     assert len(got) == 1 and got["seconds"].tolist() == [37.5]
     assert got["answer"][0] == {"text": "That sounds so hard. What happened?", "pasted": False}
@@ -332,3 +333,20 @@ def test_the_export_fingerprint_follows_answers_not_page_views(study):
     (study["tmp"] / "not-a-store").write_text("hello")
     with pytest.raises(store.StoreError, match="cannot read the annotation store"):
         store.fingerprint(study["tmp"] / "not-a-store")
+
+
+def test_a_half_labelled_spot_check_keeps_its_second_labeller_when_a_new_sample_drops_it(study):
+    client, db, t = study["client"], study["db"], study["tasks"]
+    assert answer(client, study["links"]["labeller-01"], strategy=["affirmation"]).status_code == 303
+    first = stored(db)["task"].iloc[0]
+    sibling = t[(t["kind"] == "spot_check") & (t["person_id"] == "labeller-02") & (t["item_id"] == first["item_id"])
+                & (t["system"] == first["system"])]
+    assert len(sibling) == 1
+    conn = store.connect(db)
+    counts = store.load_tasks(conn, t[t["kind"] != "spot_check"])  # the new sample draws no spot check
+    assert counts["retired"] == int((t["kind"] == "spot_check").sum()) - 2
+    assert store.is_active(conn, sibling["task_id"].iloc[0])
+    conn.close()
+    assert answer(client, study["links"]["labeller-02"], strategy=["affirmation"]).status_code == 303
+    labels, counts = export.labels(stored(db), {}, KEYS)
+    assert counts["agreed"] == 1 and len(labels) == len(KEYS)

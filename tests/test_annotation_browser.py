@@ -70,9 +70,11 @@ def study(tmp_path_factory, judge_server):
     wf.snakemake("results/annotation/tasks.parquet", *args, env=KEY_ENV)
     tasks = pd.read_parquet(wf.root / "results/annotation/tasks.parquet")
     db = wf.root / "resources/human/annotation.sqlite"
-    # as `make annotate` does it: the server loads the task table (creating the store) and serves it
-    server = AnnotationServer(db, "results/annotation/tasks.parquet", cwd=wf.root,
+    # as `make annotate` does it: the server loads the task table (creating the store its config names,
+    # results/annotation/serve.json) and serves it
+    server = AnnotationServer(db, "results/annotation/tasks.parquet", cwd=wf.root, db_flag=False,
                               log=wf.root / "annotation-server.log").start()
+    assert db.exists()
     try:
         yield {"wf": wf, "args": args, "tasks": tasks, "db": db, "url": server.url, "links": server.links(),
                "pages": [], "systems": ["remote-a", "remote-b", "original", "remote-test", "human#"]}

@@ -12,11 +12,15 @@ rule annotation_tasks:
         pair_table="results/judging/pairs.parquet",
         completions=expand("results/completions/{system}.parquet", system=SYSTEMS),
         qc_replies=workflow.source_path("../resources/annotation/qc_replies.yaml"),
+        taxonomy=taxonomy_file(),
     output:
         tasks="results/annotation/tasks.parquet",
         summary="results/annotation/summary.parquet",
+        # where `python -m heart.annotation serve --tasks ...` finds this config's store and taxonomy
+        serve="results/annotation/serve.json",
     params:
         settings=config["annotation"],
+        taxonomy=config["tagging"]["taxonomy"],
     log:
         "logs/annotation/tasks.log",
     conda:

@@ -1,8 +1,12 @@
 """rule annotation_tasks: the human tasks (writing, rating with quality checks, strategy spot checks)."""
+import json
+from pathlib import Path
+
 import pandas as pd
 import yaml
 
 from heart import provenance, tableio
+from heart.atomic import atomic_path
 from heart.annotation import tasks
 from heart.runtime import logged
 
@@ -23,6 +27,8 @@ with logged(snakemake.log[0], snakemake) as log:
     summary = tasks.summary(table)
     tableio.write_tables([(table, snakemake.output.tasks, "annotation_tasks"),
                           (summary, snakemake.output.summary, "annotation_summary")], {**job, "settings": s})
+    with atomic_path(snakemake.output.serve) as tmp:
+        Path(tmp).write_text(json.dumps({"db": s["db"], "taxonomy": snakemake.params.taxonomy}, indent=1) + "\n")
     for kind, g in table.groupby("kind"):
         log.info("%s: %d tasks for %d people over %d items", kind, len(g), g["person_id"].nunique(),
                  g["item_id"].nunique())

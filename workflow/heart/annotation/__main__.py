@@ -10,6 +10,7 @@
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 from pathlib import Path
 
@@ -19,6 +20,23 @@ from heart.annotation import store
 
 ROOT = Path(__file__).resolve().parents[3]
 DEFAULT_TAXONOMY = ROOT / "workflow/resources/taxonomy/strategies.yaml"
+
+
+DEFAULT_DB = Path("resources/human/annotation.sqlite")
+
+
+def _defaults(args) -> None:
+    """--db and --taxonomy: as given, else what rule annotation_tasks recorded beside --tasks for its config
+    (results/annotation/serve.json), else the defaults."""
+    recorded = {}
+    tasks = getattr(args, "tasks", None)
+    if tasks is not None and (tasks.parent / "serve.json").is_file():
+        recorded = json.loads((tasks.parent / "serve.json").read_text())
+    if args.db is None:
+        args.db = Path(recorded.get("db", DEFAULT_DB))
+    if hasattr(args, "taxonomy") and args.taxonomy is None:
+        name = recorded.get("taxonomy")  # a config's tagging.taxonomy: workflow/resources/taxonomy/<name>.yaml
+        args.taxonomy = DEFAULT_TAXONOMY.with_name(f"{name}.yaml") if name else DEFAULT_TAXONOMY
 
 
 def _load(db: Path, tasks: Path | None) -> None:
@@ -57,16 +75,17 @@ def main(argv=None) -> int:
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = parser.add_subparsers(dest="command", required=True)
     common = argparse.ArgumentParser(add_help=False)
-    common.add_argument("--db", type=Path, default=Path("resources/human/annotation.sqlite"),
-                        help="the store (default: %(default)s); its link key is <db>.key")
+    common.add_argument("--db", type=Path, default=None,
+                        help=f"the store (default: {DEFAULT_DB}); its link key is <db>.key")
     p = sub.add_parser("init", parents=[common], help="create the store and load tasks")
     p.add_argument("--tasks", type=Path, default=Path("results/annotation/tasks.parquet"))
     p = sub.add_parser("serve", parents=[common], help="serve the pages")
-    p.add_argument("--tasks", type=Path, default=None, help="load this task table first")
+    p.add_argument("--tasks", type=Path, default=None, help="load this task table first; the store and the "
+                   "taxonomy not given default to the ones its config names (serve.json beside it)")
     p.add_argument("--host", default="127.0.0.1", help="address to bind (default: %(default)s, this machine "
                    "only; put a TLS reverse proxy in front to serve people elsewhere)")
     p.add_argument("--port", type=int, default=8765)
-    p.add_argument("--taxonomy", type=Path, default=DEFAULT_TAXONOMY)
+    p.add_argument("--taxonomy", type=Path, default=None, help=f"default: {DEFAULT_TAXONOMY}")
     p.add_argument("--public-url", default=None, help="the address people use, for the printed links")
     p = sub.add_parser("links", parents=[common], help="print every person's secret link")
     p.add_argument("--base", default="http://127.0.0.1:8765")
@@ -79,6 +98,7 @@ def main(argv=None) -> int:
     p.add_argument("--labels", type=Path, default=Path("resources/human/strategy_labels.csv"))
     p.add_argument("--taxonomy", type=Path, default=DEFAULT_TAXONOMY)
     args = parser.parse_args(argv)
+    _defaults(args)
 
     try:
         if args.command == "init":
@@ -92,8 +112,8 @@ def main(argv=None) -> int:
 
             from heart.annotation.app import create_app
 
-            app = create_app(args.db, args.taxonomy)
             base = args.public_url or f"http://{args.host}:{args.port}"
+            app = create_app(args.db, args.taxonomy, public_url=args.public_url)
             (coordinator,) = [link for _, role, link in _links(args.db, base) if role == store.COORDINATOR]
             print(f"coordinator page (secret; it lists everyone's link): {coordinator}", flush=True)
             uvicorn.run(app, host=args.host, port=args.port, log_level="warning", access_log=False)

@@ -65,8 +65,9 @@ def load_taxonomy(path) -> list[dict]:
     return yaml.safe_load(Path(path).read_text())["strategies"]
 
 
-def create_app(db_path, taxonomy_path, title: str = "HEART annotation") -> FastAPI:
-    """The app over one store (created by ``heart-annotate init``)."""
+def create_app(db_path, taxonomy_path, title: str = "HEART annotation", public_url: str | None = None) -> FastAPI:
+    """The app over one store (created by ``heart-annotate init``); ``public_url`` is the address people
+    use (behind a reverse proxy), for the links on the coordinator page."""
     db_path = Path(db_path)
     if not db_path.exists():
         raise store.StoreError(f"{db_path} does not exist; run `python -m heart.annotation init` first")
@@ -191,7 +192,10 @@ def create_app(db_path, taxonomy_path, title: str = "HEART annotation") -> FastA
             if error:
                 kept = {k: (form.getlist(k) if k == "strategy" else str(v)) for k, v in form.items()}
                 return render_next(request, token, person_id, error=error, form=kept, nonce=nonce, status=422)
-            store.answer(conn, serve_row, kind, value)
+            if not store.answer(conn, serve_row, kind, value):
+                return render_next(request, token, person_id, status=409,
+                                   error="That task was already answered (in another tab?); your first answer "
+                                         "is kept. Here is your next task.")
         finally:
             conn.close()
         return RedirectResponse(f"/p/{token}", status_code=303, headers=_HEADERS)
@@ -206,7 +210,7 @@ def create_app(db_path, taxonomy_path, title: str = "HEART annotation") -> FastA
             report = dashboard(conn, key, strategy_keys)
         finally:
             conn.close()
-        base = str(request.base_url).rstrip("/")
+        base = (public_url or str(request.base_url)).rstrip("/")
         return page(request, "coordinator.html", token=token, base=base, **report)
 
     @app.get("/c/{token}/adjudicate", response_class=HTMLResponse)

@@ -140,7 +140,8 @@ def load_tasks(conn: sqlite3.Connection, tasks: pd.DataFrame, source: str = "tas
     New tasks are added, a task already present keeps its row (and any answer), and an unanswered task
     that the table no longer holds is retired (``active = 0``: not served; it comes back should a later
     table hold it again). An answered task is never retired: work done stays exported even when a newer
-    sample (e.g. spot checks stratified over a new system) no longer draws it. Returns counts
+    sample (e.g. spot checks stratified over a new system) no longer draws it; nor is the second label of
+    a spot-checked completion that one labeller has done. Returns counts
     {added, kept, retired, reactivated}.
     """
     required = {"task_id", "kind", "person_id", "position", "item_id"}
@@ -182,10 +183,25 @@ def load_tasks(conn: sqlite3.Connection, tasks: pd.DataFrame, source: str = "tas
                          "(SELECT task_id FROM answers) THEN payload ELSE ? END WHERE task_id = ?", kept)
         counts["added"], counts["kept"] = len(fresh), len(kept)
         listed = {rec["task_id"] for rec in records}
-        gone = [(t,) for t, active in existing.items() if active and t not in listed and t not in answered]
+        begun = _begun_spot_checks(conn)
+        gone = [(t,) for t, active in existing.items() if active and t not in listed and t not in answered
+                and t not in begun]
         conn.executemany("UPDATE tasks SET active = 0 WHERE task_id = ?", gone)
         counts["retired"] = len(gone)
     return counts
+
+
+def _spot_key(payload: dict) -> tuple:
+    return payload["item_id"], payload.get("system"), payload.get("contributor_id") or ""
+
+
+def _begun_spot_checks(conn: sqlite3.Connection) -> set[str]:
+    """Unanswered spot-check tasks whose completion another labeller has already labelled: kept when a new
+    sample no longer draws the completion, so its second label (and so its export) is not stranded."""
+    rows = conn.execute("SELECT t.task_id, t.payload, a.task_id IS NOT NULL AS done FROM tasks t "
+                        "LEFT JOIN answers a USING (task_id) WHERE t.kind = 'spot_check'").fetchall()
+    labelled = {_spot_key(json.loads(r["payload"])) for r in rows if r["done"]}
+    return {r["task_id"] for r in rows if not r["done"] and _spot_key(json.loads(r["payload"])) in labelled}
 
 
 def _with_context(conn: sqlite3.Connection, payload: str) -> dict:
