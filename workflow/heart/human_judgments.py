@@ -97,14 +97,19 @@ def read(path) -> pd.DataFrame:
     return table
 
 
+def qc_passed(expected, choice):
+    """A quality check passes when the choice is on the expected side: 1-2 for "A", 4-5 for "B" (scalars
+    or Series)."""
+    return ((expected == "A") & (choice <= 2)) | ((expected == "B") & (choice >= 4))
+
+
 def quality_control(table: pd.DataFrame, max_qc_fail_share: float, min_median_seconds: float,
                     max_median_seconds: float) -> pd.DataFrame:
     """One row per rater: quality-check and timing figures, whether excluded and why."""
     rows = []
     for rater, g in table.groupby("rater_id", sort=True):
         qc = g[g["qc_expected"].notna()]
-        failed = int(((qc["qc_expected"] == "A") & (qc["choice"] >= 3)).sum()
-                     + ((qc["qc_expected"] == "B") & (qc["choice"] <= 3)).sum())
+        failed = int((~qc_passed(qc["qc_expected"], qc["choice"])).sum())
         share = failed / len(qc) if len(qc) else None
         median = float(g["seconds_spent"].median())
         reasons = []

@@ -12,7 +12,6 @@ rule annotation_tasks:
         pair_table="results/judging/pairs.parquet",
         completions=expand("results/completions/{system}.parquet", system=SYSTEMS),
         qc_replies=workflow.source_path("../resources/annotation/qc_replies.yaml"),
-        taxonomy=taxonomy_file(),
     output:
         tasks="results/annotation/tasks.parquet",
         summary="results/annotation/summary.parquet",

@@ -62,12 +62,8 @@ def _links(db: Path, base: str, who: str | None = None) -> list[tuple[str, str, 
         rows = conn.execute("SELECT person_id, role, epoch FROM people ORDER BY role, person_id").fetchall()
     finally:
         conn.close()
-    out = []
-    for r in rows:
-        prefix = "c" if r["role"] == store.COORDINATOR else "p"
-        if who is None or r["person_id"] == who:
-            out.append((r["person_id"], r["role"], f"{base}/{prefix}/{store.token(key, r['person_id'], r['epoch'])}"))
-    return out
+    return [(r["person_id"], r["role"], base + store.link_path(key, r["person_id"], r["role"], r["epoch"]))
+            for r in rows if who is None or r["person_id"] == who]
 
 
 def main(argv=None) -> int:

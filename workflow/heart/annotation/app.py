@@ -8,7 +8,7 @@ Security:
 
 - a person reaches only their own tasks, through their secret link ``/p/<token>``; the coordinator's
   page is ``/c/<token>``; an unknown token gets the same 404 as any unknown page;
-- every form carries the one-time nonce of the page it came from (stored server-side with the task and
+- every form carries the nonce of the page it came from (stored server-side with the task and
   the person: the synchronizer-token defence against cross-site requests), and a post whose ``Origin``
   or ``Sec-Fetch-Site`` says another site is refused;
 - pages name no system, model or writer: a rating page shows "Response A" and "Response B" and its
@@ -19,10 +19,11 @@ Security:
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import hmac
-import json
 import statistics
+from collections import Counter
 from pathlib import Path
 from urllib.parse import urlsplit
 
@@ -34,6 +35,7 @@ from fastapi.templating import Jinja2Templates
 from starlette.concurrency import run_in_threadpool
 
 from heart.annotation import store
+from heart.human_judgments import qc_passed
 
 HERE = Path(__file__).parent
 CHOICES = [(1, "A is significantly better"), (2, "A is slightly better"), (3, "A and B are about the same"),
@@ -49,11 +51,6 @@ _HEADERS = {
     "X-Frame-Options": "DENY",
     "Cache-Control": "no-store",
 }
-
-
-def completion_key(item_id: str, system: str, contributor) -> str:
-    """One completion of the spot checks, as text: item, system and contributor ("" for none)."""
-    return "\x1f".join([item_id, system, contributor or ""])
 
 
 def completion_id(key: str) -> str:
@@ -80,16 +77,16 @@ def create_app(db_path, taxonomy_path, title: str = "HEART annotation", public_u
     app.mount("/static", StaticFiles(directory=str(HERE / "static")), name="static")
 
     def db():
-        return store.connect(db_path)
+        """A connection to the store for one request, closed when its ``with`` block ends."""
+        return contextlib.closing(store.connect(db_path))
 
-    def who(token: str):
-        """(person_id, role) of a token, or None. Tokens are recomputed from the key on each call, so a
-        revoked link stops at once; the lookup is a dict of HMACs, never a string scan."""
-        conn = db()
-        try:
-            return store.tokens(conn, key).get(token)
-        finally:
-            conn.close()
+    def holder(token: str, coordinator: bool) -> str | None:
+        """The person_id of a token with the asked role (the coordinator's, or a worker's), else None. Tokens
+        are recomputed from the key on each call, so a revoked link stops at once; the lookup is a dict of
+        HMACs, never a string scan."""
+        with db() as conn:
+            found = store.tokens(conn, key).get(token)
+        return found[0] if found and (found[1] == store.COORDINATOR) == coordinator else None
 
     def page(request: Request, name: str, status: int = 200, **context) -> HTMLResponse:
         response = templates.TemplateResponse(request, name, context, status_code=status)
@@ -121,14 +118,11 @@ def create_app(db_path, taxonomy_path, title: str = "HEART annotation", public_u
 
     @app.get("/p/{token}", response_class=HTMLResponse)
     def person_page(request: Request, token: str):
-        found = who(token)
-        if found is None or found[1] == store.COORDINATOR:
-            return not_found(request)
-        return render_next(request, token, found[0])
+        person_id = holder(token, coordinator=False)
+        return render_next(request, token, person_id) if person_id else not_found(request)
 
     def render_next(request, token, person_id, error=None, form=None, nonce=None, status=200):
-        conn = db()
-        try:
+        with db() as conn:
             done, total = store.progress(conn, person_id)
             current = (store.task(conn, store.served(conn, nonce, person_id)["task_id"]) if nonce
                        else store.next_task(conn, person_id))
@@ -136,8 +130,6 @@ def create_app(db_path, taxonomy_path, title: str = "HEART annotation", public_u
                 return page(request, "done.html", status, done=done, total=total, error=error)
             if nonce is None:
                 nonce = store.serve(conn, person_id, current["task_id"])
-        finally:
-            conn.close()
         template = {"writing": "writing.html", "rating": "rating.html", "spot_check": "spot_check.html"}
         return page(request, template[current["kind"]], status, task=public(current), nonce=nonce,
                     token=token, done=done, total=total, error=error, form=form or {},
@@ -159,15 +151,15 @@ def create_app(db_path, taxonomy_path, title: str = "HEART annotation", public_u
         """A post's checks in order -- the token and its role, the origin, the form's type and size, then
         the handler (which checks the form's nonce) -- with the store's work (a commit that waits for the
         disk) off the event loop."""
-        found = await run_in_threadpool(who, token)
-        if found is None or (found[1] == store.COORDINATOR) != coordinator:
+        person_id = await run_in_threadpool(holder, token, coordinator)
+        if person_id is None:
             return not_found(request)
         if cross_site(request):
             return forbidden(request)
         form = await small_form(request)
         if form is None:
             return too_large(request)
-        return await run_in_threadpool(handler, request, token, found[0], form)
+        return await run_in_threadpool(handler, request, token, person_id, form)
 
     @app.post("/p/{token}/answer", response_class=HTMLResponse)
     async def post_answer(request: Request, token: str):
@@ -175,8 +167,7 @@ def create_app(db_path, taxonomy_path, title: str = "HEART annotation", public_u
 
     def store_answer(request: Request, token: str, person_id: str, form):
         nonce = str(form.get("nonce", ""))
-        conn = db()
-        try:
+        with db() as conn:
             serve_row = store.served(conn, nonce, person_id)
             if serve_row is None:
                 return forbidden(request)
@@ -196,43 +187,32 @@ def create_app(db_path, taxonomy_path, title: str = "HEART annotation", public_u
                 return render_next(request, token, person_id, status=409,
                                    error="That task was already answered (in another tab?); your first answer "
                                          "is kept. Here is your next task.")
-        finally:
-            conn.close()
         return RedirectResponse(f"/p/{token}", status_code=303, headers=_HEADERS)
 
     @app.get("/c/{token}", response_class=HTMLResponse)
     def coordinator(request: Request, token: str):
-        found = who(token)
-        if found is None or found[1] != store.COORDINATOR:
+        if holder(token, coordinator=True) is None:
             return not_found(request)
-        conn = db()
-        try:
-            report = dashboard(conn, key, strategy_keys)
-        finally:
-            conn.close()
+        with db() as conn:
+            report = dashboard(conn, key)
         base = (public_url or str(request.base_url)).rstrip("/")
         return page(request, "coordinator.html", token=token, base=base, **report)
 
     @app.get("/c/{token}/adjudicate", response_class=HTMLResponse)
-    def adjudicate_page(request: Request, token: str, error: str | None = None):
-        found = who(token)
-        if found is None or found[1] != store.COORDINATOR:
+    def adjudicate_page(request: Request, token: str):
+        if holder(token, coordinator=True) is None:
             return not_found(request)
-        conn = db()
-        try:
+        with db() as conn:
             queue = disagreements(conn, strategy_keys)
-        finally:
-            conn.close()
         return page(request, "adjudicate.html", token=token, case=queue[0] if queue else None,
-                    remaining=len(queue), nonce=coordinator_csrf(key, token), strategies=strategies, error=error)
+                    remaining=len(queue), nonce=coordinator_csrf(key, token), strategies=strategies)
 
     @app.post("/c/{token}/adjudicate", response_class=HTMLResponse)
     async def adjudicate_post(request: Request, token: str):
         return await guarded_post(request, token, True, store_adjudication)
 
     def store_adjudication(request: Request, token: str, person_id: str, form):
-        conn = db()
-        try:
+        with db() as conn:
             if not hmac.compare_digest(str(form.get("nonce", "")).encode(), coordinator_csrf(key, token).encode()):
                 return forbidden(request)
             open_cases = {c["cid"]: c["completion"] for c in disagreements(conn, strategy_keys)}
@@ -242,8 +222,6 @@ def create_app(db_path, taxonomy_path, title: str = "HEART annotation", public_u
                             text="That completion has no open disagreement. Go back to the coordinator page.")
             present = [k for k in form.getlist("strategy") if k in strategy_keys]
             store.adjudicate(conn, completion, present)
-        finally:
-            conn.close()
         return RedirectResponse(f"/c/{token}/adjudicate", status_code=303, headers=_HEADERS)
 
     @app.exception_handler(404)
@@ -294,51 +272,37 @@ def validate(kind: str, form, strategy_keys: list[str]) -> tuple[dict, str | Non
 
 
 def disagreements(conn, strategy_keys: list[str]) -> list[dict]:
-    """Spot-checked completions whose two (or more) labellers differ and that are not yet adjudicated."""
-    answers = store.answers_frame(conn)
-    answers = answers[answers["kind"] == "spot_check"]
-    decided = store.adjudications(conn)
-    by_completion: dict[str, list] = {}
-    for row in answers.itertuples():
-        t = row.task
-        by_completion.setdefault(completion_key(t["item_id"], t["system"], t.get("contributor_id")), []).append(
-            (row.person_id, set(row.answer["present"]), t))
-    out = []
-    for completion, labels in sorted(by_completion.items()):
-        if len(labels) < 2 or completion in decided or len({frozenset(s) for _, s, _ in labels}) == 1:
-            continue
-        t = labels[0][2]
-        context = json.loads(conn.execute("SELECT context FROM contexts WHERE item_id = ?",
-                                          (t["item_id"],)).fetchone()["context"])
-        votes = {k: sum(k in s for _, s, _ in labels) for k in strategy_keys}
-        out.append({"completion": completion, "cid": completion_id(completion), "text": t["text"], "context": context, "n": len(labels),
-                    "votes": votes})
-    return out
+    """Spot-checked completions whose labellers differ and that are not yet adjudicated, with the votes
+    per strategy."""
+    checks = store.spot_checks(store.answers_frame(conn), store.adjudications(conn))
+    return [{"completion": key, "cid": completion_id(key), "text": c["task"]["text"],
+             "context": store.context(conn, c["task"]["item_id"]), "n": len(c["labels"]),
+             "votes": {k: sum(k in s for _, s in c["labels"]) for k in strategy_keys}}
+            for key, c in checks.items() if c["status"] == "open"]
 
 
-def dashboard(conn, key: bytes, strategy_keys: list[str]) -> dict:
+def dashboard(conn, key: bytes) -> dict:
     """Progress per person and per item, quality-check failures and the adjudication queue."""
     answers = store.answers_frame(conn)
+    checks = [a for a in answers.itertuples() if a.kind == "rating" and a.task.get("qc_expected")]
+    failures = [a for a in checks if not qc_passed(a.task["qc_expected"], a.answer["choice"])]
+    n_checks, n_failed = Counter(a.person_id for a in checks), Counter(a.person_id for a in failures)
     people = []
     for r in conn.execute("SELECT person_id, role, epoch FROM people ORDER BY role, person_id"):
         if r["role"] == store.COORDINATOR:
             continue
         done, total = store.progress(conn, r["person_id"])
         mine = answers[answers["person_id"] == r["person_id"]]
-        qc = [a for a in mine.itertuples() if a.task.get("qc_expected")]
-        failed = [a for a in qc if not qc_passed(a.task["qc_expected"], a.answer["choice"])]
         people.append({
             "person_id": r["person_id"], "role": r["role"], "done": done, "total": total,
-            "link": f"/p/{store.token(key, r['person_id'], r['epoch'])}",
+            "link": store.link_path(key, r["person_id"], r["role"], r["epoch"]),
             "median_seconds": statistics.median(mine["seconds"]) if len(mine) else None,
             "last": mine["answered_at"].max() if len(mine) else None,
-            "qc": len(qc), "qc_failed": len(failed),
+            "qc": n_checks[r["person_id"]], "qc_failed": n_failed[r["person_id"]],
             "pasted": int(sum(bool(a.answer.get("pasted")) for a in mine.itertuples())),
         })
     qc_failures = [{"person_id": a.person_id, "item_id": a.item_id, "expected": a.task["qc_expected"],
-                    "choice": a.answer["choice"], "rationale": a.answer["rationale"]}
-                   for a in answers.itertuples() if a.kind == "rating" and a.task.get("qc_expected")
-                   and not qc_passed(a.task["qc_expected"], a.answer["choice"])]
+                    "choice": a.answer["choice"], "rationale": a.answer["rationale"]} for a in failures]
     items = [dict(r) for r in conn.execute(
         "SELECT t.kind, t.item_id, COUNT(*) AS total, COUNT(a.task_id) AS done FROM tasks t "
         "LEFT JOIN answers a USING (task_id) WHERE t.active = 1 GROUP BY t.kind, t.item_id "
@@ -346,13 +310,9 @@ def dashboard(conn, key: bytes, strategy_keys: list[str]) -> dict:
     kinds = [dict(r) for r in conn.execute(
         "SELECT t.kind, COUNT(*) AS total, COUNT(a.task_id) AS done, COUNT(DISTINCT t.item_id) AS n_items "
         "FROM tasks t LEFT JOIN answers a USING (task_id) WHERE t.active = 1 GROUP BY t.kind ORDER BY t.kind")]
+    pending = sum(c["status"] == "open" for c in store.spot_checks(answers, store.adjudications(conn)).values())
     return {"people": people, "qc_failures": qc_failures, "items": items[:60], "n_items": len(items),
-            "kinds": kinds, "pending": len(disagreements(conn, strategy_keys))}
-
-
-def qc_passed(expected: str, choice: int) -> bool:
-    """A quality check passes when the choice is on the expected side (1-2 for A, 4-5 for B)."""
-    return choice <= 2 if expected == "A" else choice >= 4
+            "kinds": kinds, "pending": pending}
 
 
 def coordinator_csrf(key: bytes, token: str) -> str:

@@ -7,9 +7,9 @@
   per strategy of each completion whose labellers agree, or that the coordinator adjudicated; a
   completion with one label so far, or with an open disagreement, is left out (and counted).
 
-Every answer is exported (an answered task is never retired: :func:`heart.annotation.store.load_tasks`). Files are written atomically, and each is recorded with its
-sha256 in a manifest beside it, so a later export knows which files it may replace: one it did not
-write (a hand-made import) is never overwritten.
+Every answer is exported (an answered task is never retired: :func:`heart.annotation.store.load_tasks`).
+Files are written atomically, and each is recorded with its sha256 in a manifest beside it, so a later
+export knows which files it may replace: one it did not write (a hand-made import) is never overwritten.
 """
 
 from __future__ import annotations
@@ -55,10 +55,10 @@ def check_writable(path) -> None:
 
 
 def _write(frame: pd.DataFrame, path) -> None:
-    """Write the CSV atomically; its manifest names the new bytes (and the old) before the file moves, so
-    a crash between the two leaves a state the next export accepts."""
+    """Write the CSV atomically (:func:`export` has checked the path); its manifest names the new bytes
+    (and the old) before the file moves, so a crash between the two leaves a state the next export
+    accepts."""
     path = Path(path)
-    check_writable(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     with atomic_path(path) as tmp:
         frame.to_csv(tmp, index=False, quoting=csv.QUOTE_MINIMAL, lineterminator="\n")
@@ -85,28 +85,15 @@ def judgments(answers: pd.DataFrame) -> pd.DataFrame:
 
 def labels(answers: pd.DataFrame, decided: dict[str, list[str]], strategy_keys: list[str]
            ) -> tuple[pd.DataFrame, dict]:
-    """Consensus labels and counts {agreed, adjudicated, open, single}."""
-    from heart.annotation.app import completion_key
-
-    groups: dict[str, list] = {}
-    for a in answers.itertuples():
-        if a.kind == "spot_check":
-            key = completion_key(a.task["item_id"], a.task["system"], a.task.get("contributor_id"))
-            groups.setdefault(key, []).append((a.task, set(a.answer["present"])))
+    """Consensus labels, one row per strategy of each agreed or adjudicated completion, and counts
+    {agreed, adjudicated, open, single} (:func:`heart.annotation.store.spot_checks`)."""
     rows, counts = [], {"agreed": 0, "adjudicated": 0, "open": 0, "single": 0}
-    for key, labelled in sorted(groups.items()):
-        sets = {frozenset(s) for _, s in labelled}
-        if key in decided:
-            final, counts["adjudicated"] = set(decided[key]), counts["adjudicated"] + 1
-        elif len(labelled) < 2:
-            counts["single"] += 1
+    for key, check in store.spot_checks(answers, decided).items():
+        counts[check["status"]] += 1
+        if check["status"] not in ("agreed", "adjudicated"):
             continue
-        elif len(sets) == 1:
-            final, counts["agreed"] = set(next(iter(sets))), counts["agreed"] + 1
-        else:
-            counts["open"] += 1
-            continue
-        t = labelled[0][0]
+        final = set(decided[key]) if check["status"] == "adjudicated" else check["labels"][0][1]
+        t = check["task"]
         rows += [{"item_id": t["item_id"], "system": t["system"], "contributor_id": t.get("contributor_id") or "",
                   "strategy": k, "present": int(k in final)} for k in strategy_keys]
     return pd.DataFrame(rows, columns=LABEL_COLUMNS), counts

@@ -3,7 +3,8 @@
 Every answer is committed (``synchronous=FULL``) before the page that received it answers, so a
 refresh, a closed tab or a server killed with ``kill -9`` loses nothing already submitted. Tasks come
 from the task table that rule ``annotation_tasks`` writes (:mod:`heart.annotation.tasks`); loading a
-newer table adds its new tasks and retires the ones it no longer holds, and never touches an answer.
+newer table adds its new tasks and retires the unanswered ones it no longer holds, and never touches an
+answer.
 
 People are known by a secret link. A person's token is an HMAC of their id (and a revocation epoch)
 under a random key kept in a file beside the database (mode 0600), so the coordinator page can show
@@ -25,8 +26,10 @@ from pathlib import Path
 
 import pandas as pd
 
+from heart.annotation.tasks import KINDS
+
 SCHEMA_VERSION = 1
-ROLES = {"writing": "writer", "rating": "rater", "spot_check": "labeller"}
+ROLES = KINDS  # task kind -> the role of the people who do it
 COORDINATOR = "coordinator"
 
 _SCHEMA = """
@@ -121,6 +124,11 @@ def token(key: bytes, person_id: str, epoch: int) -> str:
     return base64.urlsafe_b64encode(mac).decode().rstrip("=")
 
 
+def link_path(key: bytes, person_id: str, role: str, epoch: int) -> str:
+    """A person's page, ``/p/<token>`` (the coordinator's: ``/c/<token>``)."""
+    return f"/{'c' if role == COORDINATOR else 'p'}/{token(key, person_id, epoch)}"
+
+
 def tokens(conn: sqlite3.Connection, key: bytes) -> dict[str, tuple[str, str]]:
     """token -> (person_id, role) for everyone in the store."""
     return {token(key, r["person_id"], r["epoch"]): (r["person_id"], r["role"])
@@ -191,8 +199,9 @@ def load_tasks(conn: sqlite3.Connection, tasks: pd.DataFrame, source: str = "tas
     return counts
 
 
-def _spot_key(payload: dict) -> tuple:
-    return payload["item_id"], payload.get("system"), payload.get("contributor_id") or ""
+def spot_key(task: dict) -> str:
+    """The completion a spot-check task labels, as text: item, system and contributor ("" for none)."""
+    return "\x1f".join([task["item_id"], task["system"], task.get("contributor_id") or ""])
 
 
 def _begun_spot_checks(conn: sqlite3.Connection) -> set[str]:
@@ -200,14 +209,35 @@ def _begun_spot_checks(conn: sqlite3.Connection) -> set[str]:
     sample no longer draws the completion, so its second label (and so its export) is not stranded."""
     rows = conn.execute("SELECT t.task_id, t.payload, a.task_id IS NOT NULL AS done FROM tasks t "
                         "LEFT JOIN answers a USING (task_id) WHERE t.kind = 'spot_check'").fetchall()
-    labelled = {_spot_key(json.loads(r["payload"])) for r in rows if r["done"]}
-    return {r["task_id"] for r in rows if not r["done"] and _spot_key(json.loads(r["payload"])) in labelled}
+    keys = {r["task_id"]: spot_key(json.loads(r["payload"])) for r in rows}
+    labelled = {keys[r["task_id"]] for r in rows if r["done"]}
+    return {r["task_id"] for r in rows if not r["done"] and keys[r["task_id"]] in labelled}
+
+
+def spot_checks(answers: pd.DataFrame, decided: dict[str, list[str]]) -> dict[str, dict]:
+    """Every spot-checked completion (by :func:`spot_key`): its task, its labels [(person_id, set of
+    strategies)], and its status -- "adjudicated" (``decided`` holds it), "single" (one label so far),
+    "agreed" (the labels are equal) or "open" (they differ: for the coordinator to adjudicate)."""
+    out: dict[str, dict] = {}
+    for a in answers[answers["kind"] == "spot_check"].itertuples():
+        entry = out.setdefault(spot_key(a.task), {"task": a.task, "labels": []})
+        entry["labels"].append((a.person_id, set(a.answer["present"])))
+    for key, entry in out.items():
+        sets = {frozenset(s) for _, s in entry["labels"]}
+        entry["status"] = ("adjudicated" if key in decided else "single" if len(entry["labels"]) < 2
+                           else "agreed" if len(sets) == 1 else "open")
+    return dict(sorted(out.items()))
+
+
+def context(conn: sqlite3.Connection, item_id: str) -> list[dict]:
+    """An item's dialogue context as a list of {role, text} ([] if the store has none)."""
+    row = conn.execute("SELECT context FROM contexts WHERE item_id = ?", (item_id,)).fetchone()
+    return json.loads(row["context"]) if row else []
 
 
 def _with_context(conn: sqlite3.Connection, payload: str) -> dict:
     out = json.loads(payload)
-    row = conn.execute("SELECT context FROM contexts WHERE item_id = ?", (out["item_id"],)).fetchone()
-    out["context"] = json.loads(row["context"]) if row else []
+    out["context"] = context(conn, out["item_id"])
     return out
 
 
@@ -245,7 +275,7 @@ def is_active(conn: sqlite3.Connection, task_id: str) -> bool:
 
 
 def serve(conn: sqlite3.Connection, person_id: str, task_id: str) -> str:
-    """Record that a task's page was served; returns the page's one-time nonce (also its CSRF token)."""
+    """Record that a task's page was served; returns the page's nonce (also its CSRF token)."""
     nonce = secrets.token_urlsafe(24)
     with transaction(conn):
         conn.execute("INSERT INTO serves VALUES (?, ?, ?, ?)", (nonce, task_id, person_id, now()))
@@ -273,17 +303,13 @@ def answer(conn: sqlite3.Connection, serve_row: sqlite3.Row, kind: str, value: d
             (serve_row["task_id"], serve_row["person_id"], kind, json.dumps(value, ensure_ascii=False),
              round(max(0.0, at - serve_row["served_at"]), 3), serve_row["served_at"], at))
         stored = cur.rowcount == 1
-    # move the WAL into the main file now and then, so the file's mtime (which Snakemake compares)
-    # tells that answers arrived; PASSIVE never blocks a reader or a writer
-    conn.execute("PRAGMA wal_checkpoint(PASSIVE)")
-    return stored
+    return stored  # (the commit happened when the ``with`` block closed)
 
 
 def adjudicate(conn: sqlite3.Connection, completion: str, present: list[str]) -> None:
     with transaction(conn):
         conn.execute("INSERT OR REPLACE INTO adjudications VALUES (?, ?, ?)",
                      (completion, json.dumps(sorted(present)), now()))
-    conn.execute("PRAGMA wal_checkpoint(PASSIVE)")
 
 
 def fingerprint(db_path) -> str:
