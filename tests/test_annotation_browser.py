@@ -17,7 +17,8 @@ from selenium.webdriver.common.by import By
 from selenium.webdriver.common.keys import Keys
 from selenium.webdriver.support.ui import WebDriverWait
 
-from conftest import KEY_ENV, REPO, AnnotationServer, WorkflowCopy, edit_config, judging_config
+from annotation_server import AnnotationServer
+from conftest import KEY_ENV, REPO, WorkflowCopy, edit_config, judging_config
 
 pytestmark = [pytest.mark.e2e, pytest.mark.browser]
 

@@ -10,19 +10,16 @@ from __future__ import annotations
 
 import html
 import json
-import os
 import re
 import signal
 import sqlite3
-import subprocess
-import sys
 from pathlib import Path
 
 import pandas as pd
 import pytest
 import requests
 
-from conftest import AnnotationServer
+from annotation_server import AnnotationServer, cli
 from heart import pairs as pairs_mod
 from heart.annotation import store
 from heart.annotation import tasks as tasks_mod
@@ -30,8 +27,6 @@ from heart.annotation import tasks as tasks_mod
 pytestmark = pytest.mark.e2e
 
 REPO = Path(__file__).resolve().parents[1]
-ENV = {**os.environ, "PYTHONPATH": os.pathsep.join(
-    [str(REPO / "workflow"), *filter(None, [os.environ.get("PYTHONPATH")])])}
 NONCE = re.compile(r'name="nonce" value="([^"]+)"')
 RESPONSE = re.compile(r'<article class="response" id="response-([ab])"><h2>Response [AB]</h2><p>(.*?)</p>',
                       re.S)
@@ -57,13 +52,6 @@ def synthetic_tasks() -> pd.DataFrame:
                                  seed=SEED)
     assert out.groupby("person_id").size().to_dict() == {"rater-01": 6, "rater-02": 6}
     return out
-
-
-def cli(*args: str) -> str:
-    out = subprocess.run([sys.executable, "-m", "heart.annotation", *args], env=ENV, cwd=REPO,
-                         capture_output=True, text=True, timeout=120)
-    assert out.returncode == 0, out.stderr
-    return out.stdout
 
 
 @pytest.fixture

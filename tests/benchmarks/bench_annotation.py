@@ -36,10 +36,7 @@ import os
 import random
 import re
 import shutil
-import signal
-import socket
 import sqlite3
-import subprocess
 import sys
 import tempfile
 import threading
@@ -55,13 +52,12 @@ HERE = Path(__file__).resolve().parent
 REPO = HERE.parents[1]
 sys.path[:0] = [str(HERE.parent), str(REPO / "workflow")]
 
+from annotation_server import AnnotationServer, cli, free_port  # noqa: E402
 from heart import pairs as pairs_mod  # noqa: E402
 from heart.annotation import store  # noqa: E402
 from heart.annotation import tasks as tasks_mod  # noqa: E402
 
 NONCE = re.compile(r'name="nonce" value="([^"]+)"')
-SERVER_ENV = {**os.environ, "PYTHONPATH": os.pathsep.join(
-    [str(REPO / "workflow"), *filter(None, [os.environ.get("PYTHONPATH")])])}
 
 
 # --- synthetic data ----------------------------------------------------------------------------------
@@ -107,62 +103,11 @@ def synthetic_tasks(n_items: int, raters: int, per_pair: int, qc_rate: float, wr
 
 # --- the server --------------------------------------------------------------------------------------
 
-def cli(*args: str) -> str:
-    out = subprocess.run([sys.executable, "-m", "heart.annotation", *args], env=SERVER_ENV, cwd=REPO,
-                         capture_output=True, text=True)
-    if out.returncode:
-        sys.exit(f"heart.annotation {args[0]} failed ({out.returncode}):\n{out.stderr}")
-    return out.stdout
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-class Server:
-    """``python -m heart.annotation serve`` as a subprocess, its output in ``log``."""
-
-    def __init__(self, db: Path, tasks: Path, port: int, log: Path):
-        self.db, self.tasks, self.port, self.log = db, tasks, port, log
-        self.base = f"http://127.0.0.1:{port}"
-        self.proc: subprocess.Popen | None = None
-
-    def start(self, timeout: float = 60.0) -> float:
-        """Start and wait until ``/`` answers; returns the seconds that took."""
-        t0 = time.perf_counter()
-        with open(self.log, "a") as fh:
-            fh.write(f"--- start {time.strftime('%H:%M:%S')}\n")
-            fh.flush()
-            self.proc = subprocess.Popen(
-                [sys.executable, "-m", "heart.annotation", "serve", "--db", str(self.db),
-                 "--tasks", str(self.tasks), "--port", str(self.port)],
-                env=SERVER_ENV, cwd=REPO, stdout=fh, stderr=subprocess.STDOUT)
-        while time.perf_counter() - t0 < timeout:
-            if self.proc.poll() is not None:
-                sys.exit(f"the server exited with {self.proc.returncode}:\n{self.log.read_text()[-3000:]}")
-            try:
-                if requests.get(self.base + "/", timeout=1).status_code == 200:
-                    return time.perf_counter() - t0
-            except requests.RequestException:
-                pass
-            time.sleep(0.05)
-        self.stop()
-        sys.exit(f"the server did not answer within {timeout:.0f} s:\n{self.log.read_text()[-3000:]}")
-
-    def kill9(self) -> None:
-        self.proc.send_signal(signal.SIGKILL)
-        self.proc.wait()
-
-    def stop(self) -> None:
-        if self.proc is not None and self.proc.poll() is None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(10)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
+def timed(start) -> float:
+    """Seconds until ``start()`` returned (the server answering)."""
+    t0 = time.perf_counter()
+    start()
+    return time.perf_counter() - t0
 
 
 def make_store(workdir: Path, tasks_path: Path, name: str) -> tuple[Path, dict[str, str]]:
@@ -436,7 +381,7 @@ def main() -> int:
     args = ap.parse_args()
 
     workdir = Path(tempfile.mkdtemp(prefix="bench_annotation_", dir=args.dir))
-    servers: list[Server] = []
+    servers: list[AnnotationServer] = []
     failed, strict_failed = [], []
     try:
         tasks = synthetic_tasks(args.items, args.raters, args.per_pair, args.qc_rate, args.writers, args.seed)
@@ -456,14 +401,14 @@ def main() -> int:
 
         # 1. load
         db, links = make_store(workdir, tasks_path, "load")
-        server = Server(db, tasks_path, free_port(), workdir / "server-load.log")
+        server = AnnotationServer(db, tasks_path, log=workdir / "server-load.log", port=free_port())
         servers.append(server)
-        t_ready = server.start()
-        print(f"\n1. load: server up in {t_ready:.1f} s on {server.base}; {len(who(links))} people, think "
+        t_ready = timed(server.start)
+        print(f"\n1. load: server up in {t_ready:.1f} s on {server.url}; {len(who(links))} people, think "
               f"{args.think[0]}-{args.think[1]} s, at most {args.max_seconds:.0f} s")
         stop = threading.Event()
         t0 = time.perf_counter()
-        people = run_people(who(links), server.base, args, args.max_seconds, stop)
+        people = run_people(who(links), server.url, args, args.max_seconds, stop)
         join(people, args.max_seconds + 60)
         wall = time.perf_counter() - t0
         server.stop()
@@ -493,23 +438,23 @@ def main() -> int:
         # 2. kill -9
         if args.kill:
             db, links = make_store(workdir, tasks_path, "kill")
-            server = Server(db, tasks_path, free_port(), workdir / "server-kill.log")
+            server = AnnotationServer(db, tasks_path, log=workdir / "server-kill.log", port=free_port())
             servers.append(server)
             server.start()
-            print(f"\n2. kill -9: fresh store, server up on {server.base}; raters go, SIGKILL after "
+            print(f"\n2. kill -9: fresh store, server up on {server.url}; raters go, SIGKILL after "
                   f"{args.kill_after:.1f} s, down {args.down_seconds:.1f} s, restarted on the same store")
             stop = threading.Event()
             t0 = time.perf_counter()
-            people = run_people(who(links), server.base, args, args.max_seconds, stop)
+            people = run_people(who(links), server.url, args, args.max_seconds, stop)
             time.sleep(args.kill_after)
             pid = server.proc.pid
             kill_sent = time.time()
-            server.kill9()
+            server.kill()
             killed_at = time.time()
             t_kill = time.perf_counter() - t0
             before = acks(people)  # nothing can be acknowledged while the server is dead
             time.sleep(args.down_seconds)
-            t_restart = server.start()
+            t_restart = timed(server.start)
             print(f"  killed pid {pid} at {t_kill:.2f} s with {len(before)} answers acknowledged; "
                   f"restarted, answering again after {t_restart:.1f} s")
             res = check_acked(db, before)

@@ -1,0 +1,82 @@
+"""The annotation app's real server for the tests and the load benchmark (tests/benchmarks/bench_annotation.py)."""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+ENV = {**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO / "workflow"),
+                                                    *filter(None, [os.environ.get("PYTHONPATH")])])}
+
+
+def cli(*args: str, cwd=REPO) -> str:
+    """``python -m heart.annotation <args>``'s output; an error names the command and shows its stderr."""
+    out = subprocess.run([sys.executable, "-m", "heart.annotation", *args], cwd=cwd, env=ENV,
+                         capture_output=True, text=True, timeout=300)
+    if out.returncode:
+        raise AssertionError(f"heart.annotation {' '.join(args)} failed ({out.returncode}):\n{out.stderr}")
+    return out.stdout
+
+
+def free_port() -> int:
+    """A port of 127.0.0.1 nobody listens on now."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class AnnotationServer:
+    """The annotation app's real server (``python -m heart.annotation serve``) as a subprocess on a free port
+    of 127.0.0.1; :meth:`start` returns once it answers, :meth:`kill` sends SIGKILL (no clean shutdown)."""
+
+    def __init__(self, db, tasks=None, cwd=REPO, log=None, db_flag=True, port=None):
+        """``db_flag=False``: serve without --db, as ``make annotate`` does (the store named beside the tasks);
+        ``port``: always this one (a restart keeps the address), else a free one at each start."""
+        self.db, self.tasks, self.cwd, self.db_flag, self.port = Path(db), tasks, cwd, db_flag, port
+        self.log = Path(log) if log else Path(db).with_name("server.log")
+        self.proc = None
+        self.url = None
+
+    def start(self, timeout: float = 60) -> "AnnotationServer":
+        port = self.port or free_port()
+        args = (["--db", str(self.db)] if self.db_flag else []) + ["--port", str(port)]
+        args += ["--tasks", str(self.tasks)] if self.tasks else []
+        with open(self.log, "a") as log:
+            self.proc = subprocess.Popen([sys.executable, "-m", "heart.annotation", "serve", *args],
+                                         cwd=self.cwd, env=ENV, stdout=log, stderr=subprocess.STDOUT)
+        self.url = f"http://127.0.0.1:{port}"
+        deadline = time.monotonic() + timeout
+        while True:
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=1).close()
+                return self
+            except OSError:
+                if self.proc.poll() is not None or time.monotonic() > deadline:
+                    self.kill()
+                    raise AssertionError(f"the annotation server did not start:\n{self.log.read_text()}")
+                time.sleep(0.05)
+
+    def kill(self) -> None:
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.kill()
+        if self.proc is not None:
+            self.proc.wait(timeout=30)
+
+    def stop(self) -> None:
+        """A clean shutdown (SIGTERM; SIGKILL after 10 s)."""
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(10)
+            except subprocess.TimeoutExpired:
+                self.kill()
+
+    def links(self) -> dict[str, str]:
+        """person_id -> secret link, as ``heart.annotation links`` prints them."""
+        out = cli("links", "--db", str(self.db), "--base", self.url, cwd=self.cwd)
+        return {person: link for person, _, link in (line.split("\t") for line in out.splitlines())}
