@@ -63,6 +63,8 @@ def collect(smk) -> dict:
         "packages": packages(),
         "resources_sha256": inputs,
     }
+    if smk.config.get("simulated"):  # a rehearsal against heart.simulator: every table it writes says so
+        info["run"] = "SIMULATED"
     esconv = {provenance_of(f).get("esconv_sha256") for f in smk.input if str(f).endswith(".parquet")} - {None}
     if len(esconv) > 1:
         raise ValueError(f"rule {smk.rule}: its inputs were made from different ESConv files ({sorted(esconv)}); "

@@ -82,18 +82,48 @@ def leaderboard(board: pd.DataFrame, ci: float = 0.95, columns: str = "percentil
                 "note"]].round(1)
 
 
-def agreement(human_llm: pd.DataFrame, cross_judge: pd.DataFrame, ci: float = 0.95) -> pd.DataFrame:
+def agreement(human_llm: pd.DataFrame, cross_judge: pd.DataFrame, ci: float = 0.95,
+              quality: pd.DataFrame | None = None) -> pd.DataFrame:
+    """Human-LLM and cross-judge agreement; with ``quality`` (results/judging/judge_quality.parquet), each
+    LLM judge's agreement with the known answers of its quality checks (95 % Wilson interval) and, in its
+    note, its flip rates."""
     h = human_llm[human_llm["scope"].isin(["all", "ambiguous", "ambiguous-human-only", "subset=regular",
                                            "subset=adversarial"])].assign(
         comparison=lambda d: d["judge"] + " vs " + d["reference"])
     c = cross_judge.assign(comparison=lambda d: d["judge_1"].fillna("") + " vs " + d["judge_2"].fillna("all"),
                            scope=cross_judge["scope"])
-    out = pd.concat([h[["comparison", "scope", "n_pairs", "agreement", "ci_low", "ci_high", "status", "note"]],
-                     c[["comparison", "scope", "n_pairs", "agreement", "ci_low", "ci_high", "status", "note"]]],
-                    ignore_index=True)
+    cols = ["comparison", "scope", "n_pairs", "agreement", "ci_low", "ci_high", "status", "note"]
+    parts = [h[cols], c[cols]]
+    if quality is not None and len(quality):
+        q = quality[quality["kind"] == "all"]
+        parts.append(pd.DataFrame({
+            "comparison": q["judge"] + " vs known answers", "scope": "quality checks", "n_pairs": q["n_checks"],
+            "agreement": q["qc_accuracy"], "ci_low": q["ci_low"], "ci_high": q["ci_high"], "status": q["status"],
+            "note": [_flip_note(r) for r in q.itertuples()]}))
+    out = pd.concat(parts, ignore_index=True)
     out["agreement %"] = 100 * out.pop("agreement")
     out[ci_label(ci)] = _interval(100 * out.pop("ci_low"), 100 * out.pop("ci_high"))
     return out[["comparison", "scope", "n_pairs", "agreement %", ci_label(ci), "status", "note"]].round(1)
+
+
+def _flip_note(r) -> str:
+    flips = [f"flip rate {v:.2f} on {what}" for v, what in ((r.study_flip_rate, "the study's pairs"),
+                                                           (r.qc_flip_rate, "the checks")) if pd.notna(v)]
+    return "; ".join([*flips, r.note])
+
+
+def judge_quality(quality: pd.DataFrame) -> pd.DataFrame:
+    """Each LLM judge's quality checks by kind: QC accuracy (95 % Wilson interval), per-order accuracy,
+    flip rates, and whether it meets the targets (heart/judge_qc.py)."""
+    out = pd.DataFrame({
+        "judge": quality["judge"], "checks": quality["kind"], "n": quality["n_checks"],
+        "QC accuracy %": 100 * quality["qc_accuracy"],
+        "95% CI": _interval(100 * quality["ci_low"], 100 * quality["ci_high"]),
+        "per-order accuracy %": 100 * quality["order_accuracy"],
+        "flip rate (checks)": quality["qc_flip_rate"], "flip rate (study pairs)": quality["study_flip_rate"],
+        "meets targets": quality["meets_targets"].map({True: "yes", False: "no"}).fillna("--"),
+        "status": quality["status"], "note": quality["note"]})
+    return out.round(2)
 
 
 def strategy_diversity(diversity: pd.DataFrame) -> pd.DataFrame:
@@ -135,8 +165,13 @@ def _interval(lo, hi) -> pd.Series:
                      index=getattr(lo, "index", None))
 
 
-def write(table: pd.DataFrame, csv_path, tex_path, caption: str) -> None:
-    """CSV and a LaTeX tabular of ``table``, both written atomically."""
+def write(table: pd.DataFrame, csv_path, tex_path, caption: str, label: str | None = None) -> None:
+    """CSV and a LaTeX tabular of ``table``, both written atomically. With a ``label`` ("SIMULATED" for a
+    rehearsal), the CSV gains a first column ``run`` holding it and the caption starts with it."""
+    if label:
+        table = table.copy()
+        table.insert(0, "run", label)
+        caption = f"{label} (heart.simulator's answers, not results): {caption}"
     with atomic_path(csv_path) as tmp:
         table.to_csv(tmp, index=False)
     latex = (table.style.hide(axis="index").format(na_rep="--", precision=2)

@@ -53,6 +53,8 @@ RELEASED_ITEMS = config["items"]["source"] == "release"
 PROMPTS = Path(workflow.basedir) / "workflow" / "resources" / "prompts"
 # config analysis_only: only the statistics and figures, on a table of judgments made elsewhere
 ANALYSIS_ONLY = "analysis_only" in config
+# a rehearsal against heart.simulator (config/rehearsal.yaml): its figures, tables and report say so
+RUN_LABEL = "SIMULATED" if config.get("simulated") else None
 MODEL_SYSTEMS = sorted(config["systems"])  # called by this workflow
 IMPORTED_SYSTEMS = sorted(config["imported_systems"])  # completions made elsewhere, read from files
 # the completions whose measured TTFT Figure 5 and the correlations may use (none in an analysis-only run)

@@ -11,6 +11,7 @@ rule figure_leaderboard:
                    category="1. Leaderboard", labels={"figure": "Figure 4: leaderboard heatmap"}),
         pdf="results/figures/fig4_leaderboard.pdf",
     params:
+        label=RUN_LABEL,  # "SIMULATED" across a rehearsal's figures
         fig4=config["figures"]["fig4"],
     log:
         "logs/figures/fig4_leaderboard.log",
@@ -32,6 +33,7 @@ rule figure_elo_ttft:
                    category="1. Leaderboard", labels={"figure": "Figure 5: Elo vs TTFT"}),
         pdf="results/figures/fig5_elo_ttft.pdf",
     params:
+        label=RUN_LABEL,  # "SIMULATED" across a rehearsal's figures
         source=config["figures"]["fig4"]["source"],
         display_names=config["figures"]["fig4"]["display_names"],
         ttft_source=config["figures"]["fig5"]["ttft_source"],
@@ -51,6 +53,8 @@ rule figure_strategies:
         png=report("results/figures/fig6_strategies.png", caption="../report/fig6_strategies.rst",
                    category="3. Strategies", labels={"figure": "Figure 6: strategy usage"}),
         pdf="results/figures/fig6_strategies.pdf",
+    params:
+        label=RUN_LABEL,  # "SIMULATED" across a rehearsal's figures
     log:
         "logs/figures/fig6_strategies.log",
     conda:
@@ -67,6 +71,8 @@ rule figure_elo_forest:
         png=report("results/figures/elo_forest.png", caption="../report/elo_forest.rst",
                    category="1. Leaderboard", labels={"figure": "Elo with both intervals, by subset"}),
         pdf="results/figures/elo_forest.pdf",
+    params:
+        label=RUN_LABEL,  # "SIMULATED" across a rehearsal's figures
     log:
         "logs/figures/elo_forest.log",
     conda:
@@ -86,6 +92,7 @@ rule figure_agreement:
                    category="2. Judges", labels={"figure": "Agreement"}),
         pdf="results/figures/agreement.pdf",
     params:
+        label=RUN_LABEL,  # "SIMULATED" across a rehearsal's figures
         ci=config["stats"]["ci"],  # the legend names the intervals' coverage
     log:
         "logs/figures/agreement.log",
@@ -107,6 +114,8 @@ rule figure_bias_factors:
         png=report("results/figures/bias_factors.png", caption="../report/bias_factors.rst",
                    category="2. Judges", labels={"figure": "Bias audits and factor loadings"}),
         pdf="results/figures/bias_factors.pdf",
+    params:
+        label=RUN_LABEL,  # "SIMULATED" across a rehearsal's figures
     log:
         "logs/figures/bias_factors.log",
     conda:
@@ -127,6 +136,8 @@ rule figure_example_pair:
         pdf="results/figures/example_pair.pdf",
         html=report("results/figures/example_pair.html", caption="../report/example_pair.rst",
                     category="2. Judges", labels={"figure": "An example judged pair (HTML)"}),
+    params:
+        label=RUN_LABEL,  # "SIMULATED" across a rehearsal's figures
     log:
         "logs/figures/example_pair.log",
     conda:

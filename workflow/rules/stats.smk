@@ -207,6 +207,7 @@ rule style_ratings:
     params:
         bootstrap=BOOTSTRAP,
         bt_alpha=STATS["bt_alpha"],
+        label=RUN_LABEL,
     log:
         "logs/stats/style_ratings.log",
     benchmark:

@@ -12,6 +12,7 @@ rule paper_tables:
         factor_summary="results/stats/factor_summary.parquet",
         loadings="results/stats/factor_loadings.parquet",
         tests="results/stats/tests.parquet",
+        judge_quality="results/judging/judge_quality.parquet",
     output:
         **{
             f"{name}_{ext}": report(
@@ -20,12 +21,14 @@ rule paper_tables:
                 category="4. Tables",
                 labels={"table": name, "format": ext},
             )
-            for name in ("table1", "leaderboard", "agreement", "strategy_diversity", "factors", "tests")
+            for name in ("table1", "leaderboard", "agreement", "judge_quality", "strategy_diversity", "factors",
+                         "tests")
             for ext in ("csv", "tex")
         },
     params:
         ci=config["stats"]["ci"],  # column names and captions name the intervals' coverage
         fig4=config["figures"]["fig4"],
+        label=RUN_LABEL,  # "SIMULATED" in a rehearsal's tables
     log:
         "logs/tables/paper_tables.log",
     conda:
@@ -58,6 +61,7 @@ rule paper_comparison:
     params:
         ci=config["stats"]["ci"],
         fig4=config["figures"]["fig4"],
+        label=RUN_LABEL,
     log:
         "logs/tables/paper_comparison.log",
     conda:

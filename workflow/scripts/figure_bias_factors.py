@@ -3,7 +3,7 @@ from heart import tableio
 from heart.figures import bias_factors, style
 from heart.runtime import logged
 
-with logged(snakemake.log[0], snakemake) as log, style.applied(snakemake.input.style) as dpi:
+with logged(snakemake.log[0], snakemake) as log, style.applied(snakemake.input.style, snakemake.params.label) as dpi:
     i = snakemake.input
     fig = bias_factors.bias_panel(tableio.read_table(i.position), tableio.read_table(i.length),
                                   tableio.read_table(i.self_preference), tableio.read_table(i.flips),

@@ -3,7 +3,7 @@ from heart import tableio
 from heart.figures import elo_forest, style
 from heart.runtime import logged
 
-with logged(snakemake.log[0], snakemake) as log, style.applied(snakemake.input.style) as dpi:
+with logged(snakemake.log[0], snakemake) as log, style.applied(snakemake.input.style, snakemake.params.label) as dpi:
     ratings = tableio.read_table(snakemake.input.ratings)
     style.save(elo_forest.elo_forest(ratings), snakemake.output.png, snakemake.output.pdf, dpi=dpi)
     log.info("Elo forest: %d rating rows", len(ratings))

@@ -4,7 +4,7 @@ from heart import external, leaderboard, tableio
 from heart.figures import elo_ttft, style
 from heart.runtime import logged
 
-with logged(snakemake.log[0], snakemake) as log, style.applied(snakemake.input.style) as dpi:
+with logged(snakemake.log[0], snakemake) as log, style.applied(snakemake.input.style, snakemake.params.label) as dpi:
     params = snakemake.params
     ratings = tableio.read_table(snakemake.input.ratings)
     board = leaderboard.headline(ratings, source=params.source)

@@ -8,7 +8,7 @@ from heart.atomic import atomic_path
 from heart.figures import example_pair, style
 from heart.runtime import logged
 
-with logged(snakemake.log[0], snakemake) as log, style.applied(snakemake.input.style) as dpi:
+with logged(snakemake.log[0], snakemake) as log, style.applied(snakemake.input.style, snakemake.params.label) as dpi:
     judgments = tableio.read_table(snakemake.input.judgments)
     items = tableio.read_table(snakemake.input.item_table).set_index("item_id")
     comp = pd.concat([tableio.read_table(p) for p in snakemake.input.completions], ignore_index=True)
@@ -28,4 +28,6 @@ with logged(snakemake.log[0], snakemake) as log, style.applied(snakemake.input.s
     with atomic_path(snakemake.output.html) as tmp:
         Path(tmp).write_text('<!doctype html>\n<html lang="en"><head><meta charset="utf-8">'
                              "<title>HEART: an example judged pair</title></head>\n<body>\n"
-                             f"{html}\n</body></html>\n", encoding="utf-8")
+                             + (f"<p><strong>{snakemake.params.label}</strong>: answers from heart.simulator, "
+                                "not from the models.</p>\n" if snakemake.params.label else "")
+                             + f"{html}\n</body></html>\n", encoding="utf-8")

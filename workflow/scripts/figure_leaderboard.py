@@ -4,7 +4,7 @@ from heart.figures import leaderboard as figure
 from heart.figures import style
 from heart.runtime import logged
 
-with logged(snakemake.log[0], snakemake) as log, style.applied(snakemake.input.style) as dpi:
+with logged(snakemake.log[0], snakemake) as log, style.applied(snakemake.input.style, snakemake.params.label) as dpi:
     fig4 = snakemake.params.fig4
     source, columns = fig4["source"], fig4["columns"]
     ratings = tableio.read_table(snakemake.input.ratings)

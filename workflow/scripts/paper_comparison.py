@@ -34,5 +34,6 @@ with logged(snakemake.log[0], snakemake) as log:
     tableio.write_table(table, o.parquet, "paper_comparison", job)
     ci = snakemake.params.ci
     tables.write(paper_comparison.to_text(table), o.csv, o.tex,
-                 f"The HEART paper's headline numbers beside this run's ({tables.ci_label(ci)}s)")
+                 f"The HEART paper's headline numbers beside this run's ({tables.ci_label(ci)}s)",
+                 snakemake.params.label)
     log.info("paper comparison: %d numbers; status %s", len(table), table["status"].value_counts().to_dict())

@@ -8,6 +8,7 @@ with logged(snakemake.log[0], snakemake) as log:
     source, columns, names = fig4["source"], fig4["columns"], fig4.get("display_names") or {}
     ratings = tableio.read_table(i.ratings)
     board = leaderboard.headline(ratings, source=source, columns=columns)  # Figure 4's numbers
+    quality = tableio.read_table(i.judge_quality)
     made = {
         "table1": (tables.table1(board, external.load_models(i.models), tableio.read_table(i.external), names),
                    "HEART Elo, win rate and the Artificial Analysis Intelligence Index (paper Table 1); this run's "
@@ -15,8 +16,12 @@ with logged(snakemake.log[0], snakemake) as log:
         "leaderboard": (tables.leaderboard(board, ci, columns, names),
                         f"HEART leaderboard (paper Figure 4) with both {tables.ci_label(ci)}s. "
                         + leaderboard.describe(ratings, source, columns)),
-        "agreement": (tables.agreement(tableio.read_table(i.human_llm), tableio.read_table(i.cross_judge), ci),
-                      "Human-LLM and cross-judge agreement"),
+        "agreement": (tables.agreement(tableio.read_table(i.human_llm), tableio.read_table(i.cross_judge), ci,
+                                       quality),
+                      "Human-LLM and cross-judge agreement, and each LLM judge against known answers"),
+        "judge_quality": (tables.judge_quality(quality),
+                          "Each LLM judge's known-answer quality checks (QC accuracy >= 70 % and flip rate <= 0.5 "
+                          "are the targets) and its flip rates"),
         "strategy_diversity": (tables.strategy_diversity(tableio.read_table(i.diversity)), "Strategy diversity"),
         "factors": (tables.factors(tableio.read_table(i.factor_summary), tableio.read_table(i.loadings)),
                     "Exploratory factor analysis of the HEART axes"),
@@ -24,5 +29,5 @@ with logged(snakemake.log[0], snakemake) as log:
                   "Every test: raw and Benjamini-Hochberg adjusted p-values within families"),
     }
     for name, (table, caption) in made.items():
-        tables.write(table, o[f"{name}_csv"], o[f"{name}_tex"], caption)
+        tables.write(table, o[f"{name}_csv"], o[f"{name}_tex"], caption, snakemake.params.label)
         log.info("%s: %d rows", name, len(table))

@@ -19,6 +19,8 @@ with logged(snakemake.log[0], snakemake) as log:
                           "lexicon_sha256": sha256_file(snakemake.input.lexicon)})
     table, coef_table = style_control.report_tables(ratings, coefficients, boot["ci"])
     for frame, path in ((table, snakemake.output.table), (coef_table, snakemake.output.coefficient_table)):
+        if snakemake.params.label:
+            frame = frame.assign(run=snakemake.params.label)[["run", *frame.columns]]
         with atomic_path(path) as tmp:
             frame.to_csv(tmp, index=False)
     for row in coefficients.itertuples():

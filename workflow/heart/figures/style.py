@@ -74,13 +74,29 @@ def bin_color(value: float) -> str | None:
 
 # --- a rule's style file and saving ------------------------------------------------------------
 
+#: the run's label while a figure rule's block runs (:func:`applied`); :func:`save` writes it across
+#: the figure: "SIMULATED" for a rehearsal against heart.simulator (config ``simulated``)
+_LABEL: list[str | None] = [None]
+
+
 @contextlib.contextmanager
-def applied(path):
+def applied(path, label: str | None = None):
     """Apply ``workflow/resources/figures/<figure>.yaml`` (``rc`` settings) and yield its ``dpi``.
 
     A figure rule draws and saves its figure inside this block, so the file's settings reach every
-    text and line of it; they are undone when the block ends.
+    text and line of it; they are undone when the block ends. With a ``label`` (the rule's
+    ``params.label``: "SIMULATED" for a rehearsal), every figure saved in the block carries it.
     """
+    _LABEL[0] = label
+    try:
+        with _applied(path) as dpi:
+            yield dpi
+    finally:
+        _LABEL[0] = None
+
+
+@contextlib.contextmanager
+def _applied(path):
     spec = yaml.safe_load(Path(path).read_text()) or {}
     rc = spec.get("rc") or {}
     unknown = [k for k in rc if k not in matplotlib.rcParams]
@@ -106,11 +122,22 @@ def save(fig: Figure, png_path, pdf_path, dpi: int = 200) -> None:
     dpi : int
         PNG resolution.
     """
+    if _LABEL[0]:
+        mark(fig, _LABEL[0])
     for path, fmt in ((png_path, "png"), (pdf_path, "pdf")):
         with atomic_path(path) as tmp:
             # no timestamps / software strings: the same figure gives the same bytes
             meta = {"CreationDate": None} if fmt == "pdf" else {"Software": None}
             fig.savefig(tmp, format=fmt, dpi=dpi, bbox_inches="tight", metadata=meta)
+
+
+def mark(fig: Figure, label: str) -> None:
+    """Write ``label`` across ``fig`` (large, diagonal, translucent) and as a line above it, so that no
+    crop of the figure loses it: a rehearsal's figures are not results."""
+    fig.text(0.5, 0.5, label, transform=fig.transFigure, ha="center", va="center", rotation=30,
+             fontsize=64, fontweight="bold", color="#c0392b", alpha=0.18, zorder=1000)
+    fig.text(0.5, 1.0, f"{label}: answers from heart.simulator, not from the models; no number here is a result",
+             transform=fig.transFigure, ha="center", va="bottom", fontsize=9, fontweight="bold", color="#c0392b")
 
 
 # --- figure, title, values ---------------------------------------------------------------------
