@@ -30,6 +30,7 @@ winners (overall, or per axis among orders that marked it).
 
 from __future__ import annotations
 
+import json
 import math
 
 import numpy as np
@@ -41,6 +42,8 @@ from heart.llm import SPEAKER, Request, json_messages
 ORDERS = ("AB", "BA")
 VERDICT_COLUMNS = ["pair_id", "judge", "order", "shown_a", "parse_ok", "parse_error", "winner_shown", "signed",
                    "rationale", "raw_text", "cache_key", "from_cache", "neutralised_tokens", "latency_s", "cost_usd"]
+#: a letter judge's margins (log P(A) - log P(B) as shown), overall and per axis; null for other judges
+MARGIN_COLUMNS = ["margin", *(f"margin_{k}" for k in ("H", "E", "A", "R", "T"))]
 
 
 # --- the rubric and the prompt ----------------------------------------------------------------
@@ -134,8 +137,11 @@ def requests(pairs: pd.DataFrame, items: pd.DataFrame, texts: dict, judge_model:
 
 # --- verdicts -------------------------------------------------------------------------------
 
-def parse_mark(mark: str) -> int:
-    """'A+++' -> +3, 'B+' -> -1, 'none' -> 0 (in the shown order: positive = response A)."""
+def parse_mark(mark: str | None) -> int | None:
+    """'A+++' -> +3, 'B+' -> -1, 'none' -> 0 (in the shown order: positive = response A); None (an axis a
+    letter judge was not asked about) -> None."""
+    if mark is None:
+        return None
     if mark == "none":
         return 0
     return (1 if mark[0] == "A" else -1) * mark.count("+")
@@ -147,7 +153,8 @@ def orient(parsed: dict, order: str, axes: list[str]) -> dict:
     shown = parsed["strength"] * (1 if parsed["winner"] == "A" else -1)
     out = {"signed": flip * shown}
     for k in axes:
-        out[f"axis_{k}"] = flip * parse_mark(parsed["axes"][k])
+        mark = parse_mark(parsed["axes"][k])
+        out[f"axis_{k}"] = None if mark is None else flip * mark
     return out
 
 
@@ -170,10 +177,16 @@ def verdict_table(pairs: pd.DataFrame, judge: str, results: dict[str, dict], axe
             row.update({f"axis_{k}": None for k in axes})
             if ok:
                 row.update(orient(r["parsed"], order, axes))
+            margins = r.get("margins") or {}  # a letter judge's log P(A) - log P(B), as shown
+            row["margin"] = margins.get("overall")
+            row.update({f"margin_{k}": margins.get(k) for k in axes})
             rows.append(row)
-    table = pd.DataFrame(rows, columns=[*VERDICT_COLUMNS, *(f"axis_{k}" for k in axes)])
+    margin_cols = MARGIN_COLUMNS
+    table = pd.DataFrame(rows, columns=[*VERDICT_COLUMNS, *(f"axis_{k}" for k in axes), *margin_cols])
     for col in ["signed", *(f"axis_{k}" for k in axes)]:
         table[col] = table[col].astype("Int64")
+    for col in margin_cols:
+        table[col] = table[col].astype("float64")
     return table
 
 
@@ -193,13 +206,33 @@ def combine_signed(values, tiebreak: int = 0) -> int | None:
     return int(np.sign(s)) * math.ceil(abs(s) / len(vals))
 
 
+def combine_margins(margins, orders, none_below: float = 0.0) -> int | None:
+    """A letter judge's orders combined by their margins (log P(A) - log P(B) as shown): oriented to the
+    pair (an order "BA" margin negated) and averaged; the sign is the winner and the mean's size the
+    strength (:func:`_strength`). A judge that prefers the first letter by the same margin in both orders
+    cancels out, and what is left is the content signal. A mean below ``none_below`` in size: None."""
+    oriented = [float(m) * (1 if o == "AB" else -1) for m, o in zip(margins, orders)]
+    if not oriented:
+        return None
+    mean = sum(oriented) / len(oriented)
+    if mean == 0 or abs(mean) < none_below:
+        return None
+    return int(np.sign(mean)) * _strength(mean)
+
+
 def combine(verdicts: pd.DataFrame, pairs: pd.DataFrame, axes: list[str]) -> pd.DataFrame:
-    """One row per (pair, judge): the combined verdict, per-axis marks and whether the orders flipped."""
+    """One row per (pair, judge): the combined verdict, per-axis marks and whether the orders flipped.
+
+    A letter judge's orders (rows with a ``margin``) combine by their margins (:func:`combine_margins`);
+    every other judge's by :func:`combine_signed` (module docstring)."""
     rows = []
+    has_margins = "margin" in verdicts.columns
     for (pid, judge), g in verdicts.groupby(["pair_id", "judge"], sort=True):
         ok = g[g["parse_ok"]]
+        by_margin = has_margins and len(ok) and ok["margin"].notna().all()
         axis_sum = int(sum(ok[f"axis_{k}"].fillna(0).sum() for k in axes))
-        signed = combine_signed(ok["signed"].tolist(), tiebreak=axis_sum)
+        signed = (combine_margins(ok["margin"], ok["order"]) if by_margin
+                  else combine_signed(ok["signed"].tolist(), tiebreak=axis_sum))
         row = {"pair_id": pid, "judge": judge, "n_orders": len(ok),
                "flipped": bool(len(ok) == 2 and np.sign(ok["signed"]).nunique() == 2) if len(ok) == 2 else None,
                "status": "ok" if signed is not None else ("unparsed" if ok.empty else "inconsistent"),
@@ -209,7 +242,10 @@ def combine(verdicts: pd.DataFrame, pairs: pd.DataFrame, axes: list[str]) -> pd.
                                        if isinstance(t, str)) or None}  # imported verdicts may have none
         for k in axes:
             marks = ok[f"axis_{k}"].dropna().astype(int).tolist()  # 0 = that order saw no clear edge
-            row[f"axis_{k}"] = combine_signed(marks) or 0
+            if by_margin and ok[f"margin_{k}"].notna().all():
+                row[f"axis_{k}"] = combine_margins(ok[f"margin_{k}"], ok["order"]) or 0
+            else:
+                row[f"axis_{k}"] = combine_signed(marks) or 0
             row[f"flipped_{k}"] = bool(len(marks) == 2 and marks[0] * marks[1] < 0)
         rows.append(row)
     out = pd.DataFrame(rows)
@@ -261,3 +297,153 @@ def source_row(judge: str, verdicts: pd.DataFrame, combined: pd.DataFrame, n_exc
     return {"judge": judge, "judge_kind": "llm", "status": "present" if n else "absent", "n_pairs": n,
             "n_excluded_family": int(n_excluded), "n_unparsed": int((~verdicts["parse_ok"]).sum()),
             "n_inconsistent": int(combined["status"].eq("inconsistent").sum()), "note": note}
+
+
+# --- judges read by their logprobs (answer: logprobs) -------------------------------------------
+#
+# A small local model cannot write a sound JSON verdict: SmolLM2-135M's sampled winner followed the A/B
+# order in every pair. A judge with ``answer: logprobs`` is instead asked one question at a time -- the
+# overall one, then one per HEART axis -- after the same blinded material, and answers with one token;
+# what is read is the model's log-probability of "A" against "B" (``d`` = log P(A) - log P(B)), not a
+# sampled letter. Per order and question:
+#
+# * the shown winner is the letter with the larger probability (``d`` > 0: A);
+# * the strength is |d| in nats on a fixed scale (LETTER_STRENGTH_NATS: < 0.5 -> 1, < 1 -> 2, < 2 -> 3,
+#   < 3 -> 4, else 5);
+# * an axis whose |d| is below AXIS_NONE_NATS is marked "none" (no clear advantage).
+#
+# The verdict is then an ordinary parsed answer, combined over both orders by :func:`combine_signed`:
+# a judge that always prefers the first letter by the same margin cancels out to "inconsistent". The
+# material (system turn, one JSON user turn) is the verdict judge's; the question is a second user turn,
+# so that consecutive questions share the model's evaluated prefix (llama.cpp reuses it).
+
+LETTER_QUESTIONS = ("overall", "H", "E", "A", "R", "T")
+LETTER_STRENGTH_NATS = (0.5, 1.0, 2.0, 3.0)
+AXIS_NONE_NATS = 0.25
+TOP_LOGPROBS = 20
+
+
+def letter_prompt(template: str, rubric: dict) -> tuple[str, dict[str, str]]:
+    """A letter judge's prompt file -> (instructions, question per LETTER_QUESTIONS entry).
+
+    The file holds the instructions (``{rubric}`` / ``{checklist}`` filled in as for the verdict judge),
+    then a line ``<!-- questions -->``, then ``overall: ...`` and ``axis: ...`` lines; the axis line's
+    ``{name}`` and ``{description}`` are filled from each rubric axis.
+    """
+    head, sep, tail = template.partition("<!-- questions -->")
+    if not sep:
+        raise ValueError("a logprobs judge prompt needs a '<!-- questions -->' line followed by "
+                         "'overall: ...' and 'axis: ...' lines")
+    lines = dict(line.split(":", 1) for line in tail.strip().splitlines() if ":" in line)
+    if {"overall", "axis"} - lines.keys():
+        raise ValueError("a logprobs judge prompt's questions need an 'overall:' and an 'axis:' line")
+    questions = {"overall": lines["overall"].strip()}
+    for a in rubric["axes"]:
+        questions[a["key"]] = lines["axis"].strip().format(name=a["name"], description=a["description"])
+    return system_prompt(head.strip(), rubric), questions
+
+
+def letter_requests(pairs: pd.DataFrame, items: pd.DataFrame, texts: dict, judge_model: str,
+                    instructions: str, questions: dict[str, str], version: str, both_orders: bool = True,
+                    params: dict | None = None, asked=LETTER_QUESTIONS) -> list[Request]:
+    """One request per (pair, order, question in ``asked``); ids ``<pair_id>:<order>:<question>``. Each
+    asks for one token and its TOP_LOGPROBS most likely alternatives, non-streamed."""
+    history = items.set_index("item_id")["history"]
+    call = {**(params or {}), "max_tokens": 1, "logprobs": True, "top_logprobs": TOP_LOGPROBS}
+    out = []
+    for p in pairs.itertuples():
+        a = texts[(p.item_id, *_key(p.system_a, p.contributor_a))]
+        b = texts[(p.item_id, *_key(p.system_b, p.contributor_b))]
+        for order in ORDERS if both_orders else ORDERS[:1]:
+            first, second = (a, b) if order == "AB" else (b, a)
+            material = messages(instructions, history[p.item_id], first, second)
+            for q in asked:
+                out.append(Request(id=f"{p.pair_id}:{order}:{q}", model=judge_model,
+                                   messages=(*material, {"role": "user", "content": questions[q]}),
+                                   template_version=f"judge-letter:{version}", params=call))
+    return out
+
+
+def letter_margin(entry: dict) -> float | None:
+    """log P("A") - log P("B") of an answer's first token (its top alternatives, surrounding space
+    ignored); None when neither letter is among them. A letter missing from the alternatives gets the
+    least listed log-probability (an upper bound of its own)."""
+    tokens = entry.get("logprobs") or []
+    if not tokens:
+        return None
+    found: dict[str, float] = {}
+    for token, lp in tokens[0]["top"]:
+        key = (token or "").strip()
+        if key in ("A", "B") and lp is not None and key not in found:
+            found[key] = float(lp)
+    if not found:
+        return None
+    floor = min(float(lp) for _, lp in tokens[0]["top"] if lp is not None)
+    return found.get("A", floor) - found.get("B", floor)
+
+
+def _strength(margin: float) -> int:
+    return 1 + sum(abs(margin) >= t for t in LETTER_STRENGTH_NATS)
+
+
+def letter_results(pairs: pd.DataFrame, results: dict[str, dict], both_orders: bool = True,
+                   asked=LETTER_QUESTIONS) -> dict[str, dict]:
+    """The answers of a letter judge as verdict answers, one per ``<pair_id>:<order>`` (what
+    :func:`verdict_table` reads): ``parsed`` built from the margins (module notes above), the margins
+    themselves as ``text``; unparsed when the overall question's margin is missing. An axis not
+    ``asked`` has no mark (null), which is not "none" (asked, no clear advantage)."""
+    out = {}
+    for p in pairs.itertuples():
+        for order in ORDERS if both_orders else ORDERS[:1]:
+            got = {q: results[f"{p.pair_id}:{order}:{q}"] for q in asked}
+            margins = {q: letter_margin(r) for q, r in got.items()}
+            overall = margins["overall"]
+            parsed, error = None, None
+            if overall is None:
+                error = "neither 'A' nor 'B' among the overall answer's most likely tokens"
+            else:
+                axes = {}
+                for q in LETTER_QUESTIONS[1:]:
+                    m = margins.get(q)
+                    axes[q] = (None if q not in asked else "none" if m is None or abs(m) < AXIS_NONE_NATS
+                               else ("A" if m > 0 else "B") + "+" * _strength(m))
+                parsed = {"rationale": f"log P(A) - log P(B) = {overall:+.2f} nats (overall)",
+                          "winner": "A" if overall > 0 else "B", "strength": _strength(overall), "axes": axes}
+            lead = got["overall"]
+            costs = [r.get("cost") for r in got.values()]
+            out[f"{p.pair_id}:{order}"] = {
+                "parsed": parsed, "parse_error": error, "margins": margins if parsed is not None else {},
+                "text": json.dumps({q: None if m is None else round(m, 4) for q, m in margins.items()}),
+                "cache_key": lead["cache_key"], "from_cache": all(r["from_cache"] for r in got.values()),
+                "neutralised_tokens": sum(r.get("neutralised_tokens", 0) for r in got.values()),
+                "latency_s": sum(r.get("latency_s") or 0 for r in got.values()),
+                "cost": None if any(c is None for c in costs) else sum(costs)}
+    return out
+
+
+def asked_questions(axes: bool) -> tuple[str, ...]:
+    """A letter judge's questions: the overall one, and the axes' when it marks axes."""
+    return LETTER_QUESTIONS if axes else LETTER_QUESTIONS[:1]
+
+
+def judge_requests(answer: str, pairs: pd.DataFrame, items: pd.DataFrame, texts: dict, judge_model: str,
+                   template: str, rubric: dict, version: str, both_orders: bool = True,
+                   params: dict | None = None, rationale_max_chars: int | None = None,
+                   axes: bool = True) -> list[Request]:
+    """A judge's requests from its prompt template, by its ``answer`` format ("verdict": :func:`requests`,
+    "logprobs": :func:`letter_requests`, asking the axes' questions too when ``axes``): what rule
+    judge_pairs sends and the call preview counts."""
+    if answer == "logprobs":
+        instructions, questions = letter_prompt(template, rubric)
+        return letter_requests(pairs, items, texts, judge_model, instructions, questions, version, both_orders,
+                               params, asked_questions(axes))
+    return requests(pairs, items, texts, judge_model, system_prompt(template, rubric), version,
+                    response_schema(rubric, rationale_max_chars), both_orders, params)
+
+
+def judge_answers(answer: str, pairs: pd.DataFrame, results: dict[str, dict], both_orders: bool = True,
+                  axes: bool = True) -> dict[str, dict]:
+    """:func:`judge_requests`' answers as one answer per ``<pair_id>:<order>`` (for :func:`verdict_table`)."""
+    if answer == "logprobs":
+        return letter_results(pairs, results, both_orders, asked_questions(axes))
+    return results

@@ -504,9 +504,11 @@ def convert(table, items: pd.DataFrame | None = None, pairs: pd.DataFrame | None
                           "winner": None if side == 0 else ("a" if side > 0 else "b"),
                           "strength": levels[level],
                           "rationale": r.rationale, "seconds_spent": r.seconds_spent, **axes})
-    verdict_table = pd.DataFrame(verdicts, columns=[*judging.VERDICT_COLUMNS, *AXIS_COLUMNS])
+    verdict_table = pd.DataFrame(verdicts, columns=[*judging.VERDICT_COLUMNS, *AXIS_COLUMNS, *judging.MARGIN_COLUMNS])
     for col in ("signed", *AXIS_COLUMNS):
         verdict_table[col] = verdict_table[col].astype("Int64")
+    for col in judging.MARGIN_COLUMNS:  # imported verdicts are verdicts, never letter margins
+        verdict_table[col] = verdict_table[col].astype("float64")
     verdict_table = verdict_table.sort_values(["pair_id", "judge", "order"], ignore_index=True)
     human_table = pd.DataFrame(human, columns=[*hj.JUDGMENT_COLUMNS, *AXIS_COLUMNS])
     for col in ("preference", "strength", *AXIS_COLUMNS):

@@ -468,16 +468,20 @@ def _cpus() -> int:
 class LocalServer:
     """Run ``python -m llama_cpp.server`` for a GGUF on 127.0.0.1 while the block runs."""
 
-    def __init__(self, gguf: str, alias: str, n_ctx: int = 4096, log=None):
+    def __init__(self, gguf: str, alias: str, n_ctx: int = 4096, log=None, logits_all: bool = False):
         self.model_path = _gguf_path(gguf)
         self.alias, self.n_ctx, self.log = alias, n_ctx, log
+        # logits for every prompt token are needed only to return logprobs (llama-cpp-python refuses them
+        # otherwise), and computing them slows prompt evaluation: on only for a stage that reads logprobs
+        self.logits_all = logits_all
         self.port = _free_port()
         self.api_base = f"http://127.0.0.1:{self.port}/v1"
 
     def __enter__(self) -> "LocalServer":
         cmd = [sys.executable, "-m", "llama_cpp.server", "--model", str(self.model_path),
                "--model_alias", self.alias, "--host", "127.0.0.1", "--port", str(self.port),
-               "--n_ctx", str(self.n_ctx), "--n_threads", str(_cpus())]
+               "--n_ctx", str(self.n_ctx), "--n_threads", str(_cpus()),
+               "--logits_all", str(self.logits_all)]
         # the server's own messages go to the rule's log, else to a temporary file, so a crash can be told
         self._err = self.log or tempfile.TemporaryFile(mode="w+")
         self.proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=self._err)
@@ -636,10 +640,10 @@ async def _call(spec: ModelSpec, req: Request, api_base: str | None, redactor: R
     if api_base and not api_key:
         api_key = "no-key-needed"  # OpenAI-compatible local servers accept any key
     start = time.monotonic()
-    ttft, usage, finished, parts = None, None, False, []
+    ttft, usage, finished, parts, logprobs = None, None, False, [], None
     common = dict(model=spec.model, messages=list(req.messages), api_base=api_base, api_key=api_key,
                   timeout=spec.timeout, num_retries=0, **kwargs)
-    if spec.stream:
+    if spec.stream and not kwargs.get("logprobs"):  # an answer read by its logprobs is not streamed
         stream = await litellm.acompletion(stream=True, stream_options={"include_usage": True}, **common)
         async for chunk in stream:
             if chunk.choices:
@@ -662,20 +666,38 @@ async def _call(spec: ModelSpec, req: Request, api_base: str | None, redactor: R
         response = await litellm.acompletion(**common)
         parts = [response.choices[0].message.content or ""] if response.choices else []
         usage = getattr(response, "usage", None)
+        if kwargs.get("logprobs") and response.choices:
+            logprobs = token_logprobs(getattr(response.choices[0], "logprobs", None))
     latency = time.monotonic() - start
     # a key a provider echoes into the answer is masked before caching, also where JSON escapes hide it
     text = redactor.redact_json("".join(parts))
-    if not text.strip():
+    if not text.strip() and not logprobs:
         raise RetryableResponse("empty content")
     usage = {k: getattr(usage, k, None) for k in ("prompt_tokens", "completion_tokens", "total_tokens")}
     cost = _cost(litellm, spec.model, usage)
     parsed, parse_error = parse_structured(text, req.schema, redactor)
-    return {
+    entry = {
         "model": spec.model, "text": text, "parsed": parsed, "parse_error": parse_error,
         "usage": usage,
         "cost": cost, "ttft_s": ttft, "latency_s": latency, "created": time.time(),
         "template_version": req.template_version,
     }
+    if logprobs is not None:
+        entry["logprobs"] = redactor.redact_obj(logprobs)
+    return entry
+
+
+def token_logprobs(raw) -> list[dict] | None:
+    """An answer's ``choices[0].logprobs`` (OpenAI format, as litellm returns it) as plain data:
+    per generated token ``{"token", "logprob", "top": [[token, logprob], ...]}`` (None: none sent)."""
+    if raw is None:
+        return None
+    if hasattr(raw, "model_dump"):
+        raw = raw.model_dump()
+    content = (raw or {}).get("content") or []
+    return [{"token": t.get("token"), "logprob": t.get("logprob"),
+             "top": [[c.get("token"), c.get("logprob")] for c in (t.get("top_logprobs") or [])]}
+            for t in content]
 
 
 def parse_structured(text: str, schema: dict | None, redactor: Redactor | None = None
@@ -816,9 +838,12 @@ def run_requests(specs: dict[str, ModelSpec], requests: list[Request], cache: Re
         api_bases, servers = {}, []
         for name in sorted(needed):
             spec = specs[name]
-            if spec.local_gguf and any(r.model == name and r.id not in hits for r in requests):
+            todo = [r for r in requests if r.model == name and r.id not in hits]
+            if spec.local_gguf and todo:
                 alias = spec.model.partition("/")[2]  # "openai/<alias>" on the local server
-                server = stack.enter_context(LocalServer(spec.local_gguf, alias=alias, log=log))
+                logits_all = any(resolved_params(spec, r).get("logprobs") for r in todo)
+                server = stack.enter_context(LocalServer(spec.local_gguf, alias=alias, log=log,
+                                                         logits_all=logits_all))
                 servers.append(server)
                 api_bases[name] = server.api_base
             else:

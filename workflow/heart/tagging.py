@@ -57,6 +57,42 @@ def response_schema(taxonomy: dict, evidence_max_chars: int | None = None) -> di
             "required": keys(taxonomy), "additionalProperties": False}
 
 
+#: a tagger's answer formats: every strategy's label, probability and evidence (the paper's), or only the
+#: list of strategies present (``present_list``: a few tokens, for a small local model; labels only)
+ANSWERS = ("per_strategy", "present_list")
+PRESENT_LIST_MAX = 3
+
+
+def present_list_schema(taxonomy: dict) -> dict:
+    """JSON schema of a ``present_list`` answer: ``{"present": [strategy keys]}``, the one to
+    PRESENT_LIST_MAX strategies the response uses most clearly (a small model left free to list none lists
+    none for every response). Every strategy it does not list is "absent"; it has no probability, evidence
+    or "uncertain". (No ``uniqueItems``: a repeated key means the same as one; :func:`tag_table` reads the
+    set.)"""
+    return {"type": "object",
+            "properties": {"present": {"type": "array", "items": {"type": "string", "enum": keys(taxonomy)},
+                                       "minItems": 1, "maxItems": PRESENT_LIST_MAX}},
+            "required": ["present"], "additionalProperties": False}
+
+
+def answer_schema(answer: str, taxonomy: dict, evidence_max_chars: int | None = None) -> dict:
+    """The response schema of a tagger's ``answer`` format (:data:`ANSWERS`)."""
+    if answer not in ANSWERS:
+        raise ValueError(f"tagger answer {answer!r} is not one of {ANSWERS}")
+    return present_list_schema(taxonomy) if answer == "present_list" else response_schema(taxonomy, evidence_max_chars)
+
+
+def _labels(parsed: dict | None, taxonomy: dict) -> dict | None:
+    """strategy key -> {label, p, evidence} from either answer format (None: unparsed)."""
+    if parsed is None:
+        return None
+    if "present" in parsed and isinstance(parsed["present"], list):
+        present = set(parsed["present"])
+        return {k: {"label": "present" if k in present else "absent", "p": None, "evidence": None}
+                for k in keys(taxonomy)}
+    return parsed
+
+
 def _ref(row) -> str:
     c = row.contributor_id
     return f"{row.item_id}:{row.system}" + ("" if c is None or pd.isna(c) else f"#{c}")
@@ -75,14 +111,14 @@ def tag_table(completions: pd.DataFrame, tagger: str, results: dict, taxonomy: d
     rows = []
     for r in completions.itertuples():
         res = results[_ref(r)]
-        parsed = res.get("parsed")
+        parsed = _labels(res.get("parsed"), taxonomy)
         for k in keys(taxonomy):
             got = parsed[k] if parsed is not None else None
             rows.append({"item_id": r.item_id, "system": r.system,
                          "contributor_id": None if pd.isna(r.contributor_id) else r.contributor_id,
                          "tagger": tagger, "strategy": k,
                          "label": got["label"] if got else None,
-                         "probability": float(got["p"]) if got else None,
+                         "probability": float(got["p"]) if got and got["p"] is not None else None,
                          "evidence": got["evidence"] if got else None,
                          "parse_ok": parsed is not None, "parse_error": res.get("parse_error"),
                          "cache_key": res["cache_key"], "from_cache": bool(res["from_cache"]),

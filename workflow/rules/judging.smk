@@ -37,6 +37,8 @@ rule judge_pairs:
         shard=lambda wc: wc.shard,
         model=lambda wc: model_params(config["judging"]["judges"][wc.judge]["model"]),
         call_params=lambda wc: config["judging"]["judges"][wc.judge]["params"],
+        answer=lambda wc: config["judging"]["judges"][wc.judge]["answer"],
+        axes=lambda wc: config["judging"]["judges"][wc.judge]["axes"],
         families=system_families(),
         exclude_own_family=config["judging"]["exclude_own_family"],
         both_orders=config["judging"]["both_orders"],
@@ -52,6 +54,60 @@ rule judge_pairs:
         "../../envs/llm.yaml"
     script:
         "../scripts/judge_pairs.py"
+
+
+rule judge_qc:
+    # known-answer pairs (the real reply vs an unhelpful one, or vs another conversation's), both orders
+    input:
+        item_table="results/items/items.parquet",
+        replies=workflow.source_path("../resources/annotation/qc_replies.yaml"),
+        rubric=workflow.source_path(f"../resources/rubric/{config['judging']['rubric']}.yaml"),
+        prompt=lambda wc: workflow.source_path(
+            f"../resources/prompts/judge/{config['judging']['judges'][wc.judge]['prompt']}.md"
+        ),
+        replay=replay_input(),
+    output:
+        "results/judging/qc/{judge}.parquet",
+    params:
+        judge=lambda wc: wc.judge,
+        shard="1of1",
+        model=lambda wc: model_params(config["judging"]["judges"][wc.judge]["model"]),
+        call_params=lambda wc: config["judging"]["judges"][wc.judge]["params"],
+        answer=lambda wc: config["judging"]["judges"][wc.judge]["answer"],
+        rationale_max_chars=config["judging"]["rationale_max_chars"],
+        seed=config["judging"]["seed"],
+        kinds=config["judging"]["qc"]["kinds"],
+        llm=ENGINE,
+    resources:
+        local_llm=lambda wc: uses_local_model(config["judging"]["judges"][wc.judge]["model"]),
+    log:
+        "logs/judging/qc/{judge}.log",
+    benchmark:
+        "benchmarks/judging/qc/{judge}.tsv"
+    conda:
+        "../../envs/llm.yaml"
+    script:
+        "../scripts/judge_qc.py"
+
+
+rule judge_quality:
+    input:
+        item_table="results/items/items.parquet",
+        replies=workflow.source_path("../resources/annotation/qc_replies.yaml"),
+        rubric=workflow.source_path(f"../resources/rubric/{config['judging']['rubric']}.yaml"),
+        qc=expand("results/judging/qc/{judge}.parquet", judge=JUDGES),
+        flips="results/judging/flip_rates.parquet",
+    output:
+        "results/judging/judge_quality.parquet",
+    params:
+        seed=config["judging"]["seed"],
+        kinds=config["judging"]["qc"]["kinds"],
+    log:
+        "logs/judging/judge_quality.log",
+    conda:
+        "../../envs/data.yaml"
+    script:
+        "../scripts/judge_quality.py"
 
 
 rule merge_judgments:

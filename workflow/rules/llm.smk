@@ -8,6 +8,7 @@ rule export_llm_cache:
         "results/completions/systems.parquet",
         "results/items/adversarial.parquet",
         expand("results/judging/llm/{judge}.parquet", judge=JUDGES),
+        expand("results/judging/qc/{judge}.parquet", judge=JUDGES),
         expand("results/tagging/{tagger}.parquet", tagger=TAGGERS),
     output:
         "results/llm/cache.parquet",

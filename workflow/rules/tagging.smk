@@ -17,6 +17,7 @@ rule tag_strategies:
         shard=lambda wc: wc.shard,
         model=lambda wc: model_params(config["tagging"]["taggers"][wc.tagger]["model"]),
         call_params=lambda wc: config["tagging"]["taggers"][wc.tagger]["params"],
+        answer=lambda wc: config["tagging"]["taggers"][wc.tagger]["answer"],
         evidence_max_chars=config["tagging"]["evidence_max_chars"],
         llm=ENGINE,
     resources:

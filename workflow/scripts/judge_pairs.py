@@ -10,7 +10,6 @@ with logged(snakemake.log[0], snakemake) as log:
     judge = snakemake.params.judge
     rubric = judging.load_rubric(snakemake.input.rubric)
     axes = judging.axis_keys(rubric)  # H, E, A, R, T: the rubric's schema admits no other
-    instructions = judging.system_prompt(stage.template, rubric)
     all_pairs = shards.select(tableio.read_table(snakemake.input.pair_table), shard)
     keep = judging.eligible(all_pairs, spec.family, snakemake.params.families, snakemake.params.exclude_own_family)
     todo = all_pairs[keep]
@@ -18,10 +17,12 @@ with logged(snakemake.log[0], snakemake) as log:
              spec.family, len(todo), len(all_pairs), int((~keep).sum()))
     items = tableio.read_table(snakemake.input.item_table)
     texts = pairs.completion_text(pd.concat([tableio.read_table(p) for p in snakemake.input.completions]))
-    requests = judging.requests(todo, items, texts, spec.name, instructions, stage.version,
-                                judging.response_schema(rubric, snakemake.params.rationale_max_chars), snakemake.params.both_orders,
-                                params=snakemake.params.call_params)
-    results = stage.engine.run(requests, desc=f"judging {judge} [{shard}]")
+    both, answer = snakemake.params.both_orders, snakemake.params.answer  # answer: a JSON verdict, or logprobs
+    requests = judging.judge_requests(answer, todo, items, texts, spec.name, stage.template, rubric, stage.version,
+                                      both, snakemake.params.call_params, snakemake.params.rationale_max_chars,
+                                      snakemake.params.axes)
+    results = judging.judge_answers(answer, todo, stage.engine.run(requests, desc=f"judging {judge} [{shard}]"), both,
+                                    snakemake.params.axes)
     table = judging.verdict_table(todo, judge, results, axes, snakemake.params.both_orders)
     tableio.write_table(table, snakemake.output[0], "judge_verdicts",
                         {**stage.provenance, "n_excluded_family": int((~keep).sum())})

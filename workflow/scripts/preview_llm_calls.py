@@ -54,17 +54,17 @@ with logged(snakemake.log[0], snakemake) as log:
             template, version = llm.template(path)
             keep = judging.eligible(design, specs[cfg["model"]].family, snakemake.params.families,
                                     snakemake.params.judging["exclude_own_family"])
-            stages[f"judging {name} ({scope}, {len(design)} pairs, {orders})"] = judging.requests(
-                design[keep], regular, pairs.completion_text(stand_ins), cfg["model"],
-                judging.system_prompt(template, rubric), version, judging.response_schema(rubric),
-                snakemake.params.judging["both_orders"], params=cfg["params"])
+            stages[f"judging {name} ({scope}, {len(design)} pairs, {orders})"] = judging.judge_requests(
+                cfg["answer"], design[keep], regular, pairs.completion_text(stand_ins), cfg["model"], template,
+                rubric, version, snakemake.params.judging["both_orders"], cfg["params"],
+                snakemake.params.judging["rationale_max_chars"], cfg["axes"])
         taxonomy = tagging.load_taxonomy(snakemake.input.taxonomy)
         for name, cfg in snakemake.params.tagging["taggers"].items():
             path = next(p for p in snakemake.input.tagging_prompts if Path(p).stem == cfg["prompt"])
             template, version = llm.template(path)
             stages[f"tagging {name} ({scope}, estimated)"] = tagging.requests(
                 stand_ins, cfg["model"], tagging.system_prompt(template, taxonomy), version,
-                tagging.response_schema(taxonomy), params=cfg["params"])
+                tagging.answer_schema(cfg["answer"], taxonomy), params=cfg["params"])
     table = llm.preview(specs, stages, engine.cache)
     tableio.write_table(table, snakemake.output[0], "llm_preview", job)
     text = table.to_string(index=False)

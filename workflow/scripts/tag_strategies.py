@@ -12,7 +12,8 @@ with logged(snakemake.log[0], snakemake) as log:
     completions = shards.select(pd.concat([tableio.read_table(p) for p in snakemake.input.completions], ignore_index=True),
                                 shard)
     requests = tagging.requests(completions, spec.name, tagging.system_prompt(stage.template, taxonomy),
-                                stage.version, tagging.response_schema(taxonomy, snakemake.params.evidence_max_chars),
+                                stage.version,
+                                tagging.answer_schema(snakemake.params.answer, taxonomy, snakemake.params.evidence_max_chars),
                                 params=snakemake.params.call_params)
     results = stage.engine.run(requests, desc=f"tagging {tagger} [{shard}]")
     table = tagging.tag_table(completions, tagger, results, taxonomy)
