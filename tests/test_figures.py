@@ -407,6 +407,23 @@ def test_save_writes_png_and_pdf_atomically(tmp_path):
     assert {stat.S_IMODE(p.stat().st_mode) for p in (png, pdf)} == {0o666 & ~umask}
 
 
+def test_a_simulated_figure_carries_its_label_inside_the_block_only(tmp_path):
+    path = tmp_path / "fig.yaml"
+    path.write_text("dpi: 60\n")
+
+    def texts(fig):
+        return [t.get_text() for t in fig.texts]
+
+    with style.applied(path, "SIMULATED") as dpi:
+        fig = leaderboard_figure.leaderboard_heatmap(_lb([{"system": "s1", "elo": 1500.0}]))
+        style.save(fig, tmp_path / "a.png", tmp_path / "a.pdf", dpi=dpi)
+    assert "SIMULATED" in texts(fig) and any(t.startswith("SIMULATED:") for t in texts(fig))
+    with style.applied(path) as dpi:
+        plain = leaderboard_figure.leaderboard_heatmap(_lb([{"system": "s1", "elo": 1500.0}]))
+        style.save(plain, tmp_path / "b.png", tmp_path / "b.pdf", dpi=dpi)
+    assert not any("SIMULATED" in t for t in texts(plain))
+
+
 def test_style_file_is_applied_inside_the_block_only(tmp_path):
     path = tmp_path / "fig.yaml"
     path.write_text("dpi: 150\nrc:\n  font.size: 13\n  axes.linewidth: 2.5\n")

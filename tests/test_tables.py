@@ -53,3 +53,14 @@ def test_table1_uses_the_display_names():
     assert run.index.tolist() == ["GPT-5 (run)", "best-human" + tables.DERIVED_MARK, "new-model"]
     assert run.loc["GPT-5 (run)", "AA"] == 66.0 and np.isnan(run.loc["new-model", "AA"])
     assert run["Pearson r (Elo, AA)"].str.startswith("insufficient").all()
+
+
+def test_a_simulated_table_says_so_in_its_csv_and_caption(tmp_path):
+    table = pd.DataFrame({"judge": ["j"], "agreement %": [71.2]})
+    tables.write(table, tmp_path / "t.csv", tmp_path / "t.tex", "Agreement", label="SIMULATED")
+    csv = pd.read_csv(tmp_path / "t.csv")
+    assert list(csv.columns) == ["run", "judge", "agreement %"] and set(csv["run"]) == {"SIMULATED"}
+    assert "SIMULATED" in (tmp_path / "t.tex").read_text() and list(table.columns) == ["judge", "agreement %"]
+    tables.write(table, tmp_path / "u.csv", tmp_path / "u.tex", "Agreement")
+    assert "run" not in pd.read_csv(tmp_path / "u.csv").columns
+    assert "SIMULATED" not in (tmp_path / "u.tex").read_text()

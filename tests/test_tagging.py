@@ -106,3 +106,19 @@ def test_a_strategy_key_used_twice_is_named(tmp_path):
     with pytest.raises(ValueError, match=rf"^{bad}: strategies\[6\].key 'clarification' is used twice "
                                          r"\(first at strategies\[2\].key\)$"):
         tagging.load_taxonomy(bad)
+
+
+def test_present_list_answers_are_labels_only_and_need_one_to_three_keys():
+    schema = tagging.answer_schema("present_list", TAXONOMY)
+    jsonschema.validate({"present": ["affirmation", "offer_hope"]}, schema)
+    for bad in ({"present": []}, {"present": ["made_up"]}, {"present": tagging.keys(TAXONOMY)[:4]}, {}):
+        with pytest.raises(jsonschema.ValidationError):
+            jsonschema.validate(bad, schema)
+    assert tagging.answer_schema("per_strategy", TAXONOMY) == tagging.response_schema(TAXONOMY)
+    with pytest.raises(ValueError, match="not one of"):
+        tagging.answer_schema("free_text", TAXONOMY)
+    comp = pd.DataFrame([{"item_id": "i1", "system": "m", "contributor_id": None, "text": "You can do it."}])
+    result = {"i1:m": {"parsed": {"present": ["offer_hope", "offer_hope"]}, "cache_key": "k", "from_cache": False}}
+    table = tagging.tag_table(comp, "t", result, TAXONOMY).set_index("strategy")
+    assert table.loc["offer_hope", "label"] == "present" and (table["label"] == "present").sum() == 1
+    assert table["probability"].isna().all() and table["evidence"].isna().all() and table["parse_ok"].all()

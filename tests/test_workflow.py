@@ -32,14 +32,14 @@ ONCE = {"ingest_esconv": 1, "collect_items": 1,
         "design_pairs": 1, "human_judgments": 1, "combine_judgments": 1, "ratings": 1, "agreement": 1,
         "bias_audits": 1, "strategy_stats": 1, "factor_analysis": 1, "external_correlations": 1,
         "rationale_codes": 1, "multiple_testing": 1, "paper_tables": 1, "preference_shares": 1,
-        "style_ratings": 1, "paper_comparison": 1,
+        "style_ratings": 1, "paper_comparison": 1, "judge_quality": 1,
         **{f"figure_{f}": 1 for f in ("leaderboard", "elo_ttft", "strategies", "elo_forest", "agreement", "bias_factors",
                                       "example_pair")}}
 
 
 @pytest.mark.dag
 @pytest.mark.parametrize("configfile, model_systems, judges, shards",
-                         [("config/config.yaml", 2, 1, 1), ("config/paper.yaml", 15, 3, 8)])
+                         [("config/config.yaml", 2, 2, 1), ("config/paper.yaml", 15, 3, 8)])
 def test_dry_run_whole_dag(workflow_copy, configfile, model_systems, judges, shards):
     # without a local copy the DAG starts with the download; paper.yaml replaces the
     # default config (its 15 model systems are not mixed with the local model's 2) and
@@ -50,6 +50,7 @@ def test_dry_run_whole_dag(workflow_copy, configfile, model_systems, judges, sha
              else {"download_release": 2, "map_release": 1, "release_items": 1})
     assert jobs == {"download_esconv": 1, **ONCE, **items, "generate_completions": model_systems * shards,
                     "merge_completions": model_systems, "judge_pairs": judges * shards, "merge_judgments": judges,
+                    "judge_qc": judges,
                     "tag_strategies": shards, "merge_tags": 1, "strategy_f1": 1}
     jobs = workflow_copy.jobs("--configfile", configfile, "--config", f"esconv={{local_copy: {TINY}}}", env=PAPER_KEYS)
     assert "download_esconv" not in jobs and jobs["generate_completions"] == model_systems * shards
