@@ -148,3 +148,12 @@ def warning(quality: pd.DataFrame, judges=None) -> str | None:
              for r in q.itertuples()]
     return ("Judges below the quality targets (QC accuracy >= 70 %, flip rate <= 0.5), so these "
             "verdicts do not show content judgement: " + "; ".join(parts))
+
+
+def quality_warning(inputs) -> str | None:
+    """:func:`warning` for a figure rule whose inputs may name ``judge_quality`` (absent in an analysis-only
+    run, whose judges were not checked here)."""
+    from heart import tableio
+
+    path = getattr(inputs, "judge_quality", None)
+    return warning(tableio.read_table(path)) if path else None

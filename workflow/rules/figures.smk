@@ -6,6 +6,8 @@ rule figure_leaderboard:
     input:
         ratings="results/stats/ratings.parquet",
         style=workflow.source_path("../resources/figures/fig4_leaderboard.yaml"),
+        # whether the LLM judges behind the figure pass their known-answer checks (a study's own judges)
+        **({} if ANALYSIS_ONLY else {"judge_quality": "results/judging/judge_quality.parquet"}),
     output:
         png=report("results/figures/fig4_leaderboard.png", caption="../report/fig4_leaderboard.rst",
                    category="1. Leaderboard", labels={"figure": "Figure 4: leaderboard heatmap"}),
@@ -28,6 +30,8 @@ rule figure_elo_ttft:
         completions=TTFT_COMPLETIONS,
         correlations="results/stats/external_correlations.parquet",  # its rho, not computed again
         style=workflow.source_path("../resources/figures/fig5_elo_ttft.yaml"),
+        # whether the LLM judges behind the figure pass their known-answer checks (a study's own judges)
+        **({} if ANALYSIS_ONLY else {"judge_quality": "results/judging/judge_quality.parquet"}),
     output:
         png=report("results/figures/fig5_elo_ttft.png", caption="../report/fig5_elo_ttft.rst",
                    category="1. Leaderboard", labels={"figure": "Figure 5: Elo vs TTFT"}),
@@ -67,6 +71,8 @@ rule figure_elo_forest:
     input:
         ratings="results/stats/ratings.parquet",
         style=workflow.source_path("../resources/figures/elo_forest.yaml"),
+        # whether the LLM judges behind the figure pass their known-answer checks (a study's own judges)
+        **({} if ANALYSIS_ONLY else {"judge_quality": "results/judging/judge_quality.parquet"}),
     output:
         png=report("results/figures/elo_forest.png", caption="../report/elo_forest.rst",
                    category="1. Leaderboard", labels={"figure": "Elo with both intervals, by subset"}),

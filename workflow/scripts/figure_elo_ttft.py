@@ -1,6 +1,6 @@
 """rule figure_elo_ttft: Figure 5, Elo (Figure 4's) against median time-to-first-token from one source
 (config figures.fig5.ttft_source: the paper's published medians or this run's measured ones)."""
-from heart import external, leaderboard, tableio
+from heart import external, judge_qc, leaderboard, tableio
 from heart.figures import elo_ttft, style
 from heart.runtime import logged
 
@@ -17,6 +17,7 @@ with logged(snakemake.log[0], snakemake) as log, style.applied(snakemake.input.s
     rho = correlations[correlations["data"] == "this run"]
     judges = leaderboard.column_sources(ratings, params.source)["elo"]
     fig = elo_ttft.elo_vs_ttft(points, elo_label=f"HEART Elo ({judges})", rho=elo_ttft.rho_text(rho, params.ttft_source))
+    style.warn(fig, judge_qc.quality_warning(snakemake.input))
     style.save(fig, snakemake.output.png, snakemake.output.pdf, dpi=dpi)
     log.info("Figure 5 (TTFT: %s): %s; %s", params.ttft_source, dict(points["ttft_source"].value_counts()),
              elo_ttft.rho_text(rho, params.ttft_source))

@@ -1,5 +1,5 @@
 """rule figure_leaderboard: Figure 4, the HEART leaderboard heatmap (config figures.fig4: source, columns, names)."""
-from heart import leaderboard, tableio
+from heart import judge_qc, leaderboard, tableio
 from heart.figures import leaderboard as figure
 from heart.figures import style
 from heart.runtime import logged
@@ -11,6 +11,7 @@ with logged(snakemake.log[0], snakemake) as log, style.applied(snakemake.input.s
     board = leaderboard.headline(ratings, source=source, columns=columns)
     fig = figure.leaderboard_heatmap(board, labels=fig4.get("display_names") or {}, columns=columns,
                                      footnote=leaderboard.describe(ratings, source, columns))
+    style.warn(fig, judge_qc.quality_warning(snakemake.input))
     style.save(fig, snakemake.output.png, snakemake.output.pdf, dpi=dpi)
     log.info("Figure 4 (source %s, columns %s): %d systems (%d rated); %s", source, columns, len(board),
              int((board["status"] == "ok").sum()), leaderboard.column_sources(ratings, source))

@@ -140,6 +140,15 @@ def mark(fig: Figure, label: str) -> None:
              transform=fig.transFigure, ha="center", va="bottom", fontsize=9, fontweight="bold", color="#c0392b")
 
 
+def warn(fig: Figure, text: str | None) -> None:
+    """A warning line under ``fig`` (wrapped, red): e.g. that its judges fail their quality checks."""
+    if text:
+        import textwrap
+
+        fig.text(0.5, -0.01, "\n".join(textwrap.wrap(text, 130)), transform=fig.transFigure, ha="center",
+                 va="top", fontsize=8, color="#c0392b")
+
+
 # --- figure, title, values ---------------------------------------------------------------------
 
 def new_figure(width: float, height: float, layout: str | None = "constrained") -> Figure:
