@@ -59,12 +59,16 @@ def axis_keys(rubric: dict) -> list[str]:
 
 
 def system_prompt(template: str, rubric: dict) -> str:
-    """The judge's instructions: the template with the rubric and the checklist filled in."""
+    """The judge's instructions: the template with the rubric (``{rubric}``: each axis with its high and low
+    examples; ``{rubric_brief}``: each axis's name and description only, for a small local model) and the
+    checklist filled in."""
     rubric_text = "\n".join(
         f"- {a['key']} — {a['name']}: {a['description']}\n  High: {a['high']}\n  Low: {a['low']}"
         for a in rubric["axes"])
+    brief = "\n".join(f"- {a['name']}: {a['description']}" for a in rubric["axes"])
     checklist = "\n".join(f"- {c}" for c in rubric.get("checklist", []))
-    return template.replace("{rubric}", rubric_text).replace("{checklist}", checklist)
+    return (template.replace("{rubric}", rubric_text).replace("{rubric_brief}", brief)
+            .replace("{checklist}", checklist))
 
 
 def axis_marks() -> list[str]:

@@ -35,9 +35,12 @@ def keys(taxonomy: dict) -> list[str]:
 
 
 def system_prompt(template: str, taxonomy: dict) -> str:
+    """The tagger's instructions: ``{taxonomy}`` filled with every strategy's key, name, definition and
+    example; ``{taxonomy_brief}`` with key, name and definition only (a shorter prompt for a small model)."""
     lines = "\n".join(f"- {s['key']}: {s['name']} — {s['definition']} Example: \"{s['example']}\""
                       for s in taxonomy["strategies"])
-    return template.replace("{taxonomy}", lines)
+    brief = "\n".join(f"- {s['key']}: {s['name']} — {s['definition']}" for s in taxonomy["strategies"])
+    return template.replace("{taxonomy}", lines).replace("{taxonomy_brief}", brief)
 
 
 # a probability in steps of 0.05: an enum, so a grammar-constrained local model cannot write p = 2
