@@ -24,7 +24,8 @@ def spec(api_base, **over):
 
 
 def req(text, **over):
-    kw = dict(id=text, model="m", messages=({"role": "user", "content": text},), template_version="t1")
+    # streamed, like a completion (the path with the most to go wrong); judges and taggers are not streamed
+    kw = dict(id=text, model="m", messages=({"role": "user", "content": text},), template_version="t1", stream=True)
     kw.update(over)
     return llm.Request(**kw)
 
@@ -126,12 +127,13 @@ def test_embedded_local_model_offline(tmp_path):
             {"role": "user", "content": "I lost my job today and I feel like giving up."})
     judge = ({"role": "user", "content": "Which reply is more supportive? A: 'ok.' B: 'That sounds so hard, "
               "what happened?' Answer as JSON with winner and strength."},)
-    reqs = [llm.Request(id="reply", model="local", messages=msgs, template_version="t"),
+    reqs = [llm.Request(id="reply", model="local", messages=msgs, template_version="t", stream=True),
             llm.Request(id="judge", model="local", messages=judge, template_version="t", schema=schema)]
     cache = llm.ResponseCache(tmp_path / "cache")
     out = llm.run_requests(specs, reqs, cache)
     assert len(out["reply"]["text"].split()) >= 3 and out["reply"]["usage"]["completion_tokens"] > 0
     assert 0 < out["reply"]["ttft_s"] <= out["reply"]["latency_s"]
+    assert out["judge"]["ttft_s"] is None  # a judge-like request is not streamed (no time to first token)
     # grammar-constrained: the answer parses and matches the schema
     assert out["judge"]["parsed"]["winner"] in ("A", "B"), out["judge"]
     # deterministic settings + cache: a rerun answers from the cache without starting the server

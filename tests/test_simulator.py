@@ -267,7 +267,7 @@ def test_run_requests_end_to_end_and_a_rerun_calls_nothing(sim, faulty, tmp_path
     for i in range(12):
         a, b = rng.sample(pool, 2)
         reqs.append(llm.Request(id=f"pair{i}", model="judge", template_version="t1", schema=JUDGE_SCHEMA,
-                                messages=judging.messages(f"Judge pair {i}.", HISTORY, a, b)))
+                                messages=judging.messages(f"Judge pair {i}.", HISTORY, a, b), stream=stream))
     for server, retries in ((sim, 0), (faulty, 2)):  # the faulty server needs two retries, no more
         spec = llm.ModelSpec(name="judge", model="openai/sim-judge", api_base=server.api_base, stream=stream,
                              params={"temperature": 0, "max_tokens": 300}, max_concurrency=8, timeout=10,

@@ -39,9 +39,11 @@ def chat_messages(system_prompt: str, history) -> tuple:
 def completion_requests(items: pd.DataFrame, system: str, model: str, system_prompt: str,
                         version: str) -> list[Request]:
     """One request per item for a model system; the request id is the item id. Each is decoded the paper's
-    way (``paper_decoding``: :func:`heart.llm.decoding` of the model, not its configured params as such)."""
+    way (``paper_decoding``: :func:`heart.llm.decoding` of the model, not its configured params as such), and
+    streamed where the model streams (``ModelSpec.stream``): a completion's time to first token is a result
+    (Figure 5)."""
     return [Request(id=row.item_id, model=model, messages=chat_messages(system_prompt, row.history),
-                    template_version=f"completion:{version}", paper_decoding=True)
+                    template_version=f"completion:{version}", paper_decoding=True, stream=True)
             for row in items.itertuples()]
 
 
