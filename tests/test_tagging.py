@@ -110,15 +110,19 @@ def test_a_strategy_key_used_twice_is_named(tmp_path):
 
 def test_present_list_answers_are_labels_only_and_need_one_to_three_keys():
     schema = tagging.answer_schema("present_list", TAXONOMY)
-    jsonschema.validate({"present": ["affirmation", "offer_hope"]}, schema)
-    for bad in ({"present": []}, {"present": ["made_up"]}, {"present": tagging.keys(TAXONOMY)[:4]}, {}):
+    jsonschema.validate({"present": [1, 7]}, schema)
+    for bad in ({"present": []}, {"present": [0]}, {"present": [16]}, {"present": ["offer_hope"]},
+                {"present": [1, 2, 3, 4]}, {}):
         with pytest.raises(jsonschema.ValidationError):
             jsonschema.validate(bad, schema)
     assert tagging.answer_schema("per_strategy", TAXONOMY) == tagging.response_schema(TAXONOMY)
     with pytest.raises(ValueError, match="not one of"):
         tagging.answer_schema("free_text", TAXONOMY)
     comp = pd.DataFrame([{"item_id": "i1", "system": "m", "contributor_id": None, "text": "You can do it."}])
-    result = {"i1:m": {"parsed": {"present": ["offer_hope", "offer_hope"]}, "cache_key": "k", "from_cache": False}}
+    hope = tagging.keys(TAXONOMY).index("offer_hope") + 1
+    result = {"i1:m": {"parsed": {"present": [hope, hope]}, "cache_key": "k", "from_cache": False}}
     table = tagging.tag_table(comp, "t", result, TAXONOMY).set_index("strategy")
     assert table.loc["offer_hope", "label"] == "present" and (table["label"] == "present").sum() == 1
     assert table["probability"].isna().all() and table["evidence"].isna().all() and table["parse_ok"].all()
+    prompt = tagging.system_prompt("{taxonomy_numbered}", TAXONOMY)
+    assert prompt.splitlines()[hope - 1].startswith(f"{hope}. Offer Hope")

@@ -36,11 +36,14 @@ def keys(taxonomy: dict) -> list[str]:
 
 def system_prompt(template: str, taxonomy: dict) -> str:
     """The tagger's instructions: ``{taxonomy}`` filled with every strategy's key, name, definition and
-    example; ``{taxonomy_brief}`` with key, name and definition only (a shorter prompt for a small model)."""
+    example; ``{taxonomy_brief}`` with key, name and definition only; ``{taxonomy_numbered}`` with number,
+    name and definition (for ``present_list`` answers, which name strategies by number)."""
     lines = "\n".join(f"- {s['key']}: {s['name']} — {s['definition']} Example: \"{s['example']}\""
                       for s in taxonomy["strategies"])
     brief = "\n".join(f"- {s['key']}: {s['name']} — {s['definition']}" for s in taxonomy["strategies"])
-    return template.replace("{taxonomy}", lines).replace("{taxonomy_brief}", brief)
+    numbered = "\n".join(f"{n}. {s['name']} — {s['definition']}" for n, s in enumerate(taxonomy["strategies"], 1))
+    return (template.replace("{taxonomy}", lines).replace("{taxonomy_brief}", brief)
+            .replace("{taxonomy_numbered}", numbered))
 
 
 # a probability in steps of 0.05: an enum, so a grammar-constrained local model cannot write p = 2
@@ -67,13 +70,15 @@ PRESENT_LIST_MAX = 3
 
 
 def present_list_schema(taxonomy: dict) -> dict:
-    """JSON schema of a ``present_list`` answer: ``{"present": [strategy keys]}``, the one to
+    """JSON schema of a ``present_list`` answer: ``{"present": [strategy numbers]}`` (1-based, in the order
+    of the taxonomy, as ``{taxonomy_numbered}`` lists them: a number is one token, a key up to six), the one to
     PRESENT_LIST_MAX strategies the response uses most clearly (a small model left free to list none lists
     none for every response). Every strategy it does not list is "absent"; it has no probability, evidence
     or "uncertain". (No ``uniqueItems``: a repeated key means the same as one; :func:`tag_table` reads the
     set.)"""
     return {"type": "object",
-            "properties": {"present": {"type": "array", "items": {"type": "string", "enum": keys(taxonomy)},
+            "properties": {"present": {"type": "array",
+                                       "items": {"type": "integer", "minimum": 1, "maximum": len(keys(taxonomy))},
                                        "minItems": 1, "maxItems": PRESENT_LIST_MAX}},
             "required": ["present"], "additionalProperties": False}
 
@@ -90,7 +95,7 @@ def _labels(parsed: dict | None, taxonomy: dict) -> dict | None:
     if parsed is None:
         return None
     if "present" in parsed and isinstance(parsed["present"], list):
-        present = set(parsed["present"])
+        present = {keys(taxonomy)[n - 1] for n in parsed["present"]}
         return {k: {"label": "present" if k in present else "absent", "p": None, "evidence": None}
                 for k in keys(taxonomy)}
     return parsed
