@@ -299,3 +299,19 @@ def test_preview_summary_counts_unpriced_calls_instead_of_pricing_them_at_zero()
     only_unknown = llm.preview_summary(table.iloc[2:3])
     assert only_unknown == "300 calls to make (0 cached); 300 calls (1 model: kimi) unpriced: cost unknown"
     assert llm.preview_summary(table.iloc[5:]) == "0 calls to make (40 cached); nothing to pay"
+
+
+def test_a_local_models_requests_are_sent_with_shared_prefixes_together():
+    local = llm.ModelSpec(name="loc", model="openai/x", local_gguf="pkg/m.gguf")
+    remote = llm.ModelSpec(name="api", model="openai/y", api_base="http://127.0.0.1:9/v1")
+    specs = {"loc": local, "api": remote}
+
+    def r(rid, model, *texts):
+        return llm.Request(id=rid, model=model, template_version="t",
+                           messages=tuple({"role": "user", "content": t} for t in texts))
+
+    reqs = [r("1", "loc", "dialogue B", "q1"), r("2", "api", "z"), r("3", "loc", "dialogue A", "q2"),
+            r("4", "loc", "dialogue B", "q0"), r("5", "api", "a"), r("6", "loc", "dialogue A", "q1")]
+    ordered = [q.id for q in llm.prefix_order(specs, reqs)]
+    assert ordered == ["6", "3", "4", "1", "2", "5"]  # local ones grouped by their messages; the API's as given
+    assert [q.id for q in llm.prefix_order({"api": remote}, [reqs[4], reqs[1]])] == ["5", "2"]

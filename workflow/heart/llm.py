@@ -832,6 +832,18 @@ async def _run(specs: dict[str, ModelSpec], requests: list[Request], cache: Resp
     return results, failures
 
 
+def prefix_order(specs: dict[str, ModelSpec], requests: list[Request]) -> list[Request]:
+    """The order to send ``requests`` in: a local model's (``local_gguf``) sorted by their messages, so that
+    requests sharing a prefix (the same instructions, the same dialogue) follow each other -- llama.cpp keeps
+    the evaluated prompt of the previous request and evaluates only what differs, at ~130 tokens/s here --
+    and everyone else's as given. The answers do not depend on the order (temperature 0, one slot)."""
+    local = [r for r in requests if specs[r.model].local_gguf]
+    if not local:
+        return requests
+    rest = [r for r in requests if not specs[r.model].local_gguf]
+    return sorted(local, key=lambda r: (r.model, json.dumps(r.messages, ensure_ascii=False))) + rest
+
+
 def run_requests(specs: dict[str, ModelSpec], requests: list[Request], cache: ResponseCache,
                  desc: str = "LLM calls", log=None, backoff: float = 1.0) -> dict[str, dict]:
     """Answer every request (cache first, then the model); raise LLMStageError if any failed.
@@ -880,7 +892,7 @@ def run_requests(specs: dict[str, ModelSpec], requests: list[Request], cache: Re
         stack.callback(bar.drain)
         with tqdm(total=len(requests), desc=desc, unit="call", file=bar, mininterval=1.0) as progress:
             # identical requests (same cache key) in one batch are sent once and share the answer
-            leaders = list({keys[r.id]: r for r in reversed(requests)}.values())[::-1]
+            leaders = prefix_order(specs, list({keys[r.id]: r for r in reversed(requests)}.values())[::-1])
             results, failures = asyncio.run(
                 _run(specs, leaders, cache, keys, hits, api_bases, progress, backoff, redactor))
             by_key = {keys[r.id]: r.id for r in leaders}
