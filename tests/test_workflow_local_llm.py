@@ -47,6 +47,17 @@ def test_default_pipeline_on_the_local_model(workflow_copy):
     pairs, verdicts = r("results/judging/pairs.parquet"), r("results/judging/llm/smollm2-judge.parquet")
     assert len(verdicts) == 2 * len(pairs) > 0 and verdicts["raw_text"].str.len().gt(0).all()
     assert verdicts.loc[~verdicts["parse_ok"], "parse_error"].notna().all()
+    # the local judges are read by their logprobs: every parsed answer has its overall margin, the main
+    # judge its axes' too, the brief judge (axes: false) none
+    assert verdicts.loc[verdicts["parse_ok"], ["margin", "margin_E"]].notna().all().all()
+    brief = r("results/judging/llm/smollm2-judge-brief.parquet")
+    assert brief.loc[brief["parse_ok"], "margin"].notna().all() and brief["margin_E"].isna().all()
+    quality = r("results/judging/judge_quality.parquet")
+    overall = quality[quality["kind"] == "all"].set_index("judge")
+    assert set(overall.index) == {"smollm2-judge", "smollm2-judge-brief"}
+    assert (overall["n_checks"] > 0).all() and overall["qc_accuracy"].between(0, 1).all()
+    qc = r("results/judging/qc/smollm2-judge.parquet")
+    assert len(qc) == 2 * overall.loc["smollm2-judge", "n_checks"] and qc["margin_E"].isna().all()
     tags = r("results/tagging/smollm2-tagger.parquet")
     comp = pd.concat([r(f"results/completions/{s}.parquet") for s in ("smollm2-listener", "smollm2-brief", "original")])
     assert len(tags) == 15 * len(comp)
@@ -65,7 +76,8 @@ def test_default_pipeline_on_the_local_model(workflow_copy):
     prompt = wf.root / "workflow/resources/prompts/completion/brief_advice.md"
     prompt.write_text(prompt.read_text() + "Be polite.\n")
     jobs = wf.jobs(*cfg)
-    assert jobs["generate_completions"] == 1 and jobs["judge_pairs"] == 1 and jobs["tag_strategies"] == 1
+    assert jobs["generate_completions"] == 1 and jobs["judge_pairs"] == 2 and jobs["tag_strategies"] == 1
+    assert "judge_qc" not in jobs  # the quality checks hold the dataset's replies only
     assert not {"ingest_esconv", "screen_items", "make_adversarial_items", "original_completions"} & set(jobs)
 
 

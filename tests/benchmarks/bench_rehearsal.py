@@ -394,7 +394,8 @@ class Rehearsal:
                     s = self.monitor.last_stats
                     print(f"  [{hms(time.time() - self.t0)}] {name}: {done} of {sum(r.planned.values()) or '?'} jobs done, "
                           f"{len([j for j in r.jobs.values() if not j.get('end')])} running"
-                          + (f"; simulator {s['successes']} successes, {s['in_flight']} in flight" if s else ""),
+                          + (f"; simulator {s['successes']} successes, {s['in_flight']} in flight"
+                             if s and self.sim is not None else ""),
                           flush=True)
         finally:
             if p.poll() is None:
@@ -419,6 +420,7 @@ class Rehearsal:
         stream with carriage returns) can sit before or after a Snakemake line, so every piece is searched."""
         pending = None  # "Error in rule X:" waits for its jobid
         starting = None  # "rule X:" waits for its jobid
+        last = None  # the job whose "wildcards:" line may follow
         with open(r.log, "w", encoding="utf-8", errors="replace") as log:
             for raw in p.stdout:
                 t = time.time()
@@ -435,7 +437,9 @@ class Rehearsal:
                         job = r.jobs.setdefault(int(m.group(1)), {"rule": m.group(2), "start": t, "run": r.name})
                         job["end"], job["ok"] = t, True
                     elif m := re.search(r"(?:^|[^\w/])(?:local)?rule (\w+):", line):
-                        starting = {"rule": m.group(1), "start": t, "run": r.name}
+                        starting, last = {"rule": m.group(1), "start": t, "run": r.name}, None
+                    elif last is not None and (m := re.search(r"\bwildcards: (.*)", line)):
+                        last["wildcards"] = dict(kv.split("=", 1) for kv in m.group(1).split(", ") if "=" in kv)
                     elif m := re.search(r"\bjobid: (\d+)", line):
                         if pending:
                             job = r.jobs.get(int(m.group(1)))
@@ -443,7 +447,7 @@ class Rehearsal:
                                 job["end"], job["ok"] = t, False
                             pending = None
                         elif starting is not None:
-                            r.jobs[int(m.group(1))] = starting
+                            r.jobs[int(m.group(1))] = last = starting
                             starting = None
                     elif "Nothing to be done" in line:
                         r.nothing_to_do = True
@@ -498,8 +502,10 @@ class Rehearsal:
             if not s or not expected:
                 return False
             if judged(s) >= self.a.kill_at * expected:
+                s = self.sim.stats()  # fresh: what the server has answered and holds in flight at the kill
                 self.out["kill"] = {"at_s": time.time() - run.start, "judge_successes": judged(s),
-                                    "expected": expected, "sim_successes": s["successes"]}
+                                    "expected": expected, "successes_at_kill": s["successes"],
+                                    "in_flight_at_kill": s["in_flight"]}
                 print(f"  killing the run (SIGKILL to its process group): {judged(s)} of ~{expected} judge calls "
                       "answered", flush=True)
                 return True
@@ -510,8 +516,10 @@ class Rehearsal:
         if r2.timed_out:
             return self.fail("time limit", r2)
         if r2.killed:
-            time.sleep(3)  # the simulator finishes what was in flight (answers nobody reads any more)
-            self.out["kill"]["in_flight_after"] = (self.sim_stats() or {}).get("in_flight")
+            time.sleep(max(5.0, 5 * self.a.latency))  # the simulator finishes what was in flight: answers nobody reads
+            s = self.sim_stats() or {}
+            # answered by the server after the client was gone: a rerun must ask for these again
+            self.out["kill"]["answered_after_kill"] = s.get("successes", 0) - self.out["kill"]["successes_at_kill"]
             recovery, flags = [], []
             r3 = self.run("rerun-after-kill", self.snakemake_cmd(), deadline=deadline)
             for _ in range(3):  # what an operator does after kill -9: --unlock, --rerun-incomplete, as asked
@@ -540,8 +548,10 @@ class Rehearsal:
         else:
             self.notes.append("the kill was not exercised: the run finished before the judges reached --kill-at")
         r4 = self.run("report", self.snakemake_cmd(flags=["--report", "results/report.html"]), deadline=deadline)
+        self.checks.append(("report (--report results/report.html)", f"exit {r4.rc}", "exit 0",
+                            "PASS" if r4.rc == 0 else "FAIL"))
         if r4.rc:
-            self.notes.append(f"the report step failed (exit {r4.rc}): {r4.errors[:3]}")
+            self.notes.append(f"the report step failed (exit {r4.rc}, {r4.log}): " + " | ".join(r4.errors[:3]))
         self.out["main_wall_s"] = time.time() - self.t0
         return True
 
@@ -643,7 +653,7 @@ class Rehearsal:
         cmp = compare_trees(reference, self.wd / "results", self.result_tables())
         self.out["shards"]["compare"] = cmp
         self.checks.append((f"llm.shards {k} vs {self.config['llm']['shards']}: tables",
-                            summary(cmp), "frame-equal", "PASS" if not cmp["differ"] and not cmp["missing"] else "FAIL"))
+                            summary(cmp), "frame-equal (but from_cache)", "PASS" if compare_ok(cmp) else "FAIL"))
         self.checks.append((f"llm.shards {k}: calls made", f"{calls}", "0 (all from the cache)",
                             "PASS" if calls == 0 else "FAIL"))
 
@@ -685,8 +695,8 @@ class Rehearsal:
             return
         cmp = compare_trees(reference, self.wd / "results", self.result_tables())
         self.out["replay"]["compare"] = cmp
-        self.checks.append(("replay: tables vs first run", summary(cmp), "frame-equal",
-                            "PASS" if not cmp["differ"] and not cmp["missing"] else "FAIL"))
+        self.checks.append(("replay: tables vs first run", summary(cmp), "frame-equal (but from_cache)",
+                            "PASS" if compare_ok(cmp) else "FAIL"))
 
     # - measurements -
 
@@ -720,6 +730,43 @@ class Rehearsal:
                 out[str(folder.relative_to(self.wd / "results"))] = extra
         return out
 
+    def llm_targets(self, runs):
+        """Per LLM rule and target (system, judge, tagger): its shard jobs' span and wall, the calls the
+        simulator answered for its model in the runs where that rule ran, and the bound the config sets:
+        shards x min(rpm / 60, max_concurrency / mean latency) (both limits are per job)."""
+        wild = {"generate_completions": "system", "judge_pairs": "judge", "tag_strategies": "tagger"}
+        cfg = self.config
+        model_of = {"generate_completions": lambda n: cfg["systems"][n]["model"],
+                    "judge_pairs": lambda n: cfg["judging"]["judges"][n]["model"],
+                    "tag_strategies": lambda n: cfg["tagging"]["taggers"][n]["model"]}
+        mean_latency = self.a.latency * self.a.time_scale * math.exp(self.a.sigma ** 2 / 2)
+        groups = defaultdict(list)
+        for r in runs:
+            for j in r.jobs.values():
+                if j["rule"] in wild:
+                    name = (j.get("wildcards") or {}).get(wild[j["rule"]], "?")
+                    groups[(j["rule"], name)].append((j["start"], j.get("end") or r.end, bool(j.get("ok")), r))
+        rows = []
+        for (rule, name), jobs in sorted(groups.items(), key=lambda kv: min(j[0] for j in kv[1])):
+            try:
+                m = cfg["models"][model_of[rule](name)]
+            except KeyError:
+                m = {}
+            sim_name = m.get("model", "/?").split("/", 1)[1]
+            calls = 0
+            for r in {j[3] for j in jobs}:
+                if r.sim_before and r.sim_after:
+                    calls += (r.sim_after["per_model"].get(sim_name, {}).get("successes", 0)
+                              - r.sim_before["per_model"].get(sim_name, {}).get("successes", 0))
+            first, last = min(j[0] for j in jobs), max(j[1] for j in jobs)
+            shards = cfg["llm"]["shards"]
+            bound = shards * min((m.get("rpm") or 1e9) / 60, m.get("max_concurrency", 4) / mean_latency) if m else None
+            rows.append({"rule": rule, "target": name, "jobs": sum(j[2] for j in jobs), "not_ok": sum(not j[2] for j in jobs),
+                         "first": first, "last": last, "wall_s": union_length([(a, b) for a, b, _, _ in jobs]),
+                         "sim_calls": calls, "bound_per_s": bound, "rpm": m.get("rpm"),
+                         "max_concurrency": m.get("max_concurrency")})
+        return rows
+
     def measure(self):
         runs = [r for r in self.runs if r.name in ("until-judging", "judging-killed", "rerun-after-kill", "report")]
         stages = stage_walls(runs)
@@ -750,6 +797,7 @@ class Rehearsal:
                 else:
                     sim_calls["other"] += d
         self.out["stages"] = stages
+        self.out["targets"] = self.llm_targets(runs)
         self.out["bench"] = bench
         self.out["calls_logs"] = {k: dict(v) for k, v in by_stage_logs.items()}
         self.out["calls_sim"] = dict(sim_calls)
@@ -949,6 +997,41 @@ def compare_trees(ref, root, files):
     return out
 
 
+# columns that record how this run got a row, not what the row says: they may differ between runs
+RUN_COLUMNS = {"from_cache": "whether this run answered the row from the cache (true in a rerun or a replay)"}
+
+
+def legit(d):
+    return d["kind"] == "values" and set(d["columns"]) <= set(RUN_COLUMNS)
+
+
+def compare_ok(cmp):
+    return not cmp["missing"] and all(legit(d) for d in cmp["differ"].values())
+
+
+def describe_compare(cmp, limit=25):
+    """Lines: the differences in run-provenance columns grouped, every other difference listed."""
+    lines = []
+    groups = defaultdict(list)
+    for rel, d in cmp["differ"].items():
+        if legit(d):
+            groups[tuple(sorted(d["columns"]))].append(rel)
+    for cols, rels in groups.items():
+        by_dir = defaultdict(int)
+        for rel in rels:
+            by_dir[rel.rsplit("/", 1)[0] if "/shards/" not in rel else rel.split("/shards/")[0] + "/shards/**"] += 1
+        lines.append(f"only {', '.join(cols)} differs ({'; '.join(RUN_COLUMNS[c] for c in cols)}) in {len(rels)} tables: "
+                     + ", ".join(f"{d}/ ({n})" for d, n in sorted(by_dir.items())))
+    other = [(rel, d) for rel, d in cmp["differ"].items() if not legit(d)]
+    for rel, d in other[:limit]:
+        lines.append("DIFFERS: " + describe_diff(rel, d))
+    if len(other) > limit:
+        lines.append(f"... and {len(other) - limit} more tables differ")
+    for rel in cmp["missing"]:
+        lines.append("MISSING in the second run: " + rel)
+    return lines
+
+
 def summary(cmp):
     return (f"{cmp['equal']} equal, {len(cmp['differ'])} differ, {len(cmp['missing'])} missing, "
             f"{len(cmp['extra'])} extra")
@@ -1007,12 +1090,25 @@ def report(reh):
             rows.append([st, v["jobs"], v["unfinished"], hms(v["wall_s"]), hms(v["first"] - reh.t0), hms(v["last"] - reh.t0),
                          f"{b['cpu_s']:.0f}" if b else "-", f"{b['max_rss_mb']:.0f}" if b else "-",
                          calls if calls is not None else "-", lg.get("called", "-"), lg.get("cached", "-"), rate])
-        p(table(rows, ["stage", "jobs", "killed", "wall", "from", "to", "bench cpu s", "bench max_rss MB",
+        p(table(rows, ["stage", "jobs", "not ok", "wall", "from", "to", "bench cpu s", "bench max_rss MB",
                        "sim calls", "log called", "log cached", "calls/s"]))
+        if o.get("targets"):
+            p("")
+            p("LLM targets (calls: the simulator's successes for the target's model in the runs where its jobs ran -- "
+              "judges include their quality-check calls; bound: shards x min(rpm/60, max_concurrency/mean latency), "
+              "both limits per job)")
+            rows = []
+            for t in o["targets"]:
+                span = t["last"] - t["first"]
+                rows.append([t["rule"], t["target"], t["jobs"], t["not_ok"], hms(t["first"] - reh.t0), hms(t["last"] - reh.t0),
+                             hms(span), t["sim_calls"], f"{t['sim_calls'] / span:.1f}" if span > 0 else "-",
+                             f"{t['bound_per_s']:.1f}" if t["bound_per_s"] else "-", t["rpm"], t["max_concurrency"]])
+            p(table(rows, ["rule", "target", "jobs", "not ok", "from", "to", "span", "calls", "calls/s", "bound/s",
+                           "rpm/job", "conc/job"]))
         if "judging+tagging" in sim:
             p(f"  (judging and tagging share a model: {sim['judging+tagging']} calls not split)")
-        p("  'log called' counts the jobs that finished; calls made by jobs killed with SIGKILL are only in the "
-          "simulator's count (the rerun found them in the cache: 'log cached').")
+        p("  'not ok': jobs killed or failed; 'log called' counts the jobs that finished: calls made by jobs killed "
+          "with SIGKILL are only in the simulator's count (the rerun found them in the cache: 'log cached').")
         p("")
         main = o.get("main_wall_s")
         p(f"Whole rehearsal (first run to report): {hms(main)}" + (f" ({main:.0f} s)" if main else "")
@@ -1046,8 +1142,10 @@ def report(reh):
         k = o["kill"]
         p("")
         p(f"Kill -9: at {k['at_s']:.0f} s into the judging run, {k['judge_successes']} of ~{k['expected']} judge calls "
-          f"answered; recovery: {' '.join(k.get('recovery') or []) or 'a plain rerun'}; repeated successes after the "
-          f"rerun: {o.get('repeated_after_kill')}")
+          f"answered, {k['in_flight_at_kill']} requests in flight at the simulator, {k.get('answered_after_kill')} of them "
+          f"answered after the client was gone; recovery: {' '.join(k.get('recovery') or []) or 'a plain rerun'}; "
+          f"repeated successes over the killed run and its rerun: {k.get('repeated')} "
+          f"({k.get('cross_shard_duplicates')} identical requests called by two judging/tagging shards)")
     if "noop" in o:
         n = o["noop"]
         p(f"No-op rerun: {n['wall_s']:.1f} s, {n['jobs']} jobs, exit {n['rc']} (snakemake -n on the same state: "
@@ -1055,10 +1153,8 @@ def report(reh):
     if "shards" in o:
         s = o["shards"]
         p(f"llm.shards {s['k']}: {hms(s['wall_s'])}, {s['jobs']} jobs, exit {s['rc']}, {s['calls']} calls at the simulator")
-        for rel, d in (s.get("compare") or {}).get("differ", {}).items():
-            p("  differs: " + describe_diff(rel, d))
-        for rel in (s.get("compare") or {}).get("missing", []):
-            p("  missing: " + rel)
+        for line in describe_compare(s["compare"]) if s.get("compare") else []:
+            p("  " + line)
     if "replay" in o:
         r = o["replay"]
         p(f"Replay: {hms(r['wall_s'])}, {r['jobs']} jobs, exit {r['rc']}, {r['connections']} connection attempts, "
@@ -1070,10 +1166,8 @@ def report(reh):
             p("  replay LLM jobs (benchmarks): " + "; ".join(
                 f"{st}: {v['files']} jobs, max {v['max_s']:.0f} s, max_rss {v['max_rss_mb']:.0f} MB"
                 for st, v in r["bench"].items()))
-        for rel, d in (r.get("compare") or {}).get("differ", {}).items():
-            p("  differs: " + describe_diff(rel, d))
-        for rel in (r.get("compare") or {}).get("missing", []):
-            p("  missing: " + rel)
+        for line in describe_compare(r["compare"]) if r.get("compare") else []:
+            p("  " + line)
     if o.get("extrapolation"):
         p("")
         p("Extrapolation (the main run did not finish):")
@@ -1174,13 +1268,19 @@ def main():
             if "kill" in reh.out:
                 after = [r for r in reh.runs if r.name in ("judging-killed", "unlock", "rerun-after-kill")]
                 if after and after[0].sim_before and after[-1].sim_after:
+                    k = reh.out["kill"]
                     rep = after[-1].sim_after["repeated_successes"] - after[0].sim_before["repeated_successes"]
-                    dups = sum(v for k, v in reh.out["cross_shard_duplicates"].items()
-                               if k.startswith(("judging/", "tagging/")))
+                    dups = sum(v for key, v in reh.out["cross_shard_duplicates"].items()
+                               if key.startswith(("judging/", "tagging/")))
+                    lost = k.get("answered_after_kill", 0)
+                    k.update(repeated=rep, cross_shard_duplicates=dups)
                     reh.out["repeated_after_kill"] = rep
-                    reh.checks.append(("kill -9 mid-judging, rerun: repeated calls",
-                                       f"{rep} ({dups} identical requests in two judging/tagging shards)", "0",
+                    reh.checks.append(("kill -9 mid-judging + rerun: repeated calls", str(rep), "0",
                                        "PASS" if rep == 0 else "FAIL"))
+                    rest = rep - lost - dups
+                    reh.checks.append(("  of which not explained by the kill's lost answers or shard duplicates",
+                                       f"{rep} - {lost} answered after the kill - {dups} in two shards = {rest}", "<= 0",
+                                       "PASS" if rest <= 0 else "FAIL"))
             main = reh.out.get("main_wall_s")
             if not finished:
                 reh.out["extrapolation"] = extrapolate(reh)
