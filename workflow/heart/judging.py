@@ -123,20 +123,23 @@ def _key(system, contributor):
     return system, (None if contributor is None or pd.isna(contributor) else contributor)
 
 
-def requests(pairs: pd.DataFrame, items: pd.DataFrame, texts: dict, judge_model: str, instructions: str,
-             version: str, schema: dict, both_orders: bool = True, params: dict | None = None) -> list[Request]:
-    """One request per (pair, order); the request id is ``<pair_id>:<order>``."""
+def shown(pairs: pd.DataFrame, items: pd.DataFrame, texts: dict, instructions: str, both_orders: bool = True):
+    """(pair id, order, the blinded messages) for every pair in each order it is shown in."""
     history = items.set_index("item_id")["history"]
-    out = []
     for p in pairs.itertuples():
         a = texts[(p.item_id, *_key(p.system_a, p.contributor_a))]
         b = texts[(p.item_id, *_key(p.system_b, p.contributor_b))]
         for order in ORDERS if both_orders else ORDERS[:1]:
             first, second = (a, b) if order == "AB" else (b, a)
-            out.append(Request(id=f"{p.pair_id}:{order}", model=judge_model,
-                               messages=messages(instructions, history[p.item_id], first, second),
-                               schema=schema, template_version=f"judge:{version}", params=params or None))
-    return out
+            yield p.pair_id, order, messages(instructions, history[p.item_id], first, second)
+
+
+def requests(pairs: pd.DataFrame, items: pd.DataFrame, texts: dict, judge_model: str, instructions: str,
+             version: str, schema: dict, both_orders: bool = True, params: dict | None = None) -> list[Request]:
+    """One request per (pair, order); the request id is ``<pair_id>:<order>``."""
+    return [Request(id=f"{pid}:{order}", model=judge_model, messages=material, schema=schema,
+                    template_version=f"judge:{version}", params=params or None)
+            for pid, order, material in shown(pairs, items, texts, instructions, both_orders)]
 
 
 # --- verdicts -------------------------------------------------------------------------------
@@ -352,20 +355,11 @@ def letter_requests(pairs: pd.DataFrame, items: pd.DataFrame, texts: dict, judge
                     params: dict | None = None, asked=LETTER_QUESTIONS) -> list[Request]:
     """One request per (pair, order, question in ``asked``); ids ``<pair_id>:<order>:<question>``. Each
     asks for one token and its TOP_LOGPROBS most likely alternatives, non-streamed."""
-    history = items.set_index("item_id")["history"]
     call = {**(params or {}), "max_tokens": 1, "logprobs": True, "top_logprobs": TOP_LOGPROBS}
-    out = []
-    for p in pairs.itertuples():
-        a = texts[(p.item_id, *_key(p.system_a, p.contributor_a))]
-        b = texts[(p.item_id, *_key(p.system_b, p.contributor_b))]
-        for order in ORDERS if both_orders else ORDERS[:1]:
-            first, second = (a, b) if order == "AB" else (b, a)
-            material = messages(instructions, history[p.item_id], first, second)
-            for q in asked:
-                out.append(Request(id=f"{p.pair_id}:{order}:{q}", model=judge_model,
-                                   messages=(*material, {"role": "user", "content": questions[q]}),
-                                   template_version=f"judge-letter:{version}", params=call))
-    return out
+    return [Request(id=f"{pid}:{order}:{q}", model=judge_model,
+                    messages=(*material, {"role": "user", "content": questions[q]}),
+                    template_version=f"judge-letter:{version}", params=call)
+            for pid, order, material in shown(pairs, items, texts, instructions, both_orders) for q in asked]
 
 
 def letter_margin(entry: dict) -> float | None:
