@@ -6,7 +6,7 @@ import pandas as pd
 import pytest
 
 from conftest import REPO
-from heart import judge_qc, judging, pairs
+from heart import judge_qc, judging
 
 RUBRIC = judging.load_rubric(REPO / "workflow/resources/rubric/heart.yaml")
 AXES = judging.axis_keys(RUBRIC)

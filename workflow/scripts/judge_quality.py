@@ -1,6 +1,4 @@
 """rule judge_quality: each LLM judge's QC accuracy and flip rates (heart/judge_qc.py)."""
-import pandas as pd
-
 from heart import judge_qc, judging, provenance, tableio
 from heart.runtime import logged
 
