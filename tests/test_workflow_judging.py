@@ -70,7 +70,9 @@ def test_every_pair_is_judged_in_both_orders_and_oriented(judged_workflow):
 
 
 def test_the_judge_is_blinded_and_an_injection_stays_inside_the_data(judged_workflow):
-    verdicts = read(judged_workflow, "results/judging/llm/fake-judge.parquet")
+    # the study's pairs and the judge's known-answer quality checks
+    verdicts = pd.concat([read(judged_workflow, "results/judging/llm/fake-judge.parquet"),
+                          read(judged_workflow, "results/judging/qc/fake-judge.parquet")])
     bodies = [b for b in judged_workflow.bodies if "winner" in (b.get("response_format") or {}).get("schema", {}).get(
         "properties", {})]
     # one call per distinct request: remote-a and remote-b give the same (fake) replies, so their pairs
@@ -201,7 +203,7 @@ def test_editing_the_judge_prompt_rejudges_and_calls_the_judge_only(judged_copy,
     jobs = wf.jobs(*wf.args, env=KEY_ENV)
     assert jobs == {"judge_pairs": 1, "merge_judgments": 1, "combine_judgments": 1, "export_llm_cache": 1, "all": 1,
                     **dict.fromkeys(STATS_RULES, 1), **dict.fromkeys(JUDGE_FIGURES, 1), "paper_tables": 1,
-                    "paper_comparison": 1}
+                    "paper_comparison": 1, "judge_qc": 1, "judge_quality": 1}
     calls = sum(state.ok.values())
     wf.snakemake("results/judging/llm/fake-judge.parquet", *wf.args, env=KEY_ENV)
     verdicts = read(wf, "results/judging/llm/fake-judge.parquet")
