@@ -242,7 +242,7 @@ class Run:
         self.name, self.cmd = name, cmd
         self.start = self.end = None
         self.rc = None
-        self.killed = self.timed_out = False
+        self.killed = self.timed_out = self.mem_guard = False
         self.jobs = {}  # jobid -> dict(rule, start, end, ok)
         self.planned = {}  # rule -> count ("Job stats")
         self.nothing_to_do = False
@@ -378,6 +378,13 @@ class Rehearsal:
         try:
             while p.poll() is None:
                 time.sleep(0.5)
+                avail = mem_available()
+                if avail is not None and avail < self.a.mem_guard * 2 ** 30 and not r.killed:
+                    r.killed = r.mem_guard = True
+                    print(f"  {name}: only {gib(avail)} of memory left on the machine: killing the run", flush=True)
+                    self.notes.append(f"{name} was killed by the memory guard: MemAvailable {gib(avail)} < "
+                                      f"--mem-guard {self.a.mem_guard} GiB (peak tree RSS {gib(self.monitor.phase_peaks[name])})")
+                    self.kill(p, signal.SIGKILL)
                 if kill_when is not None and not r.killed and kill_when(r):
                     r.killed = True
                     self.kill(p, signal.SIGKILL)
@@ -511,17 +518,26 @@ class Rehearsal:
                 return True
             return False
 
-        r2 = self.run("judging-killed", self.snakemake_cmd(), kill_when=None if self.a.skip_kill else kill_when,
+        prio = self.prioritize_flags()
+        self.out["cache_files_before_judging"] = count_files(self.cache_dir)
+        r2 = self.run("judging-killed", self.snakemake_cmd(flags=prio), kill_when=None if self.a.skip_kill else kill_when,
                       deadline=deadline)
         if r2.timed_out:
             return self.fail("time limit", r2)
         if r2.killed:
             time.sleep(max(5.0, 5 * self.a.latency))  # the simulator finishes what was in flight: answers nobody reads
             s = self.sim_stats() or {}
+            k = self.out["kill"]
             # answered by the server after the client was gone: a rerun must ask for these again
-            self.out["kill"]["answered_after_kill"] = s.get("successes", 0) - self.out["kill"]["successes_at_kill"]
-            recovery, flags = [], []
-            r3 = self.run("rerun-after-kill", self.snakemake_cmd(), deadline=deadline)
+            k["answered_after_kill"] = s.get("successes", 0) - k["successes_at_kill"]
+            # every distinct request the server answered in this run vs the answers the jobs wrote to the cache:
+            # the difference was answered (the server sent it) but never persisted (the job was still reading
+            # it, or parsing it, when it was killed): a rerun has to ask for these again, and nothing else
+            k["cache_files_after_kill"] = count_files(self.cache_dir)
+            k["new_unique"] = s.get("unique_successes", 0) - r2.sim_before["unique_successes"]
+            k["unpersisted"] = k["new_unique"] - (k["cache_files_after_kill"] - self.out["cache_files_before_judging"])
+            recovery, flags = [], list(prio)
+            r3 = self.run("rerun-after-kill", self.snakemake_cmd(flags=flags), deadline=deadline)
             for _ in range(3):  # what an operator does after kill -9: --unlock, --rerun-incomplete, as asked
                 if not r3.rc or r3.timed_out:
                     break
@@ -554,6 +570,30 @@ class Rehearsal:
             self.notes.append(f"the report step failed (exit {r4.rc}, {r4.log}): " + " | ".join(r4.errors[:3]))
         self.out["main_wall_s"] = time.time() - self.t0
         return True
+
+    def prioritize_flags(self):
+        """--prioritize for the judge whose shards take longest at the config's per-job limits (auto), so its
+        shards get job slots first when judging, tagging and the quality checks want more than --cores."""
+        if self.a.prioritize == "none":
+            return []
+        if self.a.prioritize != "auto":
+            return ["--prioritize", self.a.prioritize]
+        cfg, per = self.config, self.out.get("expected_judge_calls_per_judge") or {}
+        if not per:
+            return []
+        mean_latency = self.a.latency * self.a.time_scale * math.exp(self.a.sigma ** 2 / 2)
+
+        def minutes(name):
+            m = cfg["models"][cfg["judging"]["judges"][name]["model"]]
+            bound = cfg["llm"]["shards"] * min((m.get("rpm") or 1e9) / 60, m.get("max_concurrency", 4) / mean_latency)
+            return per[name] / bound / 60
+
+        slowest = max(per, key=minutes)
+        self.out["prioritized"] = {n: round(minutes(n), 1) for n in per}
+        self.notes.append(f"--prioritize results/judging/llm/{slowest}.parquet for the judging runs: at the config's "
+                          "per-job limits the judges need about " + ", ".join(f"{n} {v} min" for n, v in
+                                                                              self.out["prioritized"].items()))
+        return ["--prioritize", f"results/judging/llm/{slowest}.parquet"]
 
     def fail(self, what, run):
         if run.timed_out:
@@ -677,7 +717,9 @@ class Rehearsal:
         overlay = self.write_overlay("replay.yaml", {"llm": {"replay": ".rehearsal/replay/cache.parquet",
                                                              "cache_dir": ".rehearsal/replay/empty_cache"}})
         with Listener(self.a.port) as listener:
-            r = self.run("replay", self.snakemake_cmd(overlays=[overlay]))
+            cmd = self.snakemake_cmd(overlays=[overlay])
+            cmd[cmd.index("--cores") + 1] = str(self.a.replay_cores)
+            r = self.run("replay", cmd)
             attempts = listener.count
         replay_peak = self.monitor.phase_peaks["replay"]
         called = sum(v["called"] for v in self.rule_log_calls().values())
@@ -805,6 +847,7 @@ class Rehearsal:
                             "phase": self.monitor.peak_at, "sim_rss": self.monitor.sim_peak_rss,
                             "by_job": sorted(self.monitor.peak_by_job.items(), key=lambda kv: -kv[1])[:8]}
         self.out["cache"] = dir_size(self.cache_dir)
+        self.out["cache"]["temp_files"] = count_files(self.cache_dir, temp=True)
         parq = sorted(((p.stat().st_size, str(p.relative_to(self.wd))) for p in (self.wd / "results").rglob("*.parquet")),
                       reverse=True)
         self.out["parquet"] = {"count": len(parq), "bytes": sum(s for s, _ in parq), "largest": parq[:10]}
@@ -916,6 +959,23 @@ def bench_by_stage(root):
         d["cpu_s"] += float(pd.to_numeric(b.get("cpu_time"), errors="coerce").fillna(0).sum())
         d["max_rss_mb"] = max(d["max_rss_mb"], float(pd.to_numeric(b["max_rss"], errors="coerce").fillna(0).max()))
     return out
+
+
+def count_files(root, temp=False):
+    """Cache entries (<key>.json) under ``root``; with ``temp``, the temporary files of writes cut short
+    (.<key>.json.XXXX.tmp, left by a job killed while writing)."""
+    n = 0
+    for _, _, names in os.walk(root):
+        n += sum(1 for x in names if (x.startswith(".") and x.endswith(".tmp")) == temp and (temp or x.endswith(".json")))
+    return n
+
+
+def mem_available():
+    with open("/proc/meminfo") as f:
+        for line in f:
+            if line.startswith("MemAvailable:"):
+                return int(line.split()[1]) * 1024
+    return None
 
 
 def dir_size(root):
@@ -1120,7 +1180,7 @@ def report(reh):
           + ", ".join(f"{n} {mib(v)}" for n, v in pk["by_job"][:6]))
         c = o["cache"]
         p(f"Response cache {reh.cache_dir.relative_to(reh.wd)}: {c['files']} files, {mib(c['bytes'])} "
-          f"({mib(c['disk_bytes'])} on disk)")
+          f"({mib(c['disk_bytes'])} on disk); {c.get('temp_files')} temporary files left by killed writes")
         pq_ = o["parquet"]
         p(f"Parquet under results/: {pq_['count']} files, {mib(pq_['bytes'])}; largest:")
         for size, path in pq_["largest"]:
@@ -1140,10 +1200,13 @@ def report(reh):
           + ", ".join(f"{k} {v}" for k, v in o["cross_shard_duplicates"].items()))
     if "kill" in o:
         k = o["kill"]
+        written = k.get("cache_files_after_kill", 0) - o.get("cache_files_before_judging", 0)
         p("")
         p(f"Kill -9: at {k['at_s']:.0f} s into the judging run, {k['judge_successes']} of ~{k['expected']} judge calls "
-          f"answered, {k['in_flight_at_kill']} requests in flight at the simulator, {k.get('answered_after_kill')} of them "
-          f"answered after the client was gone; recovery: {' '.join(k.get('recovery') or []) or 'a plain rerun'}; "
+          f"answered, {k['in_flight_at_kill']} requests in flight at the simulator ({k.get('answered_after_kill')} answered "
+          f"after the kill); {k.get('new_unique')} distinct answers given in that run, {written} written to the "
+          f"cache: {k.get('unpersisted')} answered but never "
+          f"persisted; recovery: {' '.join(k.get('recovery') or []) or 'a plain rerun'}; "
           f"repeated successes over the killed run and its rerun: {k.get('repeated')} "
           f"({k.get('cross_shard_duplicates')} identical requests called by two judging/tagging shards)")
     if "noop" in o:
@@ -1233,6 +1296,12 @@ def main():
     ap.add_argument("--time-scale", type=float, default=1.0, help="simulator time scale")
     ap.add_argument("--port", type=int, default=8799, help="config/rehearsal.yaml's port")
     ap.add_argument("--cores", type=int, default=16, help="snakemake --cores: concurrent jobs")
+    ap.add_argument("--replay-cores", type=int, default=8, help="--cores of the replay run (every LLM job of a "
+                    "replay loads the whole replay file)")
+    ap.add_argument("--prioritize", default="auto", help="auto: --prioritize the judge whose shards take longest "
+                    "at the config's per-job limits; none; or a target")
+    ap.add_argument("--mem-guard", type=float, default=2.0, help="kill a run when the machine has less than this "
+                    "many GiB available (a shared machine)")
     ap.add_argument("--kill-at", type=float, default=0.5, help="kill -9 once this share of the judge calls is answered")
     ap.add_argument("--alt-shards", type=int, default=3)
     ap.add_argument("--max-minutes", type=float, default=60, help="stop the main run after this long")
@@ -1272,14 +1341,14 @@ def main():
                     rep = after[-1].sim_after["repeated_successes"] - after[0].sim_before["repeated_successes"]
                     dups = sum(v for key, v in reh.out["cross_shard_duplicates"].items()
                                if key.startswith(("judging/", "tagging/")))
-                    lost = k.get("answered_after_kill", 0)
+                    lost = k.get("unpersisted", 0)
                     k.update(repeated=rep, cross_shard_duplicates=dups)
                     reh.out["repeated_after_kill"] = rep
                     reh.checks.append(("kill -9 mid-judging + rerun: repeated calls", str(rep), "0",
                                        "PASS" if rep == 0 else "FAIL"))
                     rest = rep - lost - dups
-                    reh.checks.append(("  of which not explained by the kill's lost answers or shard duplicates",
-                                       f"{rep} - {lost} answered after the kill - {dups} in two shards = {rest}", "<= 0",
+                    reh.checks.append(("  beyond answers the killed jobs never persisted and shard duplicates",
+                                       f"{rep} - {lost} unpersisted - {dups} in two shards = {rest}", "<= 0",
                                        "PASS" if rest <= 0 else "FAIL"))
             main = reh.out.get("main_wall_s")
             if not finished:
