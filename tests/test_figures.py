@@ -514,3 +514,24 @@ def test_figure_height_grows_with_rows(small, large):
     f_small = elo_forest.elo_forest(small["ratings"]).get_size_inches()[1]
     f_large = elo_forest.elo_forest(large["ratings"]).get_size_inches()[1]
     assert f_large > f_small + 3
+
+
+def test_quality_warning_is_drawn_below_an_outside_legend_in_the_saved_png(tmp_path):
+    # saving with bbox_inches="tight" enlarges the canvas; an "outside lower" legend anchored to the canvas
+    # edge then moved onto a text placed under the figure (seen in the default run's Figure 4)
+    from matplotlib.image import imread
+    from matplotlib.patches import Patch
+
+    fig = style.new_figure(6, 3)
+    ax = fig.add_subplot()
+    ax.plot([0, 1], [0, 1], color="white")
+    ax.set_axis_off()
+    fig.legend(handles=[Patch(facecolor="black", label=f"bin {i}") for i in range(8)], loc="outside lower center",
+               ncols=4, frameon=False, title="legend")
+    style.warn(fig, "Judges below the quality targets " * 8)
+    style.save(fig, tmp_path / "f.png", tmp_path / "f.pdf", dpi=100)
+    img = imread(tmp_path / "f.png")[..., :3]
+    black = np.where((img < 0.1).all(axis=2).any(axis=1))[0]  # the legend's patches
+    red = np.where(((img[..., 0] > 0.6) & (img[..., 1] < 0.4) & (img[..., 2] < 0.4)).any(axis=1))[0]
+    assert len(black) and len(red)
+    assert red.min() > black.max(), (black.max(), red.min())

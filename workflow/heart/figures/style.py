@@ -145,8 +145,18 @@ def warn(fig: Figure, text: str | None) -> None:
     if text:
         import textwrap
 
-        fig.text(0.5, -0.01, "\n".join(textwrap.wrap(text, 130)), transform=fig.transFigure, ha="center",
-                 va="top", fontsize=8, color="#c0392b")
+        # under everything: lay the figure out, freeze that layout (else saving it with bbox_inches="tight"
+        # lays it out again on the enlarged canvas and an "outside lower" legend lands on the text), then
+        # place the text below the lowest artist
+        fig.draw_without_rendering()
+        fig.set_layout_engine("none")
+        for leg in fig.legends:  # an "outside" legend is anchored to the canvas edge: pin it where it is
+            box = leg.get_window_extent().transformed(fig.transFigure.inverted())
+            leg.set_bbox_to_anchor(box, transform=fig.transFigure)
+            leg.set_loc("center")
+        bottom = min(0.0, fig.get_tightbbox().y0 / fig.get_figheight())
+        fig.text(0.5, bottom - 0.02, "\n".join(textwrap.wrap(text, 130)), transform=fig.transFigure,
+                 ha="center", va="top", fontsize=8, color="#c0392b", gid="quality-warning")
 
 
 # --- figure, title, values ---------------------------------------------------------------------
