@@ -222,3 +222,15 @@ def test_rubric_must_hold_the_heart_axes_in_order(tmp_path):
     bad.write_text(yaml.safe_dump({**doc, "axes": doc["axes"][:4]}))
     with pytest.raises(ValueError, match=r"r.yaml: axes: has 4 entries, at least 5 expected"):
         judging.load_rubric(bad)
+
+
+def test_context_turns_keeps_the_last_turns_and_says_how_many_are_left_out():
+    history = [{"role": "seeker" if i % 2 else "supporter", "text": f"turn {i}"} for i in range(7)]
+    full = json.loads(judging.messages("judge", history, "ra", "rb")[1]["content"])
+    assert "earlier_turns_omitted" not in full and len(full["dialogue"]) == 7
+    cut = json.loads(judging.messages("judge", history, "ra", "rb", context_turns=3)[1]["content"])
+    assert cut["earlier_turns_omitted"] == 4
+    assert [t["text"] for t in cut["dialogue"]] == ["turn 4", "turn 5", "turn 6"]
+    assert (cut["response_A"], cut["response_B"]) == ("ra", "rb")
+    short = json.loads(judging.messages("judge", history[:2], "ra", "rb", context_turns=3)[1]["content"])
+    assert "earlier_turns_omitted" not in short and len(short["dialogue"]) == 2

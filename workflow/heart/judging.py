@@ -97,13 +97,21 @@ def response_schema(rubric: dict, rationale_max_chars: int | None = None) -> dic
     }
 
 
-def messages(instructions: str, history, response_a: str, response_b: str) -> tuple:
-    """The blinded judge messages: instructions, then one JSON object holding all the material."""
-    material = {
-        "dialogue": [{"speaker": SPEAKER.get(t["role"], t["role"]), "text": t["text"]} for t in history],
+def messages(instructions: str, history, response_a: str, response_b: str, context_turns: int | None = None
+             ) -> tuple:
+    """The blinded judge messages: instructions, then one JSON object holding all the material.
+
+    ``context_turns`` keeps the last N turns of the dialogue (a small local model's prompt cost grows with
+    every token); the material then says how many earlier turns were left out. None: the whole dialogue.
+    """
+    turns = list(history)
+    omitted = max(0, len(turns) - context_turns) if context_turns else 0
+    material = {"earlier_turns_omitted": omitted} if omitted else {}
+    material.update({
+        "dialogue": [{"speaker": SPEAKER.get(t["role"], t["role"]), "text": t["text"]} for t in turns[omitted:]],
         "response_A": response_a,
         "response_B": response_b,
-    }
+    })
     return json_messages(instructions, material, indent=1)
 
 
@@ -123,7 +131,8 @@ def _key(system, contributor):
     return system, (None if contributor is None or pd.isna(contributor) else contributor)
 
 
-def shown(pairs: pd.DataFrame, items: pd.DataFrame, texts: dict, instructions: str, both_orders: bool = True):
+def shown(pairs: pd.DataFrame, items: pd.DataFrame, texts: dict, instructions: str, both_orders: bool = True,
+          context_turns: int | None = None):
     """(pair id, order, the blinded messages) for every pair in each order it is shown in."""
     history = items.set_index("item_id")["history"]
     for p in pairs.itertuples():
@@ -131,15 +140,16 @@ def shown(pairs: pd.DataFrame, items: pd.DataFrame, texts: dict, instructions: s
         b = texts[(p.item_id, *_key(p.system_b, p.contributor_b))]
         for order in ORDERS if both_orders else ORDERS[:1]:
             first, second = (a, b) if order == "AB" else (b, a)
-            yield p.pair_id, order, messages(instructions, history[p.item_id], first, second)
+            yield p.pair_id, order, messages(instructions, history[p.item_id], first, second, context_turns)
 
 
 def requests(pairs: pd.DataFrame, items: pd.DataFrame, texts: dict, judge_model: str, instructions: str,
-             version: str, schema: dict, both_orders: bool = True, params: dict | None = None) -> list[Request]:
+             version: str, schema: dict, both_orders: bool = True, params: dict | None = None,
+             context_turns: int | None = None) -> list[Request]:
     """One request per (pair, order); the request id is ``<pair_id>:<order>``."""
     return [Request(id=f"{pid}:{order}", model=judge_model, messages=material, schema=schema,
                     template_version=f"judge:{version}", params=params or None)
-            for pid, order, material in shown(pairs, items, texts, instructions, both_orders)]
+            for pid, order, material in shown(pairs, items, texts, instructions, both_orders, context_turns)]
 
 
 # --- verdicts -------------------------------------------------------------------------------
@@ -352,14 +362,16 @@ def letter_prompt(template: str, rubric: dict) -> tuple[str, dict[str, str]]:
 
 def letter_requests(pairs: pd.DataFrame, items: pd.DataFrame, texts: dict, judge_model: str,
                     instructions: str, questions: dict[str, str], version: str, both_orders: bool = True,
-                    params: dict | None = None, asked=LETTER_QUESTIONS) -> list[Request]:
+                    params: dict | None = None, asked=LETTER_QUESTIONS, context_turns: int | None = None
+                    ) -> list[Request]:
     """One request per (pair, order, question in ``asked``); ids ``<pair_id>:<order>:<question>``. Each
     asks for one token and its TOP_LOGPROBS most likely alternatives, non-streamed."""
     call = {**(params or {}), "max_tokens": 1, "logprobs": True, "top_logprobs": TOP_LOGPROBS}
     return [Request(id=f"{pid}:{order}:{q}", model=judge_model,
                     messages=(*material, {"role": "user", "content": questions[q]}),
                     template_version=f"judge-letter:{version}", params=call)
-            for pid, order, material in shown(pairs, items, texts, instructions, both_orders) for q in asked]
+            for pid, order, material in shown(pairs, items, texts, instructions, both_orders, context_turns)
+            for q in asked]
 
 
 def letter_margin(entry: dict) -> float | None:
@@ -427,16 +439,16 @@ def asked_questions(axes: bool) -> tuple[str, ...]:
 def judge_requests(answer: str, pairs: pd.DataFrame, items: pd.DataFrame, texts: dict, judge_model: str,
                    template: str, rubric: dict, version: str, both_orders: bool = True,
                    params: dict | None = None, rationale_max_chars: int | None = None,
-                   axes: bool = True) -> list[Request]:
+                   axes: bool = True, context_turns: int | None = None) -> list[Request]:
     """A judge's requests from its prompt template, by its ``answer`` format ("verdict": :func:`requests`,
     "logprobs": :func:`letter_requests`, asking the axes' questions too when ``axes``): what rule
-    judge_pairs sends and the call preview counts."""
+    judge_pairs sends and the call preview counts. ``context_turns``: :func:`messages`."""
     if answer == "logprobs":
         instructions, questions = letter_prompt(template, rubric)
         return letter_requests(pairs, items, texts, judge_model, instructions, questions, version, both_orders,
-                               params, asked_questions(axes))
+                               params, asked_questions(axes), context_turns)
     return requests(pairs, items, texts, judge_model, system_prompt(template, rubric), version,
-                    response_schema(rubric, rationale_max_chars), both_orders, params)
+                    response_schema(rubric, rationale_max_chars), both_orders, params, context_turns)
 
 
 def judge_answers(answer: str, pairs: pd.DataFrame, results: dict[str, dict], both_orders: bool = True,

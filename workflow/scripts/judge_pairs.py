@@ -20,7 +20,7 @@ with logged(snakemake.log[0], snakemake) as log:
     both, answer = snakemake.params.both_orders, snakemake.params.answer  # answer: a JSON verdict, or logprobs
     requests = judging.judge_requests(answer, todo, items, texts, spec.name, stage.template, rubric, stage.version,
                                       both, snakemake.params.call_params, snakemake.params.rationale_max_chars,
-                                      snakemake.params.axes)
+                                      snakemake.params.axes, snakemake.params.context_turns)
     results = judging.judge_answers(answer, todo, stage.engine.run(requests, desc=f"judging {judge} [{shard}]"), both,
                                     snakemake.params.axes)
     table = judging.verdict_table(todo, judge, results, axes, snakemake.params.both_orders)

@@ -11,7 +11,8 @@ with logged(snakemake.log[0], snakemake) as log:
                                     snakemake.params.kinds)
     requests = judging.judge_requests(answer, design, items, texts, stage.spec.name, stage.template, rubric,
                                       stage.version, True, snakemake.params.call_params,
-                                      snakemake.params.rationale_max_chars, axes=False)
+                                      snakemake.params.rationale_max_chars, axes=False,
+                                      context_turns=snakemake.params.context_turns)
     # a letter judge is asked the overall question only: the checks test its overall verdict
     results = judging.judge_answers(answer, design, stage.engine.run(requests, desc=f"quality checks {judge}"), True,
                                     axes=False)

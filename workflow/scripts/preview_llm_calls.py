@@ -57,7 +57,7 @@ with logged(snakemake.log[0], snakemake) as log:
             stages[f"judging {name} ({scope}, {len(design)} pairs, {orders})"] = judging.judge_requests(
                 cfg["answer"], design[keep], regular, pairs.completion_text(stand_ins), cfg["model"], template,
                 rubric, version, snakemake.params.judging["both_orders"], cfg["params"],
-                snakemake.params.judging["rationale_max_chars"], cfg["axes"])
+                snakemake.params.judging["rationale_max_chars"], cfg["axes"], cfg["context_turns"])
         taxonomy = tagging.load_taxonomy(snakemake.input.taxonomy)
         for name, cfg in snakemake.params.tagging["taggers"].items():
             path = next(p for p in snakemake.input.tagging_prompts if Path(p).stem == cfg["prompt"])
