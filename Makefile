@@ -3,11 +3,15 @@
 #   make test   set up .venv and run the test suite, every tier (what CI runs)
 #   make test-fast   the quick loop while working: the unit and dag tiers (no Snakemake run, no model)
 #   make annotate    make the human tasks and serve the annotation pages (README "Collect human data")
+#   make rehearsal   the paper's whole run against the provider simulator, in a scratch clone of HEAD
+#                    (README "Rehearse the paper's run"; a benchmark that prints its figures, ~1 hour)
 # Variables: ESCONV=/path/to/ESConv.json (use a local copy instead of downloading),
 #            RELEASE=/path/to/folder (a local copy of the paper's released contexts),
 #            CONFIG=config/paper.yaml (another complete config instead of the embedded default),
 #            CORES=2, PYTHON=python3.11, SNAKEMAKE_ARGS="...", PYTEST_ARGS="...",
-#            PORT=8765 (make annotate: the store and taxonomy are the config's).
+#            PORT=8765 (make annotate: the store and taxonomy are the config's),
+#            DATA=../shared/data (make rehearsal: holds esconv/ESConv.json and heart-release/),
+#            REHEARSAL_DIR=/tmp/heart-rehearsal, REHEARSAL_ARGS="--items 20" (its options: --help).
 SHELL := /bin/bash
 PYTHON ?= $(shell command -v python3.11 || command -v python3)
 VENV ?= .venv
@@ -29,7 +33,7 @@ PORT ?= 8765
 # the browser tests drive Debian's chromium through its chromedriver
 BROWSER_PACKAGES := chromium chromium-driver
 
-.PHONY: setup run test test-fast browser annotate clean-results
+.PHONY: setup run test test-fast browser annotate rehearsal clean-results
 
 setup: $(STAMP)
 
@@ -73,6 +77,15 @@ annotate: setup
 	$(VENV)/bin/snakemake --cores $(CORES) results/annotation/tasks.parquet $(RUN_ARGS) $(SNAKEMAKE_ARGS)
 	PYTHONPATH=workflow $(VENV)/bin/python -m heart.annotation serve \
 	  --tasks results/annotation/tasks.parquet --port $(PORT)
+
+DATA ?= ../shared/data
+REHEARSAL_DIR ?= /tmp/heart-rehearsal
+REHEARSAL_ARGS ?=
+# a scratch clone of this checkout's HEAD (the benchmark wipes its results/): commit what you want rehearsed
+rehearsal: setup
+	@test -d "$(REHEARSAL_DIR)" || git clone -q . "$(REHEARSAL_DIR)"
+	git -C "$(REHEARSAL_DIR)" fetch -q "$(CURDIR)" HEAD && git -C "$(REHEARSAL_DIR)" checkout -q --detach FETCH_HEAD
+	$(VENV)/bin/python tests/benchmarks/bench_rehearsal.py --workdir "$(REHEARSAL_DIR)" --data "$(abspath $(DATA))" $(REHEARSAL_ARGS)
 
 clean-results:
 	rm -rf results/data results/items logs benchmarks

@@ -1295,7 +1295,8 @@ def main():
     ap.add_argument("--sim-rpm", type=int, default=20000, help="simulator rpm per model name (generous)")
     ap.add_argument("--time-scale", type=float, default=1.0, help="simulator time scale")
     ap.add_argument("--port", type=int, default=8799, help="config/rehearsal.yaml's port")
-    ap.add_argument("--cores", type=int, default=16, help="snakemake --cores: concurrent jobs")
+    ap.add_argument("--cores", type=int, default=10, help="snakemake --cores: concurrent jobs (each LLM job holds ~300 MB: "
+                    "10 keeps the run under 4 GiB)")
     ap.add_argument("--replay-cores", type=int, default=8, help="--cores of the replay run (every LLM job of a "
                     "replay loads the whole replay file)")
     ap.add_argument("--prioritize", default="auto", help="auto: --prioritize the judge whose shards take longest "
