@@ -329,6 +329,13 @@ class Rehearsal:
             local["llm"] = {"shards": self.a.shards}
             self.config["llm"]["shards"] = self.a.shards
             self.notes.append(f"DEVELOPMENT: llm.shards {self.a.shards} instead of the paper config's")
+        if self.a.rpm == "none":
+            limited = {n: m["rpm"] for n, m in self.config["models"].items() if m.get("rpm")}
+            local["models"] = {n: {"rpm": None} for n in limited}
+            for n in limited:
+                self.config["models"][n]["rpm"] = None
+            self.notes.append("--rpm none: the models' rpm limits of paper.yaml were lifted (" + ", ".join(
+                f"{n} {v}" for n, v in limited.items()) + " per job); each job is bound by its max_concurrency only")
         if not self.a.hf_online:
             self.notes.append("HF_HUB_OFFLINE=1 was set for every run: without it litellm's cost calculation tries to "
                               "download Xenova/llama-3-tokenizer from huggingface.co for every llama-3.1 answer (see "
@@ -1303,6 +1310,9 @@ def main():
                     "at the config's per-job limits; none; or a target")
     ap.add_argument("--mem-guard", type=float, default=2.0, help="kill a run when the machine has less than this "
                     "many GiB available (a shared machine)")
+    ap.add_argument("--rpm", choices=("paper", "none"), default="paper", help="paper: the models' rpm limits of "
+                    "paper.yaml (per job: x llm.shards per model); none: lifted, each job bound by its max_concurrency "
+                    "only (at paper.yaml's rpm the Claude judge alone needs ~40 min of rate-limited calls)")
     ap.add_argument("--kill-at", type=float, default=0.5, help="kill -9 once this share of the judge calls is answered")
     ap.add_argument("--alt-shards", type=int, default=3)
     ap.add_argument("--max-minutes", type=float, default=60, help="stop the main run after this long")
