@@ -5,7 +5,7 @@ import pandas as pd
 import pytest
 
 from conftest import REPO
-from heart import tagging
+from heart import shards, tagging
 
 TAXONOMY = tagging.load_taxonomy(REPO / "workflow/resources/taxonomy/strategies.yaml")
 PAPER_15 = ["Affirmation", "Avoid Judgment and Criticism", "Clarification", "Collaborative Planning",
@@ -126,3 +126,13 @@ def test_present_list_answers_are_labels_only_and_need_one_to_three_keys():
     assert table["probability"].isna().all() and table["evidence"].isna().all() and table["parse_ok"].all()
     prompt = tagging.system_prompt("{taxonomy_numbered}", TAXONOMY)
     assert prompt.splitlines()[hope - 1].startswith(f"{hope}. Offer Hope")
+
+
+def test_a_reply_text_is_tagged_in_one_shard_only():
+    # the rehearsal found 34 identical tagging requests called by two shards (identical replies of two items)
+    texts = ["I'm sorry to hear that.", "That sounds hard.", "I'm sorry to hear that.", "Tell me more?"] * 5
+    completions = pd.DataFrame({"item_id": [f"i{k}" for k in range(len(texts))], "system": "s", "text": texts})
+    parts = [tagging.shard_rows(completions, name) for name in shards.names(3)]
+    assert sorted(pd.concat(parts).index) == list(completions.index)
+    owners = {t: {k for k, part in enumerate(parts) if t in set(part["text"])} for t in set(texts)}
+    assert all(len(o) == 1 for o in owners.values()), owners

@@ -15,7 +15,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from heart import tableio
+from heart import shards, tableio
 from heart.config import load_resource
 from heart.llm import Request, json_messages
 
@@ -104,6 +104,13 @@ def _labels(parsed: dict | None, taxonomy: dict) -> dict | None:
 def _ref(row) -> str:
     c = row.contributor_id
     return f"{row.item_id}:{row.system}" + ("" if c is None or pd.isna(c) else f"#{c}")
+
+
+def shard_rows(completions: pd.DataFrame, shard: str) -> pd.DataFrame:
+    """The completions a tagging shard tags: split by a hash of the reply's text, not its item, because a
+    tagger's request holds the text only. Identical replies (of different items or systems) then fall in
+    one shard, whose engine calls once for them, instead of two shards both paying for the same request."""
+    return shards.select(completions, shard, column="text")
 
 
 def requests(completions: pd.DataFrame, model: str, instructions: str, version: str, schema: dict,

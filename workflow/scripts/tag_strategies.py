@@ -1,7 +1,7 @@
-"""rule tag_strategies: one LLM tagger's strategy labels for the completions of a shard's items."""
+"""rule tag_strategies: one LLM tagger's strategy labels for a shard of the completions (by reply text)."""
 import pandas as pd
 
-from heart import llm, shards, tableio, tagging
+from heart import llm, tableio, tagging
 from heart.runtime import logged
 
 with logged(snakemake.log[0], snakemake) as log:
@@ -9,8 +9,8 @@ with logged(snakemake.log[0], snakemake) as log:
     spec, shard = stage.spec, stage.shard
     tagger = snakemake.params.tagger
     taxonomy = tagging.load_taxonomy(snakemake.input.taxonomy)
-    completions = shards.select(pd.concat([tableio.read_table(p) for p in snakemake.input.completions], ignore_index=True),
-                                shard)
+    completions = tagging.shard_rows(pd.concat([tableio.read_table(p) for p in snakemake.input.completions],
+                                               ignore_index=True), shard)
     requests = tagging.requests(completions, spec.name, tagging.system_prompt(stage.template, taxonomy),
                                 stage.version,
                                 tagging.answer_schema(snakemake.params.answer, taxonomy, snakemake.params.evidence_max_chars),
