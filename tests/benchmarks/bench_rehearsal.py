@@ -578,6 +578,13 @@ class Rehearsal:
         self.out["main_wall_s"] = time.time() - self.t0
         return True
 
+    def bound_per_s(self, model_cfg):
+        """Calls/s a model's jobs can make at most: llm.shards x min(rpm/60, max_concurrency/mean latency), both
+        limits per job; the mean of the simulator's log-normal latency."""
+        mean_latency = self.a.latency * self.a.time_scale * math.exp(self.a.sigma ** 2 / 2)
+        per_job = min((model_cfg.get("rpm") or 1e9) / 60, model_cfg.get("max_concurrency", 4) / mean_latency)
+        return self.config["llm"]["shards"] * per_job
+
     def prioritize_flags(self):
         """--prioritize for the judge whose shards take longest at the config's per-job limits (auto), so its
         shards get job slots first when judging, tagging and the quality checks want more than --cores."""
@@ -588,12 +595,9 @@ class Rehearsal:
         cfg, per = self.config, self.out.get("expected_judge_calls_per_judge") or {}
         if not per:
             return []
-        mean_latency = self.a.latency * self.a.time_scale * math.exp(self.a.sigma ** 2 / 2)
 
         def minutes(name):
-            m = cfg["models"][cfg["judging"]["judges"][name]["model"]]
-            bound = cfg["llm"]["shards"] * min((m.get("rpm") or 1e9) / 60, m.get("max_concurrency", 4) / mean_latency)
-            return per[name] / bound / 60
+            return per[name] / self.bound_per_s(cfg["models"][cfg["judging"]["judges"][name]["model"]]) / 60
 
         slowest = max(per, key=minutes)
         self.out["prioritized"] = {n: round(minutes(n), 1) for n in per}
@@ -788,7 +792,6 @@ class Rehearsal:
         model_of = {"generate_completions": lambda n: cfg["systems"][n]["model"],
                     "judge_pairs": lambda n: cfg["judging"]["judges"][n]["model"],
                     "tag_strategies": lambda n: cfg["tagging"]["taggers"][n]["model"]}
-        mean_latency = self.a.latency * self.a.time_scale * math.exp(self.a.sigma ** 2 / 2)
         groups = defaultdict(list)
         for r in runs:
             for j in r.jobs.values():
@@ -808,8 +811,7 @@ class Rehearsal:
                     calls += (r.sim_after["per_model"].get(sim_name, {}).get("successes", 0)
                               - r.sim_before["per_model"].get(sim_name, {}).get("successes", 0))
             first, last = min(j[0] for j in jobs), max(j[1] for j in jobs)
-            shards = cfg["llm"]["shards"]
-            bound = shards * min((m.get("rpm") or 1e9) / 60, m.get("max_concurrency", 4) / mean_latency) if m else None
+            bound = self.bound_per_s(m) if m else None
             rows.append({"rule": rule, "target": name, "jobs": sum(j[2] for j in jobs), "not_ok": sum(not j[2] for j in jobs),
                          "first": first, "last": last, "wall_s": union_length([(a, b) for a, b, _, _ in jobs]),
                          "sim_calls": calls, "bound_per_s": bound, "rpm": m.get("rpm"),
