@@ -101,6 +101,19 @@ def test_export_and_replay_without_the_server(server, tmp_path):
     assert out["one"]["from_cache"] and out["two"]["text"] == srv.reply_text("two")
 
 
+def test_a_replaying_checkout_re_exports_what_it_replayed_and_what_it_called(server, tmp_path):
+    state, base = server
+    first = llm.ResponseCache(tmp_path / "cache")
+    llm.run_requests(spec(base), [req("one"), req("two")], first)
+    first.export(tmp_path / "published.parquet")
+    replay = llm.ResponseCache(tmp_path / "other", replay=tmp_path / "published.parquet")
+    llm.run_requests(spec(base), [req("one"), req("three")], replay)  # "three" is not in the file
+    assert state.ok == {"one": 1, "two": 1, "three": 1}
+    assert replay.export(tmp_path / "again.parquet") == 3
+    published, again = (pd.read_parquet(tmp_path / f) for f in ("published.parquet", "again.parquet"))
+    pd.testing.assert_frame_equal(again[again.key.isin(published.key)].reset_index(drop=True), published)
+
+
 def test_cache_files_are_json_and_never_hold_failures(server, tmp_path):
     state, base = server
     state.plans["bad"] = ["500"] * 10

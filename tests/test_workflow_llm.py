@@ -6,6 +6,7 @@ import signal
 import subprocess
 import time
 
+import pandas as pd
 import pytest
 import yaml
 
@@ -66,11 +67,15 @@ def test_api_key_is_used_but_never_written(workflow_copy, api_server):
     # a reviewer's checkout: no key, no server, only the published export
     other = type(wf)(wf.root.parent / "reviewer")
     (other.root / "published.parquet").write_bytes((wf.root / "results/llm/cache.parquet").read_bytes())
-    other.snakemake("results/completions/remote-a.parquet",
+    other.snakemake("results/completions/remote-a.parquet", "results/llm/cache.parquet",
                     *api_config(other, "http://127.0.0.1:9/v1", replay="published.parquet"),
                     env={"HEART_TEST_API_KEY": None})
     replayed = tableio.read_table(other.root / "results/completions/remote-a.parquet")
     assert replayed["from_cache"].all() and replayed["text"].tolist() == c["text"].tolist()
+    # and re-publishes what it replayed: the same export, though its own cache directory stayed empty
+    assert not list((other.root / "resources/llm_cache").rglob("*.json"))
+    pd.testing.assert_frame_equal(tableio.read_table(other.root / "results/llm/cache.parquet"),
+                                  tableio.read_table(wf.root / "results/llm/cache.parquet"))
 
 
 def test_kill_9_then_rerun_pays_for_nothing_twice(workflow_copy):

@@ -395,10 +395,10 @@ class ResponseCache:
 
     def __init__(self, directory, replay=None):
         self.dir = Path(directory)
-        self.replay: dict[str, dict] = {}
+        self.replay: dict[str, str] = {}  # key -> entry JSON, parsed when asked for (a job asks for few)
         if replay:
-            table = pd.read_parquet(replay)
-            self.replay = {row["key"]: json.loads(row["entry"]) for _, row in table.iterrows()}
+            table = pd.read_parquet(replay, columns=["key", "entry"])
+            self.replay = dict(zip(table["key"], table["entry"]))
 
     def _path(self, key: str) -> Path:
         return self.dir / key[:2] / f"{key}.json"
@@ -407,7 +407,8 @@ class ResponseCache:
         try:
             return json.loads(self._path(key).read_text())
         except FileNotFoundError:
-            return self.replay.get(key)
+            entry = self.replay.get(key)
+            return None if entry is None else json.loads(entry)
 
     def put(self, key: str, entry: dict) -> None:
         path = self._path(key)
@@ -418,7 +419,7 @@ class ResponseCache:
         """Write every entry (local and replayed) to one Parquet table ``llm_cache`` (key, model, entry JSON),
         for publishing: with the keys of this environment redacted from every entry."""
         redactor = redactor or Redactor.from_env()
-        entries = dict(self.replay)  # a replaying checkout re-publishes what it replayed
+        entries = {k: json.loads(e) for k, e in self.replay.items()}  # a replay re-publishes what it replayed
         for path in sorted(self.dir.glob("??/*.json")):
             entries[path.stem] = json.loads(path.read_text())
         rows = []

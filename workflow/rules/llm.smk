@@ -10,10 +10,13 @@ rule export_llm_cache:
         expand("results/judging/llm/{judge}.parquet", judge=JUDGES),
         expand("results/judging/qc/{judge}.parquet", judge=JUDGES),
         expand("results/tagging/{tagger}.parquet", tagger=TAGGERS),
+        # a replaying checkout re-publishes what it replayed (and whatever it called besides)
+        replay=replay_input(),
     output:
         "results/llm/cache.parquet",
     params:
         cache_dir=config["llm"]["cache_dir"],
+        replay=config["llm"]["replay"],
     log:
         "logs/llm/export_llm_cache.log",
     conda:

@@ -5,6 +5,7 @@ from heart.redaction import Redactor
 
 with logged(snakemake.log[0], snakemake) as log:
     redactor = Redactor.from_env(key_env_names(snakemake.config))
-    n = llm.ResponseCache(snakemake.params.cache_dir).export(snakemake.output[0], redactor,
-                                                              provenance.collect(snakemake))
-    log.info("exported %d cached responses from %s", n, snakemake.params.cache_dir)
+    cache = llm.ResponseCache(snakemake.params.cache_dir, replay=snakemake.params.replay)
+    n = cache.export(snakemake.output[0], redactor, provenance.collect(snakemake))
+    log.info("exported %d cached responses from %s%s", n, snakemake.params.cache_dir,
+             f" and the replay file {snakemake.params.replay}" if snakemake.params.replay else "")
