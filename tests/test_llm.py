@@ -1,12 +1,16 @@
 """heart.llm against a real OpenAI-compatible server on 127.0.0.1 that injects faults."""
 
 import json
+import types
+from pathlib import Path
 
 import pandas as pd
 import pytest
 
 import llm_test_server as srv
 from heart import llm, tableio
+
+ROOT = Path(__file__).resolve().parents[1]
 
 
 @pytest.fixture
@@ -328,3 +332,31 @@ def test_a_local_models_requests_are_sent_with_shared_prefixes_together():
     ordered = [q.id for q in llm.prefix_order(specs, reqs)]
     assert ordered == ["6", "3", "4", "1", "2", "5"]  # local ones grouped by their messages; the API's as given
     assert [q.id for q in llm.prefix_order({"api": remote}, [reqs[4], reqs[1]])] == ["5", "2"]
+
+
+def test_a_models_limits_are_split_over_the_jobs_of_a_stage(tmp_path):
+    base = llm.ModelSpec(name="m", model="openai/m", max_concurrency=32, rpm=50, tpm=None)
+    assert base.share(1) is base
+    eighth = base.share(8)
+    assert (eighth.max_concurrency, eighth.rpm, eighth.tpm) == (4, 6, None)  # 8 x 6 = 48 <= 50 rpm
+    assert base.share(64).max_concurrency == 1 and base.share(64).rpm == 1  # a job needs one at least
+    # a stage's script gets the share of its shard: k of n
+    prompt = tmp_path / "prompt.md"
+    prompt.write_text("Be kind.")
+    smk = types.SimpleNamespace(
+        params=types.SimpleNamespace(model={"name": "m", "model": "openai/m", "max_concurrency": 32, "rpm": 50},
+                                     llm={"cache_dir": str(tmp_path / "cache")}, shard="3of8"),
+        input=_Inputs(prompt=str(prompt)), scriptdir=str(ROOT / "workflow/scripts"), rule="judge_pairs", config={})
+    stage = llm.Stage.of(smk)
+    assert stage.spec.max_concurrency == 4 and stage.engine.specs["m"] is stage.spec and stage.shard == "3of8"
+
+
+class _Inputs(list):
+    """A Snakemake input list: iterable, with named entries."""
+
+    def __init__(self, **named):
+        super().__init__(named.values())
+        self.__dict__.update(named)
+
+    def __getitem__(self, key):
+        return self.__dict__[key] if isinstance(key, str) else super().__getitem__(key)

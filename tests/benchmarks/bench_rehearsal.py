@@ -12,7 +12,7 @@ What it does, in order (config/paper.yaml + config/rehearsal.yaml + .rehearsal/l
 
 1. Starts heart.simulator on 127.0.0.1:--port (8799; refuses to start if the port is taken), log-normal
    latency (--latency, --sigma), --error-rate transient errors, and a per-model rpm (--sim-rpm) above what
-   --cores x max_concurrency can send, so the simulator never throttles the paper's concurrency.
+   the config's max_concurrency can send, so the simulator never throttles the paper's concurrency.
 2. The whole DAG (target ``all``), in three Snakemake runs: (i) ``--until design_pairs`` (data, items,
    completions, pairs); (ii) ``all``, killed with SIGKILL (the whole process group) once the judge models
    have answered --kill-at of the expected judge calls; (iii) ``all`` again to the end (``--unlock`` first
@@ -335,7 +335,7 @@ class Rehearsal:
             for n in limited:
                 self.config["models"][n]["rpm"] = None
             self.notes.append("--rpm none: the models' rpm limits of paper.yaml were lifted (" + ", ".join(
-                f"{n} {v}" for n, v in limited.items()) + " per job); each job is bound by its max_concurrency only")
+                f"{n} {v}" for n, v in limited.items()) + " per model); each model is bound by its max_concurrency only")
         if not self.a.hf_online:
             self.notes.append("HF_HUB_OFFLINE=1 was set for every run: without it litellm's cost calculation tries to "
                               "download Xenova/llama-3-tokenizer from huggingface.co for every llama-3.1 answer (see "
@@ -579,14 +579,19 @@ class Rehearsal:
         return True
 
     def bound_per_s(self, model_cfg):
-        """Calls/s a model's jobs can make at most: llm.shards x min(rpm/60, max_concurrency/mean latency), both
-        limits per job; the mean of the simulator's log-normal latency."""
+        """Calls/s a model's shard jobs can make at most: shards x min(rpm/60, max_concurrency/mean latency) with
+        each job's share of the model's limits (``ModelSpec.share``); the mean of the simulator's log-normal
+        latency."""
+        from heart.llm import ModelSpec
+
         mean_latency = self.a.latency * self.a.time_scale * math.exp(self.a.sigma ** 2 / 2)
-        per_job = min((model_cfg.get("rpm") or 1e9) / 60, model_cfg.get("max_concurrency", 4) / mean_latency)
-        return self.config["llm"]["shards"] * per_job
+        n = self.config["llm"]["shards"]
+        job = ModelSpec(name="m", model="m", max_concurrency=model_cfg.get("max_concurrency", 4),
+                        rpm=model_cfg.get("rpm")).share(n)
+        return n * min((job.rpm or 1e9) / 60, job.max_concurrency / mean_latency)
 
     def prioritize_flags(self):
-        """--prioritize for the judge whose shards take longest at the config's per-job limits (auto), so its
+        """--prioritize for the judge whose shards take longest at the config's limits (auto), so its
         shards get job slots first when judging, tagging and the quality checks want more than --cores."""
         if self.a.prioritize == "none":
             return []
@@ -602,7 +607,7 @@ class Rehearsal:
         slowest = max(per, key=minutes)
         self.out["prioritized"] = {n: round(minutes(n), 1) for n in per}
         self.notes.append(f"--prioritize results/judging/llm/{slowest}.parquet for the judging runs: at the config's "
-                          "per-job limits the judges need about " + ", ".join(f"{n} {v} min" for n, v in
+                          "limits the judges need about " + ", ".join(f"{n} {v} min" for n, v in
                                                                               self.out["prioritized"].items()))
         return ["--prioritize", f"results/judging/llm/{slowest}.parquet"]
 
@@ -786,7 +791,7 @@ class Rehearsal:
     def llm_targets(self, runs):
         """Per LLM rule and target (system, judge, tagger): its shard jobs' span and wall, the calls the
         simulator answered for its model in the runs where that rule ran, and the bound the config sets:
-        shards x min(rpm / 60, max_concurrency / mean latency) (both limits are per job)."""
+        min(rpm / 60, max_concurrency / mean latency) per model (split over its shard jobs)."""
         wild = {"generate_completions": "system", "judge_pairs": "judge", "tag_strategies": "tagger"}
         cfg = self.config
         model_of = {"generate_completions": lambda n: cfg["systems"][n]["model"],
@@ -1164,8 +1169,8 @@ def report(reh):
         if o.get("targets"):
             p("")
             p("LLM targets (calls: the simulator's successes for the target's model in the runs where its jobs ran -- "
-              "judges include their quality-check calls; bound: shards x min(rpm/60, max_concurrency/mean latency), "
-              "both limits per job)")
+              "judges include their quality-check calls; bound: min(rpm/60, max_concurrency/mean latency), the "
+              "model's limits, each shard job keeping its share)")
             rows = []
             for t in o["targets"]:
                 span = t["last"] - t["first"]
@@ -1173,7 +1178,7 @@ def report(reh):
                              hms(span), t["sim_calls"], f"{t['sim_calls'] / span:.1f}" if span > 0 else "-",
                              f"{t['bound_per_s']:.1f}" if t["bound_per_s"] else "-", t["rpm"], t["max_concurrency"]])
             p(table(rows, ["rule", "target", "jobs", "not ok", "from", "to", "span", "calls", "calls/s", "bound/s",
-                           "rpm/job", "conc/job"]))
+                           "rpm", "conc"]))
         if "judging+tagging" in sim:
             p(f"  (judging and tagging share a model: {sim['judging+tagging']} calls not split)")
         p("  'not ok': jobs killed or failed; 'log called' counts the jobs that finished: calls made by jobs killed "
@@ -1196,7 +1201,7 @@ def report(reh):
             p(f"  {mib(size):>10}  {path}")
         over = {m: v for m, v in o["rate_peaks"].items() if v[1] and v[0] > v[1]}
         if over:
-            p("Peak requests in any 60 s at the simulator above the model's configured rpm (the limiter is per job):")
+            p("Peak requests in any 60 s at the simulator above the model's configured rpm:")
             for m, (n, rpm) in sorted(over.items(), key=lambda kv: -kv[1][0] / kv[1][1]):
                 p(f"  {m}: {n} in 60 s vs rpm {rpm} ({n / rpm:.1f}x)")
         pm = o.get("sim_per_model", {})
@@ -1309,14 +1314,14 @@ def main():
     ap.add_argument("--replay-cores", type=int, default=8, help="--cores of the replay run (every LLM job of a "
                     "replay loads the whole replay file)")
     ap.add_argument("--prioritize", default="auto", help="auto: --prioritize the judge whose shards take longest "
-                    "at the config's per-job limits; none; or a target")
+                    "at the config's limits; none; or a target")
     ap.add_argument("--mem-guard", type=float, default=2.0, help="kill a run when the machine has less than this "
                     "many GiB available (a shared machine)")
     ap.add_argument("--rpm", choices=("paper", "none"), default="paper", help="paper: the models' rpm limits of "
-                    "paper.yaml (per job: x llm.shards per model); none: lifted, each job bound by its max_concurrency "
-                    "only (at paper.yaml's rpm the Claude judge alone needs ~40 min of rate-limited calls)")
+                    "paper.yaml (per model, split over its shard jobs); none: lifted, each model bound by its "
+                    "max_concurrency only (at paper.yaml's rpm the Claude judge alone needs ~40 min of rate-limited calls)")
     ap.add_argument("--kill-at", type=float, default=0.5, help="kill -9 once this share of the judge calls is answered")
-    ap.add_argument("--alt-shards", type=int, default=3)
+    ap.add_argument("--alt-shards", type=int, default=8)
     ap.add_argument("--max-minutes", type=float, default=60, help="stop the main run after this long")
     ap.add_argument("--hf-online", action="store_true", help="leave HF_HUB_OFFLINE unset (litellm then tries to "
                     "download a llama tokenizer for every answer of the llama-3.1 models; offline that stalls the jobs)")

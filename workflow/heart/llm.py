@@ -58,7 +58,7 @@ from pathlib import Path
 import jsonschema
 import pandas as pd
 
-from heart import provenance, tableio
+from heart import provenance, shards, tableio
 from heart.chat_tokens import Neutraliser, gguf_special_tokens
 from heart.atomic import atomic_path, sha256_file
 from heart.redaction import RedactingStream, Redactor, redacted_logging
@@ -79,6 +79,7 @@ class ModelSpec:
     api_base: str | None = None
     api_key_env: str | None = None  # name of the environment variable holding the key
     local_gguf: str | None = None  # "package/file.gguf": serve this file on 127.0.0.1
+    # the limits are the model's (one key's), whatever the number of jobs calling it: see share()
     max_concurrency: int = 4
     rpm: int | None = None  # requests per minute at most
     tpm: int | None = None  # tokens per minute at most (estimated before, booked per call)
@@ -90,6 +91,17 @@ class ModelSpec:
     @classmethod
     def from_config(cls, name: str, cfg: dict) -> "ModelSpec":
         return cls(name=name, **cfg)
+
+    def share(self, n: int) -> "ModelSpec":
+        """This model as one of ``n`` jobs that call it at once (the shards of a stage) sees it: the limits
+        (``max_concurrency``, ``rpm``, ``tpm``) are the model's, so each job keeps an n-th of them, rounded
+        down and at least 1 -- n shards together never exceed the config's limits (unless a limit is below
+        n, when each job still needs one)."""
+        if n == 1:
+            return self
+        part = lambda limit: None if limit is None else max(1, limit // n)  # noqa: E731
+        return dataclasses.replace(self, max_concurrency=part(self.max_concurrency), rpm=part(self.rpm),
+                                   tpm=part(self.tpm))
 
     @classmethod
     def from_params(cls, params: dict) -> "ModelSpec":
@@ -1037,7 +1049,8 @@ class Stage:
         """From a script's ``snakemake`` object: params ``model``, ``llm``, ``shard``; inputs ``prompt`` and,
         when ``resource`` names one (``"rubric"``, ``"taxonomy"``), that input."""
         engine = Engine([smk.params.model], smk.params.llm)
-        spec = next(iter(engine.specs.values()))
+        _, n_shards = shards.parse(smk.params.shard)
+        spec = engine.specs[smk.params.model["name"]] = next(iter(engine.specs.values())).share(n_shards)
         text, version = template(smk.input.prompt)
         record = {**provenance.collect(smk), "prompt_version": version, "model": spec.model}
         if resource:
