@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
+from snakemake.iocontainers import Namedlist  # what a script's snakemake.input is
 
 import llm_test_server as srv
 from heart import llm, tableio
@@ -346,17 +347,6 @@ def test_a_models_limits_are_split_over_the_jobs_of_a_stage(tmp_path):
     smk = types.SimpleNamespace(
         params=types.SimpleNamespace(model={"name": "m", "model": "openai/m", "max_concurrency": 32, "rpm": 50},
                                      llm={"cache_dir": str(tmp_path / "cache")}, shard="3of8"),
-        input=_Inputs(prompt=str(prompt)), scriptdir=str(ROOT / "workflow/scripts"), rule="judge_pairs", config={})
+        input=Namedlist(fromdict={"prompt": str(prompt)}), scriptdir=str(ROOT / "workflow/scripts"), rule="judge_pairs", config={})
     stage = llm.Stage.of(smk)
     assert stage.spec.max_concurrency == 4 and stage.engine.specs["m"] is stage.spec and stage.shard == "3of8"
-
-
-class _Inputs(list):
-    """A Snakemake input list: iterable, with named entries."""
-
-    def __init__(self, **named):
-        super().__init__(named.values())
-        self.__dict__.update(named)
-
-    def __getitem__(self, key):
-        return self.__dict__[key] if isinstance(key, str) else super().__getitem__(key)

@@ -1049,8 +1049,8 @@ class Stage:
         """From a script's ``snakemake`` object: params ``model``, ``llm``, ``shard``; inputs ``prompt`` and,
         when ``resource`` names one (``"rubric"``, ``"taxonomy"``), that input."""
         engine = Engine([smk.params.model], smk.params.llm)
-        _, n_shards = shards.parse(smk.params.shard)
-        spec = engine.specs[smk.params.model["name"]] = next(iter(engine.specs.values())).share(n_shards)
+        name, (_, n_shards) = smk.params.model["name"], shards.parse(smk.params.shard)
+        spec = engine.specs[name] = engine.specs[name].share(n_shards)  # its shard's part of the model's limits
         text, version = template(smk.input.prompt)
         record = {**provenance.collect(smk), "prompt_version": version, "model": spec.model}
         if resource:
