@@ -33,6 +33,7 @@ class State:
         self.calls = collections.Counter()
         self.auth = collections.Counter()  # Authorization headers seen
         self.bodies: list[dict] = []  # every request body, for tests that inspect what was sent
+        self.received: list[float] = []  # time.monotonic() at each request's arrival
         self.responder = None  # optional callable(body) -> content of an "ok" answer
         self.by_model: dict[str, str] = {}  # behaviour of every unplanned call to a model name
         self.lock = threading.Lock()
@@ -110,6 +111,7 @@ class Handler(http.server.BaseHTTPRequestHandler):
         self._json(200, {"object": "list", "data": [{"id": "test", "object": "model"}]})
 
     def do_POST(self):
+        arrived = time.monotonic()
         self._extra_headers = {}
         body = json.loads(self.rfile.read(int(self.headers.get("Content-Length", 0))) or b"{}")
         user = next((m["content"] for m in reversed(body.get("messages", [])) if m["role"] == "user"), "")
@@ -117,6 +119,7 @@ class Handler(http.server.BaseHTTPRequestHandler):
         with self.state.lock:
             self.state.auth[self.headers.get("Authorization", "")] += 1
             self.state.bodies.append(body)
+            self.state.received.append(arrived)
         if self.state.latency:
             time.sleep(self.state.latency)
         key = self.headers.get("Authorization", "").removeprefix("Bearer ")

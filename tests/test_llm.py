@@ -178,6 +178,56 @@ def test_rate_limiter_requests_and_tokens_per_window():
     assert asyncio.run(starts(llm.RateLimiter(None, None), 10**6, 5)) == [0.0] * 5
 
 
+def test_pacer_spaces_starts_by_the_cpu_a_call_costs():
+    import asyncio
+    import time as _time
+
+    cpu = [5.0]
+    pacer = llm.Pacer(initial=0.05, low=0.001, high=0.2, warmup=4, cpu_clock=lambda: cpu[0])
+
+    async def starts(n):
+        out = []
+        for _ in range(n):
+            await pacer.wait()
+            out.append(_time.monotonic())
+        return out
+
+    # before `warmup` calls have finished after the first, starts are `initial` apart (none waits for the first)
+    first = asyncio.run(starts(5))
+    gaps = [b - a for a, b in zip(first, first[1:])]
+    assert min(gaps) >= 0.049 and max(gaps) < 0.15, gaps
+    # the first answer (a process's first call costs litellm a lot of CPU) starts the count
+    pacer.finished_one()
+    asyncio.run(starts(4))
+    # since then 4 started and 4 finished with 0.6 s of CPU: a call in flight counts half, so that is
+    # (4 + 4) / 2 = 4 calls, 0.15 s a call
+    cpu[0] = 5.0 + 0.6
+    for _ in range(4):
+        pacer.finished_one()
+    assert pacer.gap == pytest.approx(0.15)
+    cpu[0] = 5.0 + 100
+    pacer.finished_one()
+    assert pacer.gap == 0.2  # within [low, high]
+    cpu[0] = 5.0
+    pacer.finished_one()
+    assert pacer.gap == 0.001
+
+
+def test_a_batch_is_sent_spread_out_not_in_waves(server, tmp_path, monkeypatch):
+    """Calls started together would be answered together and handled in waves (see llm.Pacer). With starts
+    at least 10 ms apart, each wave of `max_concurrency` calls after the first (which a process's first litellm
+    call may hold up) reaches the server spread over at least 15 x 10 ms."""
+    import functools
+
+    monkeypatch.setattr(llm, "Pacer", functools.partial(llm.Pacer, initial=0.01, low=0.01))
+    state, base = server
+    state.latency = 0.3
+    llm.run_requests(spec(base, max_concurrency=16), [req(f"spread {i}", stream=False) for i in range(48)],
+                     llm.ResponseCache(tmp_path))
+    arrivals = sorted(state.received)
+    for wave in (arrivals[16:32], arrivals[32:48]):
+        assert wave[-1] - wave[0] >= 15 * 0.01 * 0.9, [round(t - wave[0], 3) for t in wave]
+
 def test_a_crashed_local_server_is_named_with_what_to_do(tmp_path):
     """A llama.cpp server that dies mid-stage (SIGILL: a wheel built for another CPU) is reported, not a bare
     'Connection error'."""

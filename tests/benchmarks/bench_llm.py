@@ -2,10 +2,12 @@
 
     .venv/bin/python tests/benchmarks/bench_llm.py
 
-1. Throughput against tests/llm_test_server.py with a fixed 1 s latency (the realistic regime): 640 calls
-   at concurrency 64 vs the ideal (concurrency / latency), non-streamed (judges, taggers: the target is
+1. Throughput against tests/llm_test_server.py with a fixed 1 s latency (the realistic regime): calls at
+   concurrency 64 vs the ideal (concurrency / latency), non-streamed (judges, taggers: the target is
    >= 95 % of ideal) and streamed (completions, for their time to first token), with the client's CPU
-   time per call; and a sequential loop.
+   time per call; 640 calls (10 round trips, as first measured in the issue) and 2,560; in one process,
+   and in 2 processes of concurrency 32 each (a stage's ``llm.shards: 2`` on this 2-core machine); and a
+   sequential loop.
 2. 42,000 cached lookups (the paper's number of pairwise comparisons).
 3. The same 42,000 as judge-sized requests (~2 KB of material, ~500-character answers) answered from
    the cache by run_requests with three API keys in the environment: what chat-token neutralisation
@@ -43,6 +45,34 @@ def timed(fn):
     return time.perf_counter() - t
 
 
+def worker(base, tag, n, concurrency, go, stream):
+    """One client process (a shard job): warm up, wait for the common start, run, print its times."""
+    import json
+
+    with tempfile.TemporaryDirectory() as tmp:
+        llm.run_requests(specs(base, 1), requests(2, f"warm{tag}"), llm.ResponseCache(tmp))
+        reqs = requests(n, tag, stream)
+        time.sleep(max(0.0, go - time.time()))
+        cpu, start = time.process_time(), time.time()
+        llm.run_requests(specs(base, concurrency, stream), reqs, llm.ResponseCache(tmp))
+        print(json.dumps({"start": start, "end": time.time(), "cpu": time.process_time() - cpu}), flush=True)
+
+
+def in_processes(base, processes, n, concurrency, stream=False):
+    """``n`` calls at total ``concurrency`` split over ``processes`` client processes started together:
+    (wall seconds from the first start to the last end, client CPU seconds per call)."""
+    import json
+
+    go = time.time() + 10  # all imported and warmed up by then
+    procs = [subprocess.Popen([sys.executable, __file__, "--worker", base, f"p{processes}s{stream}n{n}w{i}_",
+                               str(n // processes), str(concurrency // processes), str(go), str(int(stream))],
+                              stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+             for i in range(processes)]
+    runs = [json.loads(p.communicate()[0]) for p in procs]
+    wall = max(r["end"] for r in runs) - min(r["start"] for r in runs)
+    return wall, sum(r["cpu"] for r in runs) / n
+
+
 def main():
     # the server runs in its own process, so it does not share the client's interpreter lock
     server = subprocess.Popen([sys.executable, str(HERE.parent / "llm_test_server.py"), "--latency", str(LATENCY)],
@@ -57,19 +87,18 @@ def main():
         seq = timed(lambda: llm.run_requests(specs(base, 1), requests(n_seq, "seq"), cache))
         seq_rps = n_seq / seq
         print(f"sequential loop: {n_seq} calls in {seq:.2f} s = {seq_rps:.2f} calls/s (ideal {1 / LATENCY:.1f})")
-        conc, n_par = 64, 640
+        conc = 64
         ideal = conc / LATENCY
-        for stream in (False, True):
-            cpu = time.process_time()
-            par = timed(lambda: llm.run_requests(specs(base, conc, stream),
-                                                 requests(n_par, f"par{stream}", stream), cache))
-            cpu = time.process_time() - cpu
+        for stream, n_par, processes in ((False, 640, 1), (False, 640, 2), (False, 2560, 1), (False, 2560, 2),
+                                         (True, 640, 1), (True, 640, 2)):
+            par, cpu = in_processes(base, processes, n_par, conc, stream)
             par_rps = n_par / par
             mode = "streamed (TTFT measured)" if stream else "non-streamed"
-            print(f"concurrency {conc}, {mode}: {n_par} calls in {par:.2f} s = {par_rps:.1f} calls/s; "
+            print(f"concurrency {conc} in {processes} process{'es' if processes > 1 else ''}, {mode}: "
+                  f"{n_par} calls in {par:.2f} s = {par_rps:.1f} calls/s; "
                   f"ideal {ideal:.0f} calls/s -> {100 * par_rps / ideal:.1f} % of ideal"
                   + (" (target >= 95 %)" if not stream else "")
-                  + f"; client CPU {1000 * cpu / n_par:.1f} ms per call")
+                  + f"; client CPU {1000 * cpu:.1f} ms per call", flush=True)
 
         # 42,000 cached lookups
         big = llm.ResponseCache(Path(tmp) / "big")
@@ -113,4 +142,8 @@ def paper_scale_cached():
 
 
 if __name__ == "__main__":
-    main()
+    if sys.argv[1:2] == ["--worker"]:
+        base, tag, n, concurrency, go, stream = sys.argv[2:]
+        worker(base, tag, int(n), int(concurrency), float(go), bool(int(stream)))
+    else:
+        main()

@@ -568,6 +568,54 @@ class RateLimiter:
                 await asyncio.sleep(self.window - (now - self.log[0][0]) + 0.01)
 
 
+class Pacer:
+    """Spaces the starts of a job's calls by the client CPU a call costs.
+
+    Every call costs this process CPU: litellm builds the request (in a worker thread), then parses and
+    prices the answer, ~5-8 ms a call on this project's 2-core machine. Calls started together are sent
+    together and answered together; their answers then queue on the event loop behind each other, and the
+    calls that take their places are sent only once the whole wave is handled, so the waves never spread
+    out and every round trip costs the latency plus a wave's CPU. Starts spaced by the CPU a call costs keep
+    the calls spread over the round trip, and each answer is handled as it comes (tests/benchmarks/
+    bench_llm.py, concurrency 64 against a 1 s server, 640 calls: 83-86 % of the ideal rate before, 93.6 %
+    paced; 96.5 % over 2,560 calls, where the one-off ramp of 64 spaced starts weighs less).
+
+    The spacing is the process CPU per call since the first answer (litellm's first call in a process
+    builds a lot, ~0.5 s), ``initial`` until ``warmup`` more calls have finished; a call in flight counts
+    half, since it has cost the CPU of its request but not yet that of its answer; kept within
+    ``[low, high]`` seconds. A process cannot do more than one call per that CPU time anyway (the
+    interpreter lock runs it on one core).
+    """
+
+    def __init__(self, initial: float = 0.008, low: float = 0.0005, high: float = 0.05, warmup: int = 16,
+                 cpu_clock=time.process_time):
+        self.gap, self.low, self.high, self.warmup, self.cpu_clock = initial, low, high, warmup, cpu_clock
+        self.next_start = 0.0
+        self.started, self.finished = 0, 0
+        self.since = None  # (CPU, started, finished) at the first answer
+        self.lock = asyncio.Lock()  # in turn (FIFO), each spaced from the previous start as it happened
+
+    def finished_one(self) -> None:
+        self.finished += 1
+        if self.since is None:
+            self.since = (self.cpu_clock(), self.started, self.finished)
+            return
+        cpu0, started0, finished0 = self.since
+        if self.finished - finished0 >= self.warmup:
+            calls = ((self.started - started0) + (self.finished - finished0)) / 2
+            self.gap = min(self.high, max(self.low, (self.cpu_clock() - cpu0) / calls))
+
+    async def wait(self) -> None:
+        async with self.lock:
+            delay = self.next_start - time.monotonic()
+            if delay > 0:
+                await asyncio.sleep(delay)
+            # from the actual start: a loop held up (litellm's first call builds a lot) does not let
+            # the starts that were due meanwhile go all at once
+            self.next_start = time.monotonic() + self.gap
+            self.started += 1
+
+
 def _token_estimate(spec: "ModelSpec", req: "Request") -> int:
     chars = sum(len(m.get("content") or "") for m in req.messages)
     return chars // 4 + int(resolved_params(spec, req).get("max_tokens", 256))
@@ -794,6 +842,7 @@ async def _run(specs: dict[str, ModelSpec], requests: list[Request], cache: Resp
                progress, backoff: float, redactor: Redactor) -> tuple[dict, dict]:
     sems = {n: asyncio.Semaphore(s.max_concurrency) for n, s in specs.items()}
     limiters = {n: RateLimiter(s.rpm, s.tpm) for n, s in specs.items()}
+    pacer = Pacer()
     results, failures, retrying = {}, {}, set()
     counts = {"done": 0, "cached": 0, "retrying": 0, "failed": 0}
 
@@ -813,8 +862,12 @@ async def _run(specs: dict[str, ModelSpec], requests: list[Request], cache: Resp
             try:
                 async with sems[req.model]:
                     await limiters[req.model].wait(_token_estimate(spec, req))
-                    async with asyncio.timeout(spec.timeout + 5):  # (wait_for would run _call in a task of its own)
-                        entry = await _call(spec, req, api_bases.get(req.model), redactor)
+                    await pacer.wait()
+                    try:
+                        async with asyncio.timeout(spec.timeout + 5):  # (wait_for: _call in a task of its own)
+                            entry = await _call(spec, req, api_bases.get(req.model), redactor)
+                    finally:
+                        pacer.finished_one()
                 # off the event loop: the file write (mkstemp, write, chmod, rename) would stall every other call
                 await asyncio.to_thread(cache.put, key, entry)
                 results[req.id] = {**entry, "cache_key": key, "from_cache": False}
