@@ -228,6 +228,7 @@ def test_a_batch_is_sent_spread_out_not_in_waves(server, tmp_path, monkeypatch):
     for wave in (arrivals[16:32], arrivals[32:48]):
         assert wave[-1] - wave[0] >= 15 * 0.01 * 0.9, [round(t - wave[0], 3) for t in wave]
 
+
 def test_a_crashed_local_server_is_named_with_what_to_do(tmp_path):
     """A llama.cpp server that dies mid-stage (SIGILL: a wheel built for another CPU) is reported, not a bare
     'Connection error'."""
