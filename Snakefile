@@ -37,21 +37,18 @@ ITEM_SOURCE_TABLES = (
 )
 
 
-if ANALYSIS_ONLY:
+# judging.smk: in an analysis-only run, only the import of the judgments made elsewhere
+include: "workflow/rules/judging.smk"
+include: "workflow/rules/stats.smk"
+include: "workflow/rules/figures.smk"
 
-    include: "workflow/rules/analysis.smk"
-    include: "workflow/rules/stats.smk"
-    include: "workflow/rules/figures.smk"
 
-else:
+if not ANALYSIS_ONLY:
 
     include: "workflow/rules/data.smk"
     include: "workflow/rules/items.smk"
     include: "workflow/rules/completions.smk"
-    include: "workflow/rules/judging.smk"
     include: "workflow/rules/tagging.smk"
-    include: "workflow/rules/stats.smk"
-    include: "workflow/rules/figures.smk"
     include: "workflow/rules/tables.smk"
     include: "workflow/rules/llm.smk"
     include: "workflow/rules/annotation.smk"

@@ -25,7 +25,7 @@ from pathlib import Path
 
 import pytest
 
-from heart import tableio
+from heart.common import tableio
 
 REPO = Path(__file__).resolve().parents[1]
 FIXTURES = Path(__file__).resolve().parent / "fixtures"

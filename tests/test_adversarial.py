@@ -1,4 +1,4 @@
-"""heart.adversarial: escalation profiles, window choice, rewriting along the dialogue, the validator,
+"""heart.items.adversarial: escalation profiles, window choice, rewriting along the dialogue, the validator,
 retries and replacement. The engine is a scripted responder (no network, no model)."""
 
 import json
@@ -7,8 +7,10 @@ import pandas as pd
 import pytest
 
 from conftest import FIXTURES, REPO
-from heart import adversarial, esconv, llm, screening
-from heart.chat_tokens import Neutraliser
+from heart.items import adversarial, screening
+from heart.data import esconv
+from heart import llm
+from heart.llm.chat_tokens import Neutraliser
 
 LEXICON = REPO / "workflow/resources/screening/lexicon.yaml"
 
@@ -309,7 +311,7 @@ def test_when_no_window_is_left_the_drops_say_so():
 
 
 def test_attempts_table_matches_its_schema():
-    from heart import tableio
+    from heart.common import tableio
 
     items, attempts = build(responder(), lexicon=screening.Lexicon.from_file(LEXICON))
     assert list(attempts.columns) == tableio.table_schema("adversarial_attempts").names

@@ -1,4 +1,4 @@
-"""heart.agreement, heart.reliability, heart.bias and Benjamini-Hochberg (heart.multiple_testing): published
+"""heart.stats.agreement, heart.stats.reliability, heart.stats.bias and Benjamini-Hochberg (heart.stats.multiple_testing): published
 worked examples, hand-made tables and synthetic bias checks."""
 
 import math
@@ -9,7 +9,7 @@ import pytest
 from statsmodels.stats.multitest import multipletests
 
 from conftest import JUDGMENT_AXES as AXES, judgments_frame as table
-from heart import agreement, bias, multiple_testing, reliability
+from heart.stats import agreement, bias, multiple_testing, reliability
 
 
 

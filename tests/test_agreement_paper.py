@@ -1,4 +1,4 @@
-"""heart.agreement as the paper defines it (§4.2, §4.4, §4.9, §9.6, §9.9): exact consensus, orientation of
+"""heart.stats.agreement as the paper defines it (§4.2, §4.4, §4.9, §9.6, §9.9): exact consensus, orientation of
 the rows, one definition of "no verdict", inter-human percent agreement, the mean of the judges, the paper's
 ambiguous subset, and the regular/adversarial scopes. Expected values are worked out by hand in comments."""
 
@@ -9,7 +9,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from heart import agreement, bootstrap, tableio
+from heart.stats import agreement, bootstrap
+from heart.common import tableio
 from test_agreement import AXES, judgment, random_table, row, table
 
 

@@ -3,7 +3,7 @@
 import pytest
 
 from conftest import FIXTURES
-from heart import tableio
+from heart.common import tableio
 
 VOTES = FIXTURES / "imported" / "example_votes.csv"  # a public-format example written for this project
 

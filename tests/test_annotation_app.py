@@ -14,7 +14,8 @@ import yaml
 
 from conftest import REPO
 from heart import completions as completions_mod
-from heart import human_judgments, pairs as pairs_mod, tagging
+from heart.judging import human_judgments, pairs as pairs_mod
+from heart import tagging
 from heart.annotation import app as app_mod
 from heart.annotation import export, store, tasks
 from heart.annotation.__main__ import _links

@@ -20,7 +20,7 @@ import pytest
 import requests
 
 from annotation_server import AnnotationServer, cli
-from heart import pairs as pairs_mod
+from heart.judging import pairs as pairs_mod
 from heart.annotation import store
 from heart.annotation import tasks as tasks_mod
 

@@ -9,9 +9,9 @@ import pytest
 import yaml
 
 from conftest import REPO
-from heart import pairs as pairs_mod
+from heart.judging import pairs as pairs_mod
 from heart.annotation import tasks
-from heart.pairs import completion_ref
+from heart.judging.pairs import completion_ref
 
 SEED = 11
 QC = yaml.safe_load((REPO / "workflow/resources/annotation/qc_replies.yaml").read_text())["replies"]

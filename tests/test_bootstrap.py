@@ -1,4 +1,4 @@
-"""heart.bootstrap: the one conversation-level cluster bootstrap, and its use by every statistic."""
+"""heart.stats.bootstrap: the one conversation-level cluster bootstrap, and its use by every statistic."""
 
 import math
 
@@ -6,9 +6,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from heart import agreement, bias, bootstrap, rationales
-from heart import bradley_terry as bt
-from heart import strategy_stats as ss
+from heart.stats import agreement, bias, bootstrap, rationales
+from heart.stats import bradley_terry as bt
+from heart.stats import strategy_stats as ss
 from test_agreement import judgment, random_table, table
 from test_rationales import CODEBOOK, synthetic
 from test_strategy_stats import planted

@@ -1,4 +1,4 @@
-"""heart.bradley_terry: strength-weighted Bradley–Terry fit, Elo, intervals, cluster bootstrap, ranks."""
+"""heart.stats.bradley_terry: strength-weighted Bradley–Terry fit, Elo, intervals, cluster bootstrap, ranks."""
 
 from __future__ import annotations
 
@@ -9,8 +9,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from heart import bootstrap as cluster_bootstrap
-from heart import bradley_terry as bt
+from heart.stats import bootstrap as cluster_bootstrap
+from heart.stats import bradley_terry as bt
 
 
 # --- helpers ----------------------------------------------------------------------------------
@@ -225,7 +225,7 @@ def test_string_conversation_ids_give_the_integer_ids_ratings():
     pd.testing.assert_frame_equal(bt.ratings(padded, n_boot=100, seed=2), as_int)
     assert bt.ratings(padded, n_boot=0).attrs["n_conversations"] == 30
     # text ids in another order ("10" < "9"): the same fit; the bootstrap is the integer one with the
-    # clusters taken in the text order (heart.bootstrap sorts the ids)
+    # clusters taken in the text order (heart.stats.bootstrap sorts the ids)
     text = comp.assign(conversation_id=comp["conversation_id"].astype(str))
     r = bt.ratings(text, n_boot=100, seed=2)
     same = ["system", "theta", "elo", "n_comparisons", "wins", "win_rate", "elo_lo_asym", "elo_hi_asym",

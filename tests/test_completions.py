@@ -3,7 +3,8 @@
 import pandas as pd
 import pytest
 
-from heart import completions, llm, tableio
+from heart import completions, llm
+from heart.common import tableio
 
 
 def items():

@@ -1,4 +1,4 @@
-"""heart.config: both shipped configs validate; a wrong key or type is named."""
+"""heart.common.config: both shipped configs validate; a wrong key or type is named."""
 
 import copy
 
@@ -6,7 +6,7 @@ import pytest
 import yaml
 
 from conftest import REPO
-from heart.config import ConfigError, ResourceError, load_resource, schema_problems, validate_config
+from heart.common.config import ConfigError, ResourceError, load_resource, schema_problems, validate_config
 
 
 def load(name):
@@ -77,7 +77,7 @@ def test_system_must_name_a_configured_model():
         validate_config(cfg)
 
 
-# --- versioned resource files: heart.config.load_resource ---------------------------------------
+# --- versioned resource files: heart.common.config.load_resource ---------------------------------------
 
 RESOURCES = REPO / "workflow" / "resources"
 RUBRIC = RESOURCES / "rubric" / "heart.yaml"

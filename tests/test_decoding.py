@@ -7,7 +7,8 @@ import os
 import pandas as pd
 import pytest
 
-from heart import completions, llm, tableio
+from heart import completions, llm
+from heart.common import tableio
 
 
 def spec(model, params=None, reasoning="least", **over):

@@ -1,4 +1,4 @@
-"""heart.esconv: reading, validating and normalising raw ESConv files."""
+"""heart.data.esconv: reading, validating and normalising raw ESConv files."""
 
 import copy
 import json
@@ -6,7 +6,7 @@ import json
 import pytest
 
 from conftest import SHARED_ESCONV_DIR, needs_shared
-from heart import esconv
+from heart.data import esconv
 
 
 def load(path):
@@ -281,11 +281,11 @@ def test_real_failed_esconv_speaker_listener():
 
 
 def test_the_schemas_blank_text_is_the_readers_blank_text():
-    """esconv.schema.yaml's text pattern and heart.tableio.INVISIBLE agree on every code point."""
+    """esconv.schema.yaml's text pattern and heart.common.tableio.INVISIBLE agree on every code point."""
     import re
     import sys
 
-    from heart import tableio
+    from heart.common import tableio
 
     schema = re.compile(esconv._TEXT_PATTERN)
     differ = [hex(c) for c in range(sys.maxunicode + 1) if not 0xD800 <= c <= 0xDFFF

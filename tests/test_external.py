@@ -7,7 +7,8 @@ import pandas as pd
 import pytest
 from scipy import stats
 
-from heart import external, tableio
+from heart.stats import external
+from heart.common import tableio
 
 TABLE_1 = {  # HEART paper Table 1, typed in again here to check the resource: system -> (Elo, Win %, AA)
     "gpt-5": (1611.8, 85.9, 66), "o3": (1587.5, 79.1, 65), "claude-4.5-haiku": (1561.8, 69.6, 55),

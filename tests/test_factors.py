@@ -7,7 +7,7 @@ import pandas as pd
 import pytest
 from scipy import stats
 
-from heart import factors
+from heart.stats import factors
 
 AXES = ["H", "E", "A", "R", "T"]
 

@@ -14,7 +14,9 @@ import matplotlib
 import numpy as np
 import pandas as pd
 import pytest
-from heart import agreement, leaderboard, simulate, strategy_stats, tagging
+from heart.stats import agreement, leaderboard, strategy_stats
+from heart.simulation import simulate
+from heart import tagging
 from heart.figures import agreement as agreement_figure
 from heart.figures import bias_factors, elo_forest, elo_ttft, example_pair, strategies, style
 from heart.figures import leaderboard as leaderboard_figure

@@ -4,9 +4,9 @@ written by the tests to exercise the import; they are not human judgments."""
 import pandas as pd
 import pytest
 
-from heart import human_judgments as hj
-from heart import items as items_mod
-from heart import pairs
+from heart.judging import human_judgments as hj
+from heart.items import item_table as items_mod
+from heart.judging import pairs
 from test_judging import items_and_completions
 
 HEADER = "rater_id,item_id,shown_a,shown_b,choice,seconds_spent,rationale,qc_expected\n"

@@ -1,6 +1,6 @@
 """Malformed user-supplied CSV files: every failure names the file, the line and the field (hardening).
 
-The three formats of ``resources/human/README.md`` share one strict reader (heart.tableio.read_records);
+The three formats of ``resources/human/README.md`` share one strict reader (heart.common.tableio.read_records);
 each case below is a file a person could plausibly hand the workflow.
 """
 
@@ -9,7 +9,9 @@ import re
 import pandas as pd
 import pytest
 
-from heart import completions, human_judgments, tableio, tagging
+from heart import completions, tagging
+from heart.judging import human_judgments
+from heart.common import tableio
 
 TAXONOMY = {"strategies": [{"key": "affirmation"}, {"key": "self_care"}]}
 ITEMS = pd.DataFrame({"item_id": ["i1", "i2"]})

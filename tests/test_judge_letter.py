@@ -6,7 +6,8 @@ import pandas as pd
 import pytest
 
 from conftest import REPO
-from heart import judge_qc, judging
+from heart.judging import judge_qc
+from heart import judging
 
 RUBRIC = judging.load_rubric(REPO / "workflow/resources/rubric/heart.yaml")
 AXES = judging.axis_keys(RUBRIC)

@@ -8,7 +8,8 @@ import pandas as pd
 import pytest
 
 from conftest import REPO
-from heart import judging, pairs
+from heart import judging
+from heart.judging import pairs
 
 RUBRIC = judging.load_rubric(REPO / "workflow/resources/rubric/heart.yaml")
 AXES = judging.axis_keys(RUBRIC)

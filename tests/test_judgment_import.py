@@ -1,4 +1,4 @@
-"""Imported judgments (heart.judgment_import): the public format in CSV, JSON Lines and Parquet, its checks,
+"""Imported judgments (heart.judging.judgment_import): the public format in CSV, JSON Lines and Parquet, its checks,
 and the conversion to the workflow's pairs and judgments tables. The data are SYNTHETIC (see
 tests/fixtures/imported/README.md)."""
 
@@ -10,9 +10,11 @@ import pandas as pd
 import pytest
 
 from conftest import FIXTURES
-from heart import human_judgments as hj
-from heart import judging, pairs, tableio
-from heart import judgment_import as ji
+from heart.judging import human_judgments as hj
+from heart import judging
+from heart.judging import pairs
+from heart.common import tableio
+from heart.judging import judgment_import as ji
 from test_judging import items_and_completions
 
 EXAMPLE = FIXTURES / "imported" / "example_votes.csv"

@@ -13,20 +13,22 @@ def _module_name(path: Path) -> str:
     return ".".join(("heart", *path.relative_to(HEART).with_suffix("").parts)).removesuffix(".__init__")
 
 
+def imports_of(path: Path, modules) -> set[str]:
+    """The heart modules (of ``modules``) that the file at ``path`` imports, at the top or inside a function."""
+    deps = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("heart"):
+            named = {f"{node.module}.{a.name}" for a in node.names}
+            deps |= (named & modules) or {node.module}
+        elif isinstance(node, ast.Import):
+            deps |= {a.name for a in node.names if a.name.startswith("heart.")}
+    return deps & modules
+
+
 def heart_imports() -> dict[str, set[str]]:
-    """Module -> the heart modules it imports (at the top or inside a function alike)."""
+    """Module -> the heart modules it imports."""
     modules = {_module_name(p): p for p in HEART.rglob("*.py")}
-    graph = {}
-    for name, path in modules.items():
-        deps = set()
-        for node in ast.walk(ast.parse(path.read_text())):
-            if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("heart"):
-                named = {f"{node.module}.{a.name}" for a in node.names}
-                deps |= (named & modules.keys()) or {node.module}
-            elif isinstance(node, ast.Import):
-                deps |= {a.name for a in node.names if a.name.startswith("heart.")}
-        graph[name] = (deps & modules.keys()) - {name}
-    return graph
+    return {name: imports_of(path, modules.keys()) - {name} for name, path in modules.items()}
 
 
 def find_cycle(graph: dict[str, set[str]]) -> list[str] | None:
@@ -48,9 +50,16 @@ def find_cycle(graph: dict[str, set[str]]) -> list[str] | None:
     return None
 
 
+RULES = REPO / "workflow" / "rules"
+#: packages that serve no rule file: the test and rehearsal support (SIMULATED data, the provider simulator)
+NOT_A_STAGE = {"simulation"}
+#: a module longer than this says why in its docstring, in a line that starts "Longer than 500 lines:"
+MAX_LINES = 500
+
+
 def test_no_import_cycle_in_heart():
     graph = heart_imports()
-    assert {"heart.atomic", "heart.tableio", "heart.provenance", "heart.llm"} <= graph.keys()
+    assert {"heart.common.atomic", "heart.common.tableio", "heart.common.provenance", "heart.llm.engine"} <= graph.keys()
     assert find_cycle(graph) is None, " -> ".join(find_cycle(graph))
 
 
@@ -60,13 +69,55 @@ def test_the_cycle_finder_finds_one():
 
 
 def test_the_leaf_helpers_import_nothing_of_the_package():
-    assert heart_imports()["heart.atomic"] == set()
+    assert heart_imports()["heart.common.atomic"] == set()
+
+
+def _package(module: str) -> str:
+    return module.split(".")[1] if module.count(".") else ""
+
+
+def test_every_rule_file_has_its_package_and_every_package_its_rule_file():
+    """rules/<stage>.smk and heart/<stage>/ are found by the same word (common.smk: heart/common/)."""
+    stages = {p.stem for p in RULES.glob("*.smk")}
+    packages = {p.parent.name for p in HEART.glob("*/__init__.py")}
+    assert "judging" in stages and "common" in packages
+    assert stages - packages == set(), "a rule file without its package"
+    assert packages - stages - NOT_A_STAGE == set(), "a package without its rule file"
+
+
+def test_the_library_lives_in_its_stage_packages():
+    """No module but the package's own __init__ at the top of heart/: each belongs to a stage."""
+    assert [p.name for p in HEART.glob("*.py")] == ["__init__.py"]
+
+
+def test_common_imports_no_stage_and_no_stage_imports_the_simulation():
+    """heart.common is the ground floor (every stage may use it, it uses none); the simulation is test and
+    rehearsal support, which the workflow's own code never imports."""
+    graph = heart_imports()
+    for module, deps in graph.items():
+        if _package(module) == "common":
+            assert {_package(d) for d in deps} <= {"common", ""}, (module, deps)
+        if _package(module) != "simulation":
+            assert not [d for d in deps if _package(d) == "simulation"], module
+    modules = graph.keys()
+    for script in sorted((REPO / "workflow" / "scripts").glob("*.py")):
+        assert not [d for d in imports_of(script, modules) if _package(d) == "simulation"], script.name
+
+
+def test_no_module_over_500_lines_without_its_reason():
+    long = {}
+    for path in sorted(HEART.rglob("*.py")):
+        n = len(path.read_text().splitlines())
+        doc = ast.get_docstring(ast.parse(path.read_text())) or ""
+        if n > MAX_LINES and "Longer than 500 lines:" not in doc:
+            long[str(path.relative_to(HEART))] = n
+    assert not long, long
 
 
 def test_no_module_shadows_the_standard_library():
-    top = {p.stem for p in HEART.glob("*.py") if p.stem != "__init__"} | {p.parent.name for p in HEART.glob("*/__init__.py")}
-    assert {"tableio", "figures"} <= top
-    shadowing = top & set(sys.stdlib_module_names)
+    names = {p.stem for p in HEART.rglob("*.py") if p.stem != "__init__"} | {p.parent.name for p in HEART.rglob("*/__init__.py")}
+    assert {"tableio", "figures", "stats"} <= names
+    shadowing = names & set(sys.stdlib_module_names)
     assert not shadowing, shadowing
 
 

@@ -1,11 +1,13 @@
-"""heart.leaderboard and heart.multiple_testing on SIMULATED judgments (heart.simulate), labelled as such."""
+"""heart.stats.leaderboard and heart.stats.multiple_testing on SIMULATED judgments (heart.simulation.simulate), labelled as such."""
 
 import numpy as np
 import pandas as pd
 import pytest
 
-from heart import bradley_terry as bt
-from heart import leaderboard, multiple_testing, simulate, tableio
+from heart.stats import bradley_terry as bt
+from heart.stats import leaderboard, multiple_testing
+from heart.simulation import simulate
+from heart.common import tableio
 
 
 @pytest.fixture(scope="module")

@@ -9,7 +9,9 @@ import pytest
 from snakemake.iocontainers import Namedlist  # what a script's snakemake.input is
 
 import llm_test_server as srv
-from heart import llm, tableio
+from heart import WORKFLOW_DIR
+from heart import llm
+from heart.common import tableio
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -232,7 +234,6 @@ def test_a_batch_is_sent_spread_out_not_in_waves(server, tmp_path, monkeypatch):
 def test_a_crashed_local_server_is_named_with_what_to_do(tmp_path):
     """A llama.cpp server that dies mid-stage (SIGILL: a wheel built for another CPU) is reported, not a bare
     'Connection error'."""
-    import signal
     import subprocess
     import sys
     import tempfile
@@ -294,11 +295,10 @@ def test_shards_in_separate_processes_share_one_cache_safely(server, tmp_path):
     """Four processes (as four shard jobs on several nodes would) write one cache directory at once."""
     import subprocess
     import sys
-    from pathlib import Path
 
     state, base = server
     state.latency = 0.02
-    workflow_dir = str(Path(llm.__file__).resolve().parents[1])
+    workflow_dir = str(WORKFLOW_DIR)
     cache_dir = tmp_path / "cache"
     procs = [subprocess.Popen([sys.executable, "-c", WRITER, workflow_dir, base, str(cache_dir), f"shard{k}"],
                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for k in range(4)]

@@ -2,7 +2,7 @@
 
 The notebook reads two files of a run, ``results/stats/leaderboard.parquet`` and
 ``results/stats/ratings.parquet``. They are made here the way rule ``ratings`` makes them
-(heart.leaderboard over a judgments table, written with heart.tableio), from a small SIMULATED
+(heart.stats.leaderboard over a judgments table, written with heart.common.tableio), from a small SIMULATED
 judgments table, so no Snakemake run is needed.
 """
 
@@ -10,7 +10,9 @@ import nbformat
 import pytest
 
 from conftest import REPO
-from heart import leaderboard, simulate, tableio
+from heart.stats import leaderboard
+from heart.simulation import simulate
+from heart.common import tableio
 from heart.figures.style import leaderboard_order
 from notebooks import NotebookError, execute_notebook, has_image, output_text, tagged
 

@@ -1,4 +1,4 @@
-"""The side-by-side table: the paper's headline numbers next to this run's (heart.paper_comparison)."""
+"""The side-by-side table: the paper's headline numbers next to this run's (heart.tables.paper_comparison)."""
 
 import math
 
@@ -6,7 +6,7 @@ import pandas as pd
 import pytest
 
 from conftest import REPO
-from heart import paper_comparison as pc
+from heart.tables import paper_comparison as pc
 
 SPEC_PATH = REPO / "workflow/resources/paper/headline_numbers.yaml"
 # the tables rule paper_comparison reads, by schema name
@@ -114,7 +114,8 @@ def test_what_a_run_has_decides_the_reason():
 
 def _producer_tables(llm_judges: int) -> tuple[dict, pd.DataFrame]:
     """The agreement and preference tables as their modules write them, from SIMULATED judgments."""
-    from heart import agreement, preferences, simulate
+    from heart.stats import agreement, preferences
+    from heart.simulation import simulate
 
     j, _ = simulate.judgments(n_systems=5, n_items=30, n_adversarial=6, pairs_per_item=6, human_pairs=170,
                               llm_judges=llm_judges, human_raters=5, seed=1)

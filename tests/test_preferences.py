@@ -1,4 +1,4 @@
-"""heart.preferences (§4.5 preference shares): hand-built judgments tables, shares worked out by hand."""
+"""heart.stats.preferences (§4.5 preference shares): hand-built judgments tables, shares worked out by hand."""
 
 import math
 
@@ -7,7 +7,8 @@ import pandas as pd
 import pytest
 
 from conftest import JUDGMENT_AXES as AXES, judgments_frame as table
-from heart import bootstrap, preferences, tableio
+from heart.stats import bootstrap, preferences
+from heart.common import tableio
 
 MODEL_A = {"system_a": "m1", "contributor_a": None, "system_b": "human", "contributor_b": "w1"}
 HUMAN_A = {"system_a": "human", "contributor_a": "w2", "system_b": "m1", "contributor_b": None}

@@ -1,4 +1,4 @@
-"""heart.rationales: the codebook, coding, agreed pairs and concordance (SYNTHETIC judgments, labelled)."""
+"""heart.stats.rationales: the codebook, coding, agreed pairs and concordance (SYNTHETIC judgments, labelled)."""
 
 from pathlib import Path
 
@@ -6,7 +6,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from heart import rationales
+from heart.stats import rationales
 
 CODEBOOK = Path(__file__).resolve().parents[1] / "workflow/resources/codebook/rationales.yaml"
 
@@ -35,7 +35,7 @@ def test_a_broken_codebook_is_named(tmp_path):
 
 
 def test_the_codebook_schema_names_every_problem(tmp_path):
-    """workflow/schemas/codebook.schema.yaml (through heart.config.load_resource): one line per problem,
+    """workflow/schemas/codebook.schema.yaml (through heart.common.config.load_resource): one line per problem,
     each naming the file, the code and the field."""
     import jsonschema
     import yaml
@@ -181,7 +181,7 @@ def test_nothing_mentioned_leaves_the_concordance_undefined(tmp_path):
 
 
 def test_the_tables_match_their_schemas(codes, tmp_path):
-    from heart import tableio
+    from heart.common import tableio
     j, t = synthetic(n=20)
     summary, per_code = rationales.comention(j, t, codes, n_boot=20)
     tableio.to_arrow(summary, "rationale_concordance")

@@ -7,8 +7,8 @@ import logging
 import pytest
 
 from heart import llm
-from heart.runtime import key_env_names, logged
-from heart.redaction import MASK, MIN_RUN, RedactingStream, Redactor, secret_names
+from heart.common.runtime import key_env_names, logged
+from heart.common.redaction import MASK, MIN_RUN, RedactingStream, Redactor, secret_names
 
 KEY = "sk-proj-Zq81vXc0LmN4tR7yWp2KdF9sGh3JbA6eUo5iQ"  # 44 characters, like a real key
 
@@ -268,7 +268,7 @@ def test_cached_answers_and_the_published_cache_are_redacted_too(tmp_path, monke
 INTERRUPTED_SCRIPT = """
 import sys
 from heart import llm
-from heart.runtime import logged
+from heart.common.runtime import logged
 
 base, log = sys.argv[1], sys.argv[2]
 with logged(log):

@@ -1,4 +1,4 @@
-"""The paper's released items: reading, mapping onto ESConv, items as released (heart.release), and the
+"""The paper's released items: reading, mapping onto ESConv, items as released (heart.data.release), and the
 workflow's items.source: release on the tiny fixture and on the real release."""
 
 import json
@@ -7,7 +7,9 @@ import pandas as pd
 import pytest
 
 from conftest import (PAPER_KEYS, SHARED_ESCONV_DIR, SHARED_RELEASE_DIR, TINY, TINY_RELEASE, needs_release)
-from heart import esconv, items, release, tableio
+from heart.data import esconv, release
+from heart.items import item_table as items
+from heart.common import tableio
 
 
 @pytest.fixture(scope="module")

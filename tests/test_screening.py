@@ -1,4 +1,4 @@
-"""heart.screening: lexicon scoring, filters, per-dialogue cap, stratified sampling."""
+"""heart.items.screening: lexicon scoring, filters, per-dialogue cap, stratified sampling."""
 
 import json
 from collections import Counter
@@ -11,7 +11,9 @@ import pytest
 import yaml
 
 from conftest import REPO, SHARED_ESCONV_DIR, SHARED_RELEASE_DIR, needs_release, needs_shared
-from heart import esconv, release, screening, tableio
+from heart.data import esconv, release
+from heart.items import screening
+from heart.common import tableio
 
 LEXICON = REPO / "workflow" / "resources" / "screening" / "lexicon.yaml"
 SETTINGS = dict(min_context_turns=3, min_seeker_words=8, min_signal=1, min_strategy_families=2,
@@ -173,7 +175,7 @@ def test_a_family_naming_an_unknown_signal_is_named(tmp_path):
 
 
 def _dialogues(dialogues: dict[int, list[tuple[str, str]]]):
-    """Conversations and turns tables (heart.esconv's layout) for a few short dialogues."""
+    """Conversations and turns tables (heart.data.esconv's layout) for a few short dialogues."""
     conversations = pd.DataFrame({"conversation_id": list(dialogues), "emotion_type": "sadness",
                                   "problem_type": "job crisis", "situation": "s"})
     turns = pd.DataFrame([{"conversation_id": cid, "turn_index": i, "role": role, "text": text, "strategies": []}

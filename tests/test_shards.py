@@ -1,11 +1,12 @@
-"""heart.shards: the item-hash split of the LLM stages and the merge back into one table."""
+"""heart.llm.shards: the item-hash split of the LLM stages and the merge back into one table."""
 
 import random
 
 import pandas as pd
 import pytest
 
-from heart import shards
+from heart import WORKFLOW_DIR
+from heart.llm import shards
 
 
 def test_names_and_parse_round_trip_and_reject_nonsense():
@@ -78,31 +79,29 @@ def test_merged_provenance_sums_counts_and_refuses_mixed_versions():
 
 
 def test_the_fields_a_merge_takes_from_its_own_job_are_what_provenance_records_of_a_job(tmp_path):
-    from pathlib import Path
     from types import SimpleNamespace
 
-    from heart import provenance, tableio
+    from heart.common import provenance, tableio
 
     # the ESConv hash comes from the provenance of a declared Parquet input, as in every job after ingest
     items = tmp_path / "items.parquet"
     tableio.write_table(tableio.empty_like("items"), items, "items", {"esconv_sha256": "a" * 64})
-    scripts = Path(provenance.__file__).resolve().parents[1] / "scripts"
+    scripts = WORKFLOW_DIR / "scripts"
     job = SimpleNamespace(rule="judge_pairs", scriptdir=str(scripts), input=[str(items)], config={"x": 1})
     info = provenance.collect(job)
     assert set(info) - {"resources_sha256"} == set(provenance.JOB_FIELDS) and info["esconv_sha256"] == "a" * 64
 
 
 def test_inputs_made_from_two_esconv_files_are_refused(tmp_path):
-    from pathlib import Path
     from types import SimpleNamespace
 
-    from heart import provenance, tableio
+    from heart.common import provenance, tableio
 
     paths = []
     for k, sha in enumerate(("a" * 64, "b" * 64)):
         paths.append(str(tmp_path / f"t{k}.parquet"))
         tableio.write_table(tableio.empty_like("items"), paths[-1], "items", {"esconv_sha256": sha})
-    scripts = Path(provenance.__file__).resolve().parents[1] / "scripts"
+    scripts = WORKFLOW_DIR / "scripts"
     job = SimpleNamespace(rule="design_pairs", scriptdir=str(scripts), input=paths, config={})
     with pytest.raises(ValueError, match="rule design_pairs: its inputs were made from different ESConv files"):
         provenance.collect(job)

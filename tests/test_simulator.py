@@ -1,4 +1,4 @@
-"""heart.simulator: the simulated OpenAI-compatible provider, over real HTTP on 127.0.0.1."""
+"""heart.simulation.simulator: the simulated OpenAI-compatible provider, over real HTTP on 127.0.0.1."""
 
 import concurrent.futures
 import json
@@ -15,7 +15,8 @@ import urllib.request
 import jsonschema
 import pytest
 from conftest import REPO
-from heart import judging, llm, simulator, tagging
+from heart import judging, llm, tagging
+from heart.simulation import simulator
 
 JUDGE_SCHEMA = judging.response_schema(judging.load_rubric(REPO / "workflow/resources/rubric/heart.yaml"), 240)
 TAG_SCHEMA = tagging.response_schema(tagging.load_taxonomy(REPO / "workflow/resources/taxonomy/strategies.yaml"), 60)
@@ -302,7 +303,7 @@ def test_the_process_never_outlives_its_owner(tmp_path):
     # an owner that dies without cleaning up (no atexit, no __exit__): the server notices and stops
     script = textwrap.dedent("""
         import os, sys
-        from heart.simulator import Simulator
+        from heart.simulation.simulator import Simulator
         sim = Simulator(time_scale=0.01).__enter__()
         print(sim.proc.pid, flush=True)
         os._exit(0)

@@ -6,7 +6,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from heart import strategy_stats as ss
+from heart.stats import strategy_stats as ss
 
 STRATS = ["a", "b", "c", "d"]
 FAMILIES = {"m1": "fam", "m2": "fam", "human": "human"}

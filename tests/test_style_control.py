@@ -1,4 +1,4 @@
-"""heart.style_control: the warmth lexicon, the style-controlled Bradley–Terry fit, its intervals and tables
+"""heart.stats.style_control: the warmth lexicon, the style-controlled Bradley–Terry fit, its intervals and tables
 (SYNTHETIC judgments and completions, labelled)."""
 
 from __future__ import annotations
@@ -11,9 +11,9 @@ import pandas as pd
 import pytest
 import statsmodels.api as sm
 
-from heart import bradley_terry as bt
-from heart import style_control as sc
-from heart import tableio
+from heart.stats import bradley_terry as bt
+from heart.stats import style_control as sc
+from heart.common import tableio
 
 LEXICON = Path(__file__).resolve().parents[1] / "workflow/resources/style/warmth.yaml"
 

@@ -1,11 +1,12 @@
-"""heart.tableio: tables are checked against their schema and written atomically."""
+"""heart.common.tableio: tables are checked against their schema and written atomically."""
 
 import os
 
 import pandas as pd
 import pytest
 
-from heart import atomic, tableio
+from heart import WORKFLOW_DIR
+from heart.common import atomic, tableio
 
 
 def source_df(**over):
@@ -57,7 +58,7 @@ def test_atomic_path_leaves_old_file_on_failure(tmp_path):
 @pytest.mark.parametrize("resource, listed, field, load", [
     ("rubric/heart.yaml", "axes", "high", "heart.judging:load_rubric"),
     ("taxonomy/strategies.yaml", "strategies", "definition", "heart.tagging:load_taxonomy"),
-    ("codebook/rationales.yaml", "codes", "micro_skill", "heart.rationales:load_codebook"),
+    ("codebook/rationales.yaml", "codes", "micro_skill", "heart.stats.rationales:load_codebook"),
 ])
 def test_a_blank_field_of_a_versioned_resource_names_file_entry_and_field(tmp_path, resource, listed, field, load):
     import importlib
@@ -68,7 +69,7 @@ def test_a_blank_field_of_a_versioned_resource_names_file_entry_and_field(tmp_pa
 
     module, func = load.split(":")
     loader = getattr(importlib.import_module(module), func)
-    src = Path(tableio.__file__).resolve().parents[1] / "resources" / resource
+    src = WORKFLOW_DIR / "resources" / resource
     doc = yaml.safe_load(src.read_text())
     loader(src)  # the shipped file passes
     doc[listed][1][field] = "   "

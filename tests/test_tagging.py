@@ -5,7 +5,8 @@ import pandas as pd
 import pytest
 
 from conftest import REPO
-from heart import shards, tagging
+from heart.llm import shards
+from heart import tagging
 
 TAXONOMY = tagging.load_taxonomy(REPO / "workflow/resources/taxonomy/strategies.yaml")
 PAPER_15 = ["Affirmation", "Avoid Judgment and Criticism", "Clarification", "Collaborative Planning",

@@ -2,7 +2,6 @@
 
 import functools
 import hashlib
-import os
 import http.server
 import json
 import threading
@@ -11,7 +10,7 @@ import pytest
 import yaml
 
 from conftest import PAPER_KEYS, FIXTURES, SHARED_ESCONV_DIR, TINY, needs_shared
-from heart import tableio
+from heart.common import tableio
 
 
 

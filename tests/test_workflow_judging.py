@@ -13,7 +13,7 @@ import pandas as pd
 import pytest
 
 from conftest import INJECTION, KEY_ENV, edit_config, fake
-from heart import tableio
+from heart.common import tableio
 
 pytestmark = pytest.mark.e2e
 

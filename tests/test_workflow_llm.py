@@ -11,8 +11,8 @@ import pytest
 import yaml
 
 import llm_test_server as srv
-from conftest import SNAKEMAKE, TINY, api_config
-from heart import tableio
+from conftest import SNAKEMAKE, api_config
+from heart.common import tableio
 
 pytestmark = pytest.mark.e2e
 

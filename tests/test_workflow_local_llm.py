@@ -9,7 +9,7 @@ import pandas as pd
 import pytest
 
 from conftest import TINY, api_config
-from heart import tableio
+from heart.common import tableio
 
 pytestmark = pytest.mark.local_llm
 

@@ -53,7 +53,7 @@ REPO = HERE.parents[1]
 sys.path[:0] = [str(HERE.parent), str(REPO / "workflow")]
 
 from annotation_server import AnnotationServer, cli, free_port  # noqa: E402
-from heart import pairs as pairs_mod  # noqa: E402
+from heart.judging import pairs as pairs_mod  # noqa: E402
 from heart.annotation import store  # noqa: E402
 from heart.annotation import tasks as tasks_mod  # noqa: E402
 

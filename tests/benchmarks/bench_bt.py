@@ -1,11 +1,11 @@
-"""Benchmark of heart.bradley_terry (prints its figures; not part of the test suite).
+"""Benchmark of heart.stats.bradley_terry (prints its figures; not part of the test suite).
 
     .venv/bin/python tests/benchmarks/bench_bt.py [--choix-budget 180]
 
 On simulated data at the paper's scale (42,000 comparisons, 21 systems, 300
 conversations, strengths 1-5):
 
-1. heart.bradley_terry: the fit plus 1,000 conversation-level bootstrap replicates
+1. heart.stats.bradley_terry: the fit plus 1,000 conversation-level bootstrap replicates
    (vectorised: one matmul for the replicates' win matrices, one batched Newton
    fit), best of ``--repeats`` runs; and the whole ``ratings()`` leaderboard.
 2. The same 1,000 replicates as a loop that resamples the conversations and calls
@@ -32,8 +32,8 @@ sys.path[:0] = [str(HERE.parent), str(HERE.parents[1] / "workflow")]
 
 import choix  # noqa: E402
 
-from heart import bootstrap as cluster_bootstrap  # noqa: E402
-from heart import bradley_terry as bt  # noqa: E402
+from heart.stats import bootstrap as cluster_bootstrap  # noqa: E402
+from heart.stats import bradley_terry as bt  # noqa: E402
 
 
 def simulate(rng, n_systems, n_conv, n_comp):
@@ -93,7 +93,7 @@ def main():
     t_ours, (_, boot) = best_of(ours, args.repeats)
     t_fit, _ = best_of(lambda: bt.fit(w_idx, l_idx, weights, K), args.repeats)
     t_ratings, table = best_of(lambda: bt.ratings(comp, systems, n_boot=B, seed=args.seed), args.repeats)
-    print(f"heart.bradley_terry fit: {t_fit * 1e3:.1f} ms; fit + {B} conversation-level bootstrap "
+    print(f"heart.stats.bradley_terry fit: {t_fit * 1e3:.1f} ms; fit + {B} conversation-level bootstrap "
           f"replicates: {t_ours:.3f} s (best of {args.repeats}); whole ratings() table: {t_ratings:.3f} s")
     print(f"  separability: asymptotic (paper) {table.attrs['separability_asym']:.3f}, "
           f"bootstrap {table.attrs['separability_boot']:.3f}; median 95 % interval width: asymptotic "
@@ -137,7 +137,7 @@ def main():
     t_dense = time.perf_counter() - t0
     print(f"choix.ilsr_pairwise_dense loop (aggregated win matrix): {t_dense:.1f} s for {B} replicates "
           f"(all run); {t_dense / B * 1e3:.1f} ms per replicate")
-    print(f"largest Elo difference, choix (ML, alpha=0) vs heart.bradley_terry (alpha={bt.DEFAULT_ALPHA}) "
+    print(f"largest Elo difference, choix (ML, alpha=0) vs heart.stats.bradley_terry (alpha={bt.DEFAULT_ALPHA}) "
           f"on the same replicates: {diff:.4f} Elo")
     print(f"ratio: choix.ilsr_pairwise loop / vectorised = {t_list_full / t_ours:.0f}x; "
           f"choix.ilsr_pairwise_dense loop / vectorised = {t_dense / t_ours:.1f}x "

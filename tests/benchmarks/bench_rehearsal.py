@@ -1,4 +1,4 @@
-"""Rehearsal of the paper's whole run against heart.simulator (prints its figures; not a test).
+"""Rehearsal of the paper's whole run against heart.simulation.simulator (prints its figures; not a test).
 
     .venv/bin/python tests/benchmarks/bench_rehearsal.py --workdir /tmp/reh/main
     .venv/bin/python tests/benchmarks/bench_rehearsal.py --workdir /tmp/reh/main --items 20 --latency 0.05
@@ -10,7 +10,7 @@ release copies are read from ``--data`` (default ../shared/data, relative to the
 
 What it does, in order (config/paper.yaml + config/rehearsal.yaml + .rehearsal/local.yaml):
 
-1. Starts heart.simulator on 127.0.0.1:--port (8799; refuses to start if the port is taken), log-normal
+1. Starts heart.simulation.simulator on 127.0.0.1:--port (8799; refuses to start if the port is taken), log-normal
    latency (--latency, --sigma), --error-rate transient errors, and a per-model rpm (--sim-rpm) above what
    the config's max_concurrency can send, so the simulator never throttles the paper's concurrency.
 2. The whole DAG (target ``all``), in three Snakemake runs: (i) ``--until design_pairs`` (data, items,
@@ -1134,7 +1134,7 @@ def report(reh):
     p = lines.append
     p("")
     p("=" * 100)
-    p("HEART paper-scale rehearsal against heart.simulator  (SIMULATED: no number here is a result)")
+    p("HEART paper-scale rehearsal against heart.simulation.simulator  (SIMULATED: no number here is a result)")
     p("=" * 100)
     p(f"workdir {reh.wd}; items: {'all released (300)' if not a.items else a.items}; simulator median latency {a.latency} s, "
       f"sigma {a.sigma}, error rate {a.error_rate}, rpm per model {a.sim_rpm}, time scale {a.time_scale}; "
@@ -1341,7 +1341,7 @@ def main():
     reh = Rehearsal(args)
     reh.prepare()
     sys.path.insert(0, str(reh.wd / "workflow"))
-    from heart.simulator import Simulator
+    from heart.simulation.simulator import Simulator
 
     reh.t0 = time.time()
     reh.monitor.start()

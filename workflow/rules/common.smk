@@ -12,8 +12,8 @@ sys.path.insert(0, HEART_PATH)
 _others = [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p and p != HEART_PATH]
 os.environ.update(PYTHONPATH=os.pathsep.join([HEART_PATH, *_others]))
 
-from heart import shards  # noqa: E402
-from heart.config import validate_config  # noqa: E402
+from heart.llm import shards  # noqa: E402
+from heart.common.config import validate_config  # noqa: E402
 
 validate_config(config, source="config (config/config.yaml and any --configfile/--config)")
 
@@ -53,7 +53,7 @@ RELEASED_ITEMS = config["items"]["source"] == "release"
 PROMPTS = Path(workflow.basedir) / "workflow" / "resources" / "prompts"
 # config analysis_only: only the statistics and figures, on a table of judgments made elsewhere
 ANALYSIS_ONLY = "analysis_only" in config
-# a rehearsal against heart.simulator (config/rehearsal.yaml): its figures, tables and report say so
+# a rehearsal against heart.simulation.simulator (config/rehearsal.yaml): its figures, tables and report say so
 RUN_LABEL = "SIMULATED" if config.get("simulated") else None
 MODEL_SYSTEMS = sorted(config["systems"])  # called by this workflow
 IMPORTED_SYSTEMS = sorted(config["imported_systems"])  # completions made elsewhere, read from files

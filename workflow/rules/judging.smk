@@ -1,176 +1,199 @@
-# Stage 4 — blinded pairwise judgments by the LLM-judge ensemble and by humans
-# -> results/judging/
+# Stage 4 — blinded pairwise judgments by the LLM-judge ensemble and by humans -> results/judging/;
+# in an analysis-only run (config analysis_only), a table of pairwise judgments made elsewhere, imported
+# into the same tables, from which the statistics and figures rules run as in a study.
 
 
-rule design_pairs:
-    input:
-        item_table="results/items/items.parquet",
-        completions=expand("results/completions/{system}.parquet", system=SYSTEMS),
-    output:
-        "results/judging/pairs.parquet",
-    params:
-        seed=config["judging"]["seed"],
-        sample=config["judging"]["pair_sample"],
-    log:
-        "logs/judging/design_pairs.log",
-    conda:
-        "../../envs/data.yaml"
-    script:
-        "../scripts/design_pairs.py"
+if ANALYSIS_ONLY:
+
+    rule import_judgments:
+        input:
+            config["analysis_only"]["judgments"],
+        output:
+            pairs="results/judging/pairs.parquet",
+            judgments="results/judging/judgments.parquet",
+            verdicts="results/judging/imported_verdicts.parquet",
+            flips="results/judging/flip_rates.parquet",
+            sources="results/judging/sources.parquet",
+        params:
+            strength_map=config["human_judgments"]["strength_map"],
+        log:
+            "logs/judging/import_judgments.log",
+        conda:
+            "../../envs/data.yaml"
+        script:
+            "../scripts/import_judgments.py"
+
+else:
+
+    rule design_pairs:
+        input:
+            item_table="results/items/items.parquet",
+            completions=expand("results/completions/{system}.parquet", system=SYSTEMS),
+        output:
+            "results/judging/pairs.parquet",
+        params:
+            seed=config["judging"]["seed"],
+            sample=config["judging"]["pair_sample"],
+        log:
+            "logs/judging/design_pairs.log",
+        conda:
+            "../../envs/data.yaml"
+        script:
+            "../scripts/design_pairs.py"
 
 
-rule judge_pairs:
-    # one shard of the pairs, by their item (llm.shards); merge_judgments joins the shards
-    input:
-        pair_table="results/judging/pairs.parquet",
-        item_table="results/items/items.parquet",
-        completions=expand("results/completions/{system}.parquet", system=SYSTEMS),
-        rubric=workflow.source_path(f"../resources/rubric/{config['judging']['rubric']}.yaml"),
-        prompt=lambda wc: workflow.source_path(
-            f"../resources/prompts/judge/{config['judging']['judges'][wc.judge]['prompt']}.md"
-        ),
-        replay=replay_input(),
-    output:
-        "results/judging/shards/{judge}/{shard}.parquet",
-    params:
-        judge=lambda wc: wc.judge,
-        shard=lambda wc: wc.shard,
-        model=lambda wc: model_params(config["judging"]["judges"][wc.judge]["model"]),
-        call_params=lambda wc: config["judging"]["judges"][wc.judge]["params"],
-        answer=lambda wc: config["judging"]["judges"][wc.judge]["answer"],
-        axes=lambda wc: config["judging"]["judges"][wc.judge]["axes"],
-        context_turns=lambda wc: config["judging"]["judges"][wc.judge]["context_turns"],
-        families=system_families(),
-        exclude_own_family=config["judging"]["exclude_own_family"],
-        both_orders=config["judging"]["both_orders"],
-        rationale_max_chars=config["judging"]["rationale_max_chars"],
-        llm=ENGINE,
-    resources:
-        local_llm=lambda wc: uses_local_model(config["judging"]["judges"][wc.judge]["model"]),
-    log:
-        "logs/judging/{judge}/{shard}.log",
-    benchmark:
-        "benchmarks/judging/{judge}/{shard}.tsv"
-    conda:
-        "../../envs/llm.yaml"
-    script:
-        "../scripts/judge_pairs.py"
+    rule judge_pairs:
+        # one shard of the pairs, by their item (llm.shards); merge_judgments joins the shards
+        input:
+            pair_table="results/judging/pairs.parquet",
+            item_table="results/items/items.parquet",
+            completions=expand("results/completions/{system}.parquet", system=SYSTEMS),
+            rubric=workflow.source_path(f"../resources/rubric/{config['judging']['rubric']}.yaml"),
+            prompt=lambda wc: workflow.source_path(
+                f"../resources/prompts/judge/{config['judging']['judges'][wc.judge]['prompt']}.md"
+            ),
+            replay=replay_input(),
+        output:
+            "results/judging/shards/{judge}/{shard}.parquet",
+        params:
+            judge=lambda wc: wc.judge,
+            shard=lambda wc: wc.shard,
+            model=lambda wc: model_params(config["judging"]["judges"][wc.judge]["model"]),
+            call_params=lambda wc: config["judging"]["judges"][wc.judge]["params"],
+            answer=lambda wc: config["judging"]["judges"][wc.judge]["answer"],
+            axes=lambda wc: config["judging"]["judges"][wc.judge]["axes"],
+            context_turns=lambda wc: config["judging"]["judges"][wc.judge]["context_turns"],
+            families=system_families(),
+            exclude_own_family=config["judging"]["exclude_own_family"],
+            both_orders=config["judging"]["both_orders"],
+            rationale_max_chars=config["judging"]["rationale_max_chars"],
+            llm=ENGINE,
+        resources:
+            local_llm=lambda wc: uses_local_model(config["judging"]["judges"][wc.judge]["model"]),
+        log:
+            "logs/judging/{judge}/{shard}.log",
+        benchmark:
+            "benchmarks/judging/{judge}/{shard}.tsv"
+        conda:
+            "../../envs/llm.yaml"
+        script:
+            "../scripts/judge_pairs.py"
 
 
-rule judge_qc:
-    # known-answer pairs (the real reply vs an unhelpful one, or vs another conversation's), both orders
-    input:
-        item_table="results/items/items.parquet",
-        replies=workflow.source_path("../resources/annotation/qc_replies.yaml"),
-        rubric=workflow.source_path(f"../resources/rubric/{config['judging']['rubric']}.yaml"),
-        prompt=lambda wc: workflow.source_path(
-            f"../resources/prompts/judge/{config['judging']['judges'][wc.judge]['prompt']}.md"
-        ),
-        replay=replay_input(),
-    output:
-        "results/judging/qc/{judge}.parquet",
-    params:
-        judge=lambda wc: wc.judge,
-        shard="1of1",
-        model=lambda wc: model_params(config["judging"]["judges"][wc.judge]["model"]),
-        call_params=lambda wc: config["judging"]["judges"][wc.judge]["params"],
-        answer=lambda wc: config["judging"]["judges"][wc.judge]["answer"],
-        context_turns=lambda wc: config["judging"]["judges"][wc.judge]["context_turns"],
-        rationale_max_chars=config["judging"]["rationale_max_chars"],
-        seed=config["judging"]["seed"],
-        kinds=config["judging"]["qc"]["kinds"],
-        llm=ENGINE,
-    resources:
-        local_llm=lambda wc: uses_local_model(config["judging"]["judges"][wc.judge]["model"]),
-    log:
-        "logs/judging/qc/{judge}.log",
-    benchmark:
-        "benchmarks/judging/qc/{judge}.tsv"
-    conda:
-        "../../envs/llm.yaml"
-    script:
-        "../scripts/judge_qc.py"
+    rule judge_qc:
+        # known-answer pairs (the real reply vs an unhelpful one, or vs another conversation's), both orders
+        input:
+            item_table="results/items/items.parquet",
+            replies=workflow.source_path("../resources/annotation/qc_replies.yaml"),
+            rubric=workflow.source_path(f"../resources/rubric/{config['judging']['rubric']}.yaml"),
+            prompt=lambda wc: workflow.source_path(
+                f"../resources/prompts/judge/{config['judging']['judges'][wc.judge]['prompt']}.md"
+            ),
+            replay=replay_input(),
+        output:
+            "results/judging/qc/{judge}.parquet",
+        params:
+            judge=lambda wc: wc.judge,
+            shard="1of1",
+            model=lambda wc: model_params(config["judging"]["judges"][wc.judge]["model"]),
+            call_params=lambda wc: config["judging"]["judges"][wc.judge]["params"],
+            answer=lambda wc: config["judging"]["judges"][wc.judge]["answer"],
+            context_turns=lambda wc: config["judging"]["judges"][wc.judge]["context_turns"],
+            rationale_max_chars=config["judging"]["rationale_max_chars"],
+            seed=config["judging"]["seed"],
+            kinds=config["judging"]["qc"]["kinds"],
+            llm=ENGINE,
+        resources:
+            local_llm=lambda wc: uses_local_model(config["judging"]["judges"][wc.judge]["model"]),
+        log:
+            "logs/judging/qc/{judge}.log",
+        benchmark:
+            "benchmarks/judging/qc/{judge}.tsv"
+        conda:
+            "../../envs/llm.yaml"
+        script:
+            "../scripts/judge_qc.py"
 
 
-rule judge_quality:
-    input:
-        item_table="results/items/items.parquet",
-        replies=workflow.source_path("../resources/annotation/qc_replies.yaml"),
-        rubric=workflow.source_path(f"../resources/rubric/{config['judging']['rubric']}.yaml"),
-        qc=expand("results/judging/qc/{judge}.parquet", judge=JUDGES),
-        flips="results/judging/flip_rates.parquet",
-    output:
-        "results/judging/judge_quality.parquet",
-    params:
-        seed=config["judging"]["seed"],
-        kinds=config["judging"]["qc"]["kinds"],
-    log:
-        "logs/judging/judge_quality.log",
-    conda:
-        "../../envs/data.yaml"
-    script:
-        "../scripts/judge_quality.py"
+    rule judge_quality:
+        input:
+            item_table="results/items/items.parquet",
+            replies=workflow.source_path("../resources/annotation/qc_replies.yaml"),
+            rubric=workflow.source_path(f"../resources/rubric/{config['judging']['rubric']}.yaml"),
+            qc=expand("results/judging/qc/{judge}.parquet", judge=JUDGES),
+            flips="results/judging/flip_rates.parquet",
+        output:
+            "results/judging/judge_quality.parquet",
+        params:
+            seed=config["judging"]["seed"],
+            kinds=config["judging"]["qc"]["kinds"],
+        log:
+            "logs/judging/judge_quality.log",
+        conda:
+            "../../envs/data.yaml"
+        script:
+            "../scripts/judge_quality.py"
 
 
-rule merge_judgments:
-    input:
-        pair_table="results/judging/pairs.parquet",
-        shards=expand("results/judging/shards/{{judge}}/{shard}.parquet", shard=SHARDS),
-    output:
-        "results/judging/llm/{judge}.parquet",
-    params:
-        table="judge_verdicts",
-    log:
-        "logs/judging/{judge}.log",
-    conda:
-        "../../envs/data.yaml"
-    script:
-        "../scripts/merge_shards.py"
+    rule merge_judgments:
+        input:
+            pair_table="results/judging/pairs.parquet",
+            shards=expand("results/judging/shards/{{judge}}/{shard}.parquet", shard=SHARDS),
+        output:
+            "results/judging/llm/{judge}.parquet",
+        params:
+            table="judge_verdicts",
+        log:
+            "logs/judging/{judge}.log",
+        conda:
+            "../../envs/data.yaml"
+        script:
+            "../scripts/merge_shards.py"
 
 
-rule human_judgments:
-    input:
-        pair_table="results/judging/pairs.parquet",
-        item_table="results/items/items.parquet",
-        humans=human_file(config["human_judgments"]["path"]),
-    output:
-        judgments="results/judging/human.parquet",
-        raters="results/judging/human_raters.parquet",
-    params:
-        settings=config["human_judgments"],
-    log:
-        "logs/judging/human.log",
-    conda:
-        "../../envs/data.yaml"
-    script:
-        "../scripts/human_judgments.py"
+    rule human_judgments:
+        input:
+            pair_table="results/judging/pairs.parquet",
+            item_table="results/items/items.parquet",
+            humans=human_file(config["human_judgments"]["path"]),
+        output:
+            judgments="results/judging/human.parquet",
+            raters="results/judging/human_raters.parquet",
+        params:
+            settings=config["human_judgments"],
+        log:
+            "logs/judging/human.log",
+        conda:
+            "../../envs/data.yaml"
+        script:
+            "../scripts/human_judgments.py"
 
 
-rule combine_judgments:
-    input:
-        pair_table="results/judging/pairs.parquet",
-        llm=expand("results/judging/llm/{judge}.parquet", judge=JUDGES),
-        human="results/judging/human.parquet",
-        raters="results/judging/human_raters.parquet",
-        item_table="results/items/items.parquet",
-        completions=expand("results/completions/{system}.parquet", system=SYSTEMS),
-        imported=optional_file(config["imported_judgments"]["path"]),
-    output:
-        judgments="results/judging/judgments.parquet",
-        flips="results/judging/flip_rates.parquet",
-        sources="results/judging/sources.parquet",
-        imported_verdicts="results/judging/imported_verdicts.parquet",
-    params:
-        strength_map=config["human_judgments"]["strength_map"],
-        judges=JUDGES,
-        families=system_families(),
-        judge_families=judge_families(),
-        exclude_own_family=config["judging"]["exclude_own_family"],
-        human_path=config["human_judgments"]["path"],
-        human_file=bool(human_file(config["human_judgments"]["path"])),
-    log:
-        "logs/judging/combine_judgments.log",
-    conda:
-        "../../envs/data.yaml"
-    script:
-        "../scripts/combine_judgments.py"
+    rule combine_judgments:
+        input:
+            pair_table="results/judging/pairs.parquet",
+            llm=expand("results/judging/llm/{judge}.parquet", judge=JUDGES),
+            human="results/judging/human.parquet",
+            raters="results/judging/human_raters.parquet",
+            item_table="results/items/items.parquet",
+            completions=expand("results/completions/{system}.parquet", system=SYSTEMS),
+            imported=optional_file(config["imported_judgments"]["path"]),
+        output:
+            judgments="results/judging/judgments.parquet",
+            flips="results/judging/flip_rates.parquet",
+            sources="results/judging/sources.parquet",
+            imported_verdicts="results/judging/imported_verdicts.parquet",
+        params:
+            strength_map=config["human_judgments"]["strength_map"],
+            judges=JUDGES,
+            families=system_families(),
+            judge_families=judge_families(),
+            exclude_own_family=config["judging"]["exclude_own_family"],
+            human_path=config["human_judgments"]["path"],
+            human_file=bool(human_file(config["human_judgments"]["path"])),
+        log:
+            "logs/judging/combine_judgments.log",
+        conda:
+            "../../envs/data.yaml"
+        script:
+            "../scripts/combine_judgments.py"

@@ -3,7 +3,7 @@
 # only the rules that read it (and what reads their outputs), never an LLM call.
 
 STATS = config["stats"]
-# the conversation-level bootstrap (heart/bootstrap.py): replicates, seed, coverage of the interval
+# the conversation-level bootstrap (heart/stats/bootstrap.py): replicates, seed, coverage of the interval
 BOOTSTRAP = {key: STATS[key] for key in ("n_boot", "seed", "ci")}
 
 

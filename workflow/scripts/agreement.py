@@ -1,6 +1,7 @@
 """rule agreement: human–LLM, cross-judge and inter-human agreement, judge subsampling, trivial judges."""
-from heart import agreement, provenance, tableio
-from heart.runtime import logged
+from heart.stats import agreement
+from heart.common import provenance, tableio
+from heart.common.runtime import logged
 
 with logged(snakemake.log[0], snakemake) as log:
     job = provenance.collect(snakemake)

@@ -5,10 +5,10 @@ from pathlib import Path
 import pandas as pd
 import yaml
 
-from heart import provenance, tableio
-from heart.atomic import atomic_path
+from heart.common import provenance, tableio
+from heart.common.atomic import atomic_path
 from heart.annotation import tasks
-from heart.runtime import logged
+from heart.common.runtime import logged
 
 with logged(snakemake.log[0], snakemake) as log:
     job = provenance.collect(snakemake)

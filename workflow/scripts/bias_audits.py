@@ -1,8 +1,9 @@
 """rule bias_audits: position, length and self-preference bias of the judges (BH within each audit)."""
 import pandas as pd
 
-from heart import bias, provenance, tableio
-from heart.runtime import logged
+from heart.stats import bias
+from heart.common import provenance, tableio
+from heart.common.runtime import logged
 
 with logged(snakemake.log[0], snakemake) as log:
     job = provenance.collect(snakemake)

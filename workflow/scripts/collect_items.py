@@ -1,8 +1,8 @@
 """rule collect_items: regular + adversarial items -> one items table."""
 import pandas as pd
 
-from heart import provenance, tableio
-from heart.runtime import logged
+from heart.common import provenance, tableio
+from heart.common.runtime import logged
 
 with logged(snakemake.log[0], snakemake) as log:
     job = provenance.collect(snakemake)

@@ -2,8 +2,10 @@
 added; flip rates; sources."""
 import pandas as pd
 
-from heart import judging, judgment_import, provenance, tableio
-from heart.runtime import logged
+from heart import judging
+from heart.judging import judgment_import
+from heart.common import provenance, tableio
+from heart.common.runtime import logged
 
 AXES = judgment_import.AXES
 

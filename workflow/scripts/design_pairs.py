@@ -1,8 +1,9 @@
 """rule design_pairs: the pairs of completions to judge (all, or a budget), each in its own seeded A/B order."""
 import pandas as pd
 
-from heart import pairs, provenance, tableio
-from heart.runtime import logged
+from heart.judging import pairs
+from heart.common import provenance, tableio
+from heart.common.runtime import logged
 
 with logged(snakemake.log[0], snakemake) as log:
     job = provenance.collect(snakemake)

@@ -1,6 +1,6 @@
 """rules download_esconv, download_release: fetch a pinned upstream file (atomic, sha256-checked)."""
-from heart.esconv import download
-from heart.runtime import logged
+from heart.data.esconv import download
+from heart.common.runtime import logged
 
 with logged(snakemake.log[0], snakemake) as log:
     p = snakemake.params

@@ -1,7 +1,7 @@
 """rule export_annotations: the annotation store's answers as the human import files."""
 from heart.annotation import export
 from heart import tagging
-from heart.runtime import logged
+from heart.common.runtime import logged
 
 with logged(snakemake.log[0], snakemake) as log:
     keys = tagging.keys(tagging.load_taxonomy(snakemake.input.taxonomy))

@@ -1,7 +1,8 @@
 """rule export_llm_cache: the response cache as one Parquet file, for replay elsewhere."""
-from heart import llm, provenance
-from heart.runtime import key_env_names, logged
-from heart.redaction import Redactor
+from heart import llm
+from heart.common import provenance
+from heart.common.runtime import key_env_names, logged
+from heart.common.redaction import Redactor
 
 with logged(snakemake.log[0], snakemake) as log:
     redactor = Redactor.from_env(key_env_names(snakemake.config))

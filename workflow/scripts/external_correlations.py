@@ -1,13 +1,14 @@
 """rule external_correlations: Elo against the AA index and TTFT (the paper's Table 1, and this run's ratings).
 
-This run's Elo is Figure 4's (``params.source``, heart.leaderboard.headline); the TTFT correlation is reported
+This run's Elo is Figure 4's (``params.source``, heart.stats.leaderboard.headline); the TTFT correlation is reported
 for both TTFT sources (the paper's published medians and this run's measured ones), the one Figure 5 draws
 (``params.ttft_source``) flagged ``figure_5``.
 """
 import pandas as pd
 
-from heart import external, leaderboard, provenance, tableio
-from heart.runtime import logged
+from heart.stats import external, leaderboard
+from heart.common import provenance, tableio
+from heart.common.runtime import logged
 
 with logged(snakemake.log[0], snakemake) as log:
     job = provenance.collect(snakemake)

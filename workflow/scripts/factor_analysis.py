@@ -1,6 +1,7 @@
 """rule factor_analysis: per-response axis z-scores, EFA loadings, Cronbach's alpha, correlation with wins."""
-from heart import factors, provenance, tableio
-from heart.runtime import logged
+from heart.stats import factors
+from heart.common import provenance, tableio
+from heart.common.runtime import logged
 
 with logged(snakemake.log[0], snakemake) as log:
     job = provenance.collect(snakemake)

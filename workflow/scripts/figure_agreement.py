@@ -1,7 +1,7 @@
 """rule figure_agreement: human-LLM agreement per judge, cross-judge agreement, trivial judges, ceiling."""
-from heart import tableio
+from heart.common import tableio
 from heart.figures import agreement, style
-from heart.runtime import logged
+from heart.common.runtime import logged
 
 with logged(snakemake.log[0], snakemake) as log, style.applied(snakemake.input.style, snakemake.params.label) as dpi:
     tables = {k: tableio.read_table(snakemake.input[k]) for k in ("human_llm", "cross_judge", "trivial")}

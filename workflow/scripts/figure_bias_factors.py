@@ -1,7 +1,7 @@
 """rule figure_bias_factors: position, length and self-preference audits, order flips and factor loadings."""
-from heart import tableio
+from heart.common import tableio
 from heart.figures import bias_factors, style
-from heart.runtime import logged
+from heart.common.runtime import logged
 
 with logged(snakemake.log[0], snakemake) as log, style.applied(snakemake.input.style, snakemake.params.label) as dpi:
     i = snakemake.input

@@ -1,7 +1,8 @@
 """rule figure_elo_forest: Elo with asymptotic and bootstrap intervals, all / regular / adversarial items."""
-from heart import judge_qc, tableio
+from heart.judging import judge_qc
+from heart.common import tableio
 from heart.figures import elo_forest, style
-from heart.runtime import logged
+from heart.common.runtime import logged
 
 with logged(snakemake.log[0], snakemake) as log, style.applied(snakemake.input.style, snakemake.params.label) as dpi:
     ratings = tableio.read_table(snakemake.input.ratings)

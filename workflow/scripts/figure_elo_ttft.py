@@ -1,8 +1,10 @@
 """rule figure_elo_ttft: Figure 5, Elo (Figure 4's) against median time-to-first-token from one source
 (config figures.fig5.ttft_source: the paper's published medians or this run's measured ones)."""
-from heart import external, judge_qc, leaderboard, tableio
+from heart.stats import external, leaderboard
+from heart.judging import judge_qc
+from heart.common import tableio
 from heart.figures import elo_ttft, style
-from heart.runtime import logged
+from heart.common.runtime import logged
 
 with logged(snakemake.log[0], snakemake) as log, style.applied(snakemake.input.style, snakemake.params.label) as dpi:
     params = snakemake.params

@@ -3,10 +3,11 @@ from pathlib import Path
 
 import pandas as pd
 
-from heart import pairs, tableio
-from heart.atomic import atomic_path
+from heart.judging import pairs
+from heart.common import tableio
+from heart.common.atomic import atomic_path
 from heart.figures import example_pair, style
-from heart.runtime import logged
+from heart.common.runtime import logged
 
 with logged(snakemake.log[0], snakemake) as log, style.applied(snakemake.input.style, snakemake.params.label) as dpi:
     judgments = tableio.read_table(snakemake.input.judgments)
@@ -28,6 +29,6 @@ with logged(snakemake.log[0], snakemake) as log, style.applied(snakemake.input.s
     with atomic_path(snakemake.output.html) as tmp:
         Path(tmp).write_text('<!doctype html>\n<html lang="en"><head><meta charset="utf-8">'
                              "<title>HEART: an example judged pair</title></head>\n<body>\n"
-                             + (f"<p><strong>{snakemake.params.label}</strong>: answers from heart.simulator, "
+                             + (f"<p><strong>{snakemake.params.label}</strong>: answers from heart.simulation.simulator, "
                                 "not from the models.</p>\n" if snakemake.params.label else "")
                              + f"{html}\n</body></html>\n", encoding="utf-8")

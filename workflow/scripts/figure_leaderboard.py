@@ -1,8 +1,10 @@
 """rule figure_leaderboard: Figure 4, the HEART leaderboard heatmap (config figures.fig4: source, columns, names)."""
-from heart import judge_qc, leaderboard, tableio
+from heart.judging import judge_qc
+from heart.stats import leaderboard
+from heart.common import tableio
 from heart.figures import leaderboard as figure
 from heart.figures import style
-from heart.runtime import logged
+from heart.common.runtime import logged
 
 with logged(snakemake.log[0], snakemake) as log, style.applied(snakemake.input.style, snakemake.params.label) as dpi:
     fig4 = snakemake.params.fig4

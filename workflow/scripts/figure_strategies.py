@@ -1,7 +1,7 @@
 """rule figure_strategies: Figure 6, strategy usage by model family and humans."""
-from heart import tableio
+from heart.common import tableio
 from heart.figures import strategies, style
-from heart.runtime import logged
+from heart.common.runtime import logged
 
 with logged(snakemake.log[0], snakemake) as log, style.applied(snakemake.input.style, snakemake.params.label) as dpi:
     usage = tableio.read_table(snakemake.input.usage)

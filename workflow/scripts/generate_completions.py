@@ -1,6 +1,8 @@
 """rule generate_completions: one completion per item of a shard from a model system."""
-from heart import completions, llm, shards, tableio
-from heart.runtime import logged
+from heart import completions, llm
+from heart.llm import shards
+from heart.common import tableio
+from heart.common.runtime import logged
 
 with logged(snakemake.log[0], snakemake) as log:
     stage = llm.Stage.of(snakemake)

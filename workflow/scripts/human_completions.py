@@ -1,6 +1,7 @@
 """rule human_completions: import human completions, or record that there are none."""
-from heart import completions, provenance, tableio
-from heart.runtime import logged
+from heart import completions
+from heart.common import provenance, tableio
+from heart.common.runtime import logged
 
 with logged(snakemake.log[0], snakemake) as log:
     job = provenance.collect(snakemake)

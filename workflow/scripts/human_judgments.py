@@ -1,6 +1,7 @@
 """rule human_judgments: import human pairwise judgments with rater QC, or record that there are none."""
-from heart import human_judgments, provenance, tableio
-from heart.runtime import logged
+from heart.judging import human_judgments
+from heart.common import provenance, tableio
+from heart.common.runtime import logged
 
 with logged(snakemake.log[0], snakemake) as log:
     job = provenance.collect(snakemake)

@@ -1,7 +1,8 @@
 """rule import_completions: an imported system's completions (made elsewhere) and the rows left out."""
-from heart import completions, provenance, tableio
-from heart.atomic import sha256_file
-from heart.runtime import logged
+from heart import completions
+from heart.common import provenance, tableio
+from heart.common.atomic import sha256_file
+from heart.common.runtime import logged
 
 with logged(snakemake.log[0], snakemake) as log:
     job = provenance.collect(snakemake)

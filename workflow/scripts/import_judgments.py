@@ -1,9 +1,11 @@
 """rule import_judgments: pairwise judgments made elsewhere -> pairs, judgments, verdicts, flips, sources."""
 import pandas as pd
 
-from heart import judging, judgment_import, provenance, tableio
-from heart.atomic import sha256_file
-from heart.runtime import logged
+from heart import judging
+from heart.judging import judgment_import
+from heart.common import provenance, tableio
+from heart.common.atomic import sha256_file
+from heart.common.runtime import logged
 
 with logged(snakemake.log[0], snakemake) as log:
     job = provenance.collect(snakemake)

@@ -1,6 +1,7 @@
 """rule ingest_esconv: raw ESConv JSON -> conversations, turns and source tables."""
-from heart import esconv, provenance, tableio
-from heart.runtime import logged
+from heart.data import esconv
+from heart.common import provenance, tableio
+from heart.common.runtime import logged
 
 with logged(snakemake.log[0], snakemake) as log:
     job = provenance.collect(snakemake)

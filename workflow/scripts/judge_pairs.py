@@ -1,8 +1,11 @@
 """rule judge_pairs: one LLM judge's blinded verdicts on the pairs of a shard it may judge, in both orders."""
 import pandas as pd
 
-from heart import judging, llm, pairs, shards, tableio
-from heart.runtime import logged
+from heart import judging, llm
+from heart.judging import pairs
+from heart.llm import shards
+from heart.common import tableio
+from heart.common.runtime import logged
 
 with logged(snakemake.log[0], snakemake) as log:
     stage = llm.Stage.of(snakemake, resource="rubric")

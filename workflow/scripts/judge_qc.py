@@ -1,6 +1,8 @@
-"""rule judge_qc: one LLM judge's verdicts on the known-answer quality-check pairs (heart/judge_qc.py), both orders."""
-from heart import judge_qc, judging, llm, tableio
-from heart.runtime import logged
+"""rule judge_qc: one LLM judge's verdicts on the known-answer quality-check pairs (heart/judging/judge_qc.py), both orders."""
+from heart.judging import judge_qc
+from heart import judging, llm
+from heart.common import tableio
+from heart.common.runtime import logged
 
 with logged(snakemake.log[0], snakemake) as log:
     stage = llm.Stage.of(snakemake, resource="rubric")

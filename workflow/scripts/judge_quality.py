@@ -1,6 +1,8 @@
-"""rule judge_quality: each LLM judge's QC accuracy and flip rates (heart/judge_qc.py)."""
-from heart import judge_qc, judging, provenance, tableio
-from heart.runtime import logged
+"""rule judge_quality: each LLM judge's QC accuracy and flip rates (heart/judging/judge_qc.py)."""
+from heart.judging import judge_qc
+from heart import judging
+from heart.common import provenance, tableio
+from heart.common.runtime import logged
 
 with logged(snakemake.log[0], snakemake) as log:
     items = tableio.read_table(snakemake.input.item_table)

@@ -1,7 +1,9 @@
 """rule make_adversarial_items: rewrite seeker turns of chosen windows -> adversarial items + attempts log."""
-from heart import adversarial, llm, provenance, screening, tableio
-from heart import items as items_mod
-from heart.runtime import logged
+from heart.items import adversarial, screening
+from heart import llm
+from heart.common import provenance, tableio
+from heart.items import item_table as items_mod
+from heart.common.runtime import logged
 
 with logged(snakemake.log[0], snakemake) as log:
     job = provenance.collect(snakemake)

@@ -1,8 +1,9 @@
 """rule map_release: the paper's released contexts, checked and mapped onto ESConv."""
 import pandas as pd
 
-from heart import provenance, release, tableio
-from heart.runtime import logged
+from heart.common import provenance, tableio
+from heart.data import release
+from heart.common.runtime import logged
 
 with logged(snakemake.log[0], snakemake) as log:
     job = provenance.collect(snakemake)

@@ -1,8 +1,9 @@
 """rules merge_completions, merge_judgments, merge_tags: the shards of an LLM stage as one table."""
 from pathlib import Path
 
-from heart import provenance, shards, tableio
-from heart.runtime import logged
+from heart.common import provenance, tableio
+from heart.llm import shards
+from heart.common.runtime import logged
 
 with logged(snakemake.log[0], snakemake) as log:
     name = snakemake.params.table

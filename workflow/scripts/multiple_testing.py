@@ -1,6 +1,7 @@
 """rule multiple_testing: every test of the statistics in one table, BH-adjusted within its family (§9.12)."""
-from heart import multiple_testing, provenance, tableio
-from heart.runtime import logged
+from heart.stats import multiple_testing
+from heart.common import provenance, tableio
+from heart.common.runtime import logged
 
 with logged(snakemake.log[0], snakemake) as log:
     job = provenance.collect(snakemake)

@@ -1,6 +1,7 @@
 """rule original_completions: the dataset's real next supporter turn as a system."""
-from heart import completions, provenance, tableio
-from heart.runtime import logged
+from heart import completions
+from heart.common import provenance, tableio
+from heart.common.runtime import logged
 
 with logged(snakemake.log[0], snakemake) as log:
     job = provenance.collect(snakemake)

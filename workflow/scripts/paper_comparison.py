@@ -1,8 +1,9 @@
 """rule paper_comparison: every headline number of the HEART paper beside this run's (CSV, LaTeX, Parquet)."""
-import pandas as pd
 
-from heart import external, leaderboard, paper_comparison, provenance, tableio, tables
-from heart.runtime import logged
+from heart.stats import external, leaderboard
+from heart.tables import paper_comparison, paper_tables as tables
+from heart.common import provenance, tableio
+from heart.common.runtime import logged
 
 with logged(snakemake.log[0], snakemake) as log:
     job = provenance.collect(snakemake)

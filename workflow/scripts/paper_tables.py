@@ -1,6 +1,8 @@
 """rule paper_tables: Table 1, the leaderboard, agreement, strategy diversity, factors and all tests (CSV + LaTeX)."""
-from heart import external, leaderboard, tableio, tables
-from heart.runtime import logged
+from heart.stats import external, leaderboard
+from heart.common import tableio
+from heart.tables import paper_tables as tables
+from heart.common.runtime import logged
 
 with logged(snakemake.log[0], snakemake) as log:
     i, o = snakemake.input, snakemake.output

@@ -1,6 +1,7 @@
 """rule preference_shares: §4.5 shares of human-model comparisons won by the model, the human, or tied."""
-from heart import preferences, provenance, tableio
-from heart.runtime import logged
+from heart.stats import preferences
+from heart.common import provenance, tableio
+from heart.common.runtime import logged
 
 with logged(snakemake.log[0], snakemake) as log:
     job = provenance.collect(snakemake)

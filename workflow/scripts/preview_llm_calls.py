@@ -3,8 +3,11 @@ from pathlib import Path
 
 import pandas as pd
 
-from heart import adversarial, completions, judging, llm, pairs, provenance, screening, tableio, tagging
-from heart.runtime import logged, tell
+from heart.items import adversarial, screening
+from heart import completions, judging, llm, tagging
+from heart.judging import pairs
+from heart.common import provenance, tableio
+from heart.common.runtime import logged, tell
 
 with logged(snakemake.log[0], snakemake) as log:
     job = provenance.collect(snakemake)

@@ -1,6 +1,7 @@
 """rule ratings: Bradley–Terry/Elo with both intervals in every (axis, subset, source) scope."""
-from heart import leaderboard, provenance, tableio
-from heart.runtime import logged
+from heart.stats import leaderboard
+from heart.common import provenance, tableio
+from heart.common.runtime import logged
 
 with logged(snakemake.log[0], snakemake) as log:
     job = provenance.collect(snakemake)

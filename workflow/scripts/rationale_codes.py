@@ -1,7 +1,8 @@
 """rule rationale_codes: coded themes of human and LLM rationales on the pairs they agree on (paper §4.3)."""
-from heart import provenance, rationales, tableio
-from heart.atomic import sha256_file
-from heart.runtime import logged
+from heart.common import provenance, tableio
+from heart.stats import rationales
+from heart.common.atomic import sha256_file
+from heart.common.runtime import logged
 
 with logged(snakemake.log[0], snakemake) as log:
     job = provenance.collect(snakemake)

@@ -1,6 +1,7 @@
 """rule release_items: the paper's released contexts as the study's regular and adversarial items."""
-from heart import provenance, release, tableio
-from heart.runtime import logged
+from heart.common import provenance, tableio
+from heart.data import release
+from heart.common.runtime import logged
 
 with logged(snakemake.log[0], snakemake) as log:
     job = provenance.collect(snakemake)

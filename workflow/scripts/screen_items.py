@@ -1,8 +1,9 @@
 """rule screen_items: score every couplet, filter, cap, sample -> audit + regular items."""
-from heart import items as items_mod
-from heart import provenance, screening, tableio
-from heart.atomic import sha256_file
-from heart.runtime import logged
+from heart.items import item_table as items_mod
+from heart.common import provenance, tableio
+from heart.items import screening
+from heart.common.atomic import sha256_file
+from heart.common.runtime import logged
 
 with logged(snakemake.log[0], snakemake) as log:
     job = provenance.collect(snakemake)

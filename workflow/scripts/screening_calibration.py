@@ -1,7 +1,8 @@
 """rule screening_calibration: the screen's recall on the paper's released couplets, its selectivity, and
 the context lengths of the release, the eligible couplets and the sample."""
-from heart import provenance, screening, tableio
-from heart.runtime import logged
+from heart.common import provenance, tableio
+from heart.items import screening
+from heart.common.runtime import logged
 
 with logged(snakemake.log[0], snakemake) as log:
     job = provenance.collect(snakemake)

@@ -1,6 +1,7 @@
 """rule strategy_f1: a tagger's per-strategy and macro F1 against human spot checks, or that there are none."""
-from heart import provenance, tableio, tagging
-from heart.runtime import logged
+from heart.common import provenance, tableio
+from heart import tagging
+from heart.common.runtime import logged
 
 with logged(snakemake.log[0], snakemake) as log:
     job = provenance.collect(snakemake)

@@ -1,9 +1,11 @@
 """rule strategy_stats: strategy usage, diversity and human–model differences per tagger."""
 import pandas as pd
 
-from heart import items as items_mod
-from heart import provenance, strategy_stats, tableio, tagging
-from heart.runtime import logged
+from heart.items import item_table as items_mod
+from heart.common import provenance, tableio
+from heart.stats import strategy_stats
+from heart import tagging
+from heart.common.runtime import logged
 
 with logged(snakemake.log[0], snakemake) as log:
     job = provenance.collect(snakemake)

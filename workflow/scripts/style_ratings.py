@@ -1,9 +1,10 @@
 """rule style_ratings: plain and style-controlled (length, warmth) Bradley–Terry/Elo side by side (issue 14)."""
 import pandas as pd
 
-from heart import provenance, style_control, tableio
-from heart.atomic import atomic_path, sha256_file
-from heart.runtime import logged
+from heart.common import provenance, tableio
+from heart.stats import style_control
+from heart.common.atomic import atomic_path, sha256_file
+from heart.common.runtime import logged
 
 with logged(snakemake.log[0], snakemake) as log:
     job = provenance.collect(snakemake)

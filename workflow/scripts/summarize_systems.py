@@ -1,6 +1,7 @@
 """rule summarize_systems: which systems have completions, and which are absent (and why)."""
-from heart import completions, provenance, tableio
-from heart.runtime import logged
+from heart import completions
+from heart.common import provenance, tableio
+from heart.common.runtime import logged
 
 with logged(snakemake.log[0], snakemake) as log:
     job = provenance.collect(snakemake)

@@ -1,8 +1,9 @@
 """rule tag_strategies: one LLM tagger's strategy labels for a shard of the completions (by reply text)."""
 import pandas as pd
 
-from heart import llm, tableio, tagging
-from heart.runtime import logged
+from heart import llm, tagging
+from heart.common import tableio
+from heart.common.runtime import logged
 
 with logged(snakemake.log[0], snakemake) as log:
     stage = llm.Stage.of(snakemake, resource="taxonomy")

@@ -35,7 +35,7 @@ from fastapi.templating import Jinja2Templates
 from starlette.concurrency import run_in_threadpool
 
 from heart.annotation import store
-from heart.human_judgments import qc_passed
+from heart.judging.human_judgments import qc_passed
 
 HERE = Path(__file__).parent
 CHOICES = [(1, "A is significantly better"), (2, "A is slightly better"), (3, "A and B are about the same"),

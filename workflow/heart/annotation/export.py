@@ -21,7 +21,7 @@ from pathlib import Path
 import pandas as pd
 
 from heart.annotation import store
-from heart.atomic import atomic_path, sha256_file
+from heart.common.atomic import atomic_path, sha256_file
 
 COMPLETION_COLUMNS = ["item_id", "contributor_id", "text", "seconds_spent", "pasted"]
 JUDGMENT_COLUMNS = ["rater_id", "item_id", "shown_a", "shown_b", "choice", "seconds_spent", "rationale",

@@ -6,14 +6,14 @@ Three kinds of human task, one table for all (:data:`TASK_COLUMNS`):
   to ``per_context`` distinct writers of a pool (paper: 3 of 12) and the writers' loads are exactly
   balanced (:func:`writing_tasks`).
 * ``rating`` (§4.2): a rater is shown a context and two replies, A and B, and says which is better. Every
-  pair of the pair design (:mod:`heart.pairs`) kept for people goes to ``per_pair`` distinct raters (paper:
+  pair of the pair design (:mod:`heart.judging.pairs`) kept for people goes to ``per_pair`` distinct raters (paper:
   5 of 15), each in the rater's own A/B order; quality-check pairs, the real supporter reply against a
   known-worse reply (``resources/annotation/qc_replies.yaml``), are mixed in (:func:`rating_tasks`).
 * ``spot_check`` (§9.10): a labeller checks the strategy tags of one completion; a stratified sample of
   completions (paper: 300, equal per system) goes to ``per_completion`` labellers each (paper: 2)
   (:func:`spot_check_tasks`).
 
-Seeded and stable. Every random choice is a hash coin, :func:`heart.pairs.unit` (seed, purpose, key),
+Seeded and stable. Every random choice is a hash coin, :func:`heart.judging.pairs.unit` (seed, purpose, key),
 keyed by what it decides about (a pair, an item, a person), never a draw from one random stream. So a
 task's assignment does not move when unrelated rows are added: a new system's pairs get raters without
 changing who rates the existing pairs or in which order (raters by rendezvous hashing: the ``per_pair``
@@ -33,9 +33,9 @@ import math
 
 import pandas as pd
 
-from heart import pairs as pairs_mod
-from heart.pairs import completion_ref, key_text, unit
-from heart.tableio import is_blank
+from heart.judging import pairs as pairs_mod
+from heart.judging.pairs import completion_ref, key_text, unit
+from heart.common.tableio import is_blank
 
 TASK_COLUMNS = ["task_id", "kind", "person_id", "position", "item_id", "context",
                 "pair_id", "ref_a", "ref_b", "text_a", "text_b", "qc_expected",
@@ -158,7 +158,7 @@ def writing_tasks(items: pd.DataFrame, writers: int, per_context: int, seed: int
 
 
 def _check_sample(sample: dict | None) -> dict:
-    """kind -> rate for every pair kind (:data:`heart.pairs.KINDS`); kinds not named keep every pair."""
+    """kind -> rate for every pair kind (:data:`heart.judging.pairs.KINDS`); kinds not named keep every pair."""
     sample = dict(sample or {})
     for kind, rate in sample.items():
         if kind not in pairs_mod.KINDS:
@@ -226,7 +226,7 @@ def rating_tasks(items: pd.DataFrame, pairs: pd.DataFrame, completions: pd.DataF
     items : pandas.DataFrame
         item_id, history, original_reply.
     pairs : pandas.DataFrame
-        The pair design (:data:`heart.pairs.COLUMNS`).
+        The pair design (:data:`heart.judging.pairs.COLUMNS`).
     completions : pandas.DataFrame
         item_id, system, contributor_id, text (other columns are ignored).
     raters, per_pair : int
@@ -238,7 +238,7 @@ def rating_tasks(items: pd.DataFrame, pairs: pd.DataFrame, completions: pd.DataF
     seed : int
         Seed of every coin.
     pair_sample : dict, optional
-        kind -> rate in [0, 1] (:data:`heart.pairs.KINDS`).
+        kind -> rate in [0, 1] (:data:`heart.judging.pairs.KINDS`).
 
     Raises
     ------
@@ -258,7 +258,7 @@ def rating_tasks(items: pd.DataFrame, pairs: pd.DataFrame, completions: pd.DataF
     if pairs["pair_id"].duplicated().any():
         dup = pairs["pair_id"][pairs["pair_id"].duplicated()].iloc[0]
         raise ValueError(f"pairs: pair_id {dup!r} appears more than once; pass the pair design as "
-                         f"heart.pairs.design makes it")
+                         f"heart.judging.pairs.design makes it")
     contexts = _histories(items)
     texts = _completion_texts(completions)
     people = person_ids(KINDS["rating"], raters)
@@ -273,7 +273,7 @@ def rating_tasks(items: pd.DataFrame, pairs: pd.DataFrame, completions: pd.DataF
             text = texts.get((p.item_id, system, key_text([contributor])[0]))
             if is_blank(text):
                 raise ValueError(f"pair {p.pair_id}: completion {ref} of item {p.item_id!r} has no text; "
-                                 f"rebuild the pairs from the current completions (heart.pairs.design)")
+                                 f"rebuild the pairs from the current completions (heart.judging.pairs.design)")
             sides.append((ref, text))
         chosen = sorted(people, key=lambda q: (unit(seed, "rater", f"{p.pair_id}\x1f{q}"), q))[:per_pair]
         for person in chosen:

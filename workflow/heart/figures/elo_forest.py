@@ -22,7 +22,7 @@ def elo_forest(ratings: pd.DataFrame, source: str = "combined", axis: str = "ove
     Parameters
     ----------
     ratings : DataFrame
-        ``ratings.schema.yaml`` (:func:`heart.leaderboard.leaderboard`).
+        ``ratings.schema.yaml`` (:func:`heart.stats.leaderboard.leaderboard`).
     source, axis : str
         The scope drawn (default: combined judges, overall verdict).
     subsets : sequence of str

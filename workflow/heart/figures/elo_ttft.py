@@ -13,7 +13,7 @@ from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 from matplotlib.ticker import FuncFormatter
 
-from heart import external
+from heart.stats import external
 from heart.figures.style import (FONT, absent_axes, new_figure, num, ok_mask, place_labels, status_word,
                                  suptitle)
 
@@ -42,15 +42,15 @@ def ttft_points(leaderboard: pd.DataFrame, models: pd.DataFrame | None = None,
     Parameters
     ----------
     leaderboard : DataFrame
-        :func:`heart.leaderboard.headline` (``system``, ``status``, ``elo``; optional ``derived``):
+        :func:`heart.stats.leaderboard.headline` (``system``, ``status``, ``elo``; optional ``derived``):
         rows not "ok", derived rows and :data:`NOT_MODELS` are left out.
     models : DataFrame, optional
-        ``workflow/resources/external/models.csv`` (:func:`heart.external.load_models`): ``system``,
+        ``workflow/resources/external/models.csv`` (:func:`heart.stats.external.load_models`): ``system``,
         ``family``, ``ttft_median_s`` (the paper's published medians), optional ``model`` (name).
     completions : DataFrame, optional
         Completions with ``system`` and per-response ``ttft_s`` (measured by the workflow).
     ttft_source : {"paper", "measured"}
-        Where every point's TTFT comes from (:func:`heart.external.ttft_table`): the paper's published
+        Where every point's TTFT comes from (:func:`heart.stats.external.ttft_table`): the paper's published
         medians, or this run's median of the measured ``ttft_s``. One source per figure: never mixed.
     labels : mapping, optional
         system -> display name (config ``figures.fig4.display_names``); else ``models`` "model", else
@@ -89,7 +89,7 @@ def ttft_points(leaderboard: pd.DataFrame, models: pd.DataFrame | None = None,
 
 
 def rho_text(correlations: pd.DataFrame, ttft_source: str) -> str:
-    """The legend line of Figure 5's correlation: :func:`heart.external.correlate`'s
+    """The legend line of Figure 5's correlation: :func:`heart.stats.external.correlate`'s
     ``spearman_elo_log_ttft_<ttft_source>`` row as "Spearman ρ = 0.53 (n = 7)", or its status
     ("Spearman ρ: insufficient (n = 2)") where it has no estimate."""
     row = correlations.set_index("test").loc[f"spearman_elo_log_ttft_{ttft_source}"]

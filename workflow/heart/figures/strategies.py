@@ -60,7 +60,7 @@ def strategy_heatmap(usage: pd.DataFrame, level: str = "family", tagger: str | N
     Parameters
     ----------
     usage : DataFrame
-        ``strategy_usage.schema.yaml`` (:func:`heart.strategy_stats.usage`).
+        ``strategy_usage.schema.yaml`` (:func:`heart.stats.strategy_stats.usage`).
     level : str
         "family" (the paper's columns: model families and humans), "system" or "source".
     tagger : str, optional

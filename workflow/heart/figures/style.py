@@ -24,7 +24,7 @@ from matplotlib.figure import Figure
 from matplotlib.patches import Rectangle
 from matplotlib.transforms import Bbox
 
-from heart.atomic import atomic_path
+from heart.common.atomic import atomic_path
 
 AXES = ("H", "E", "A", "R", "T")
 
@@ -75,7 +75,7 @@ def bin_color(value: float) -> str | None:
 # --- a rule's style file and saving ------------------------------------------------------------
 
 #: the run's label while a figure rule's block runs (:func:`applied`); :func:`save` writes it across
-#: the figure: "SIMULATED" for a rehearsal against heart.simulator (config ``simulated``)
+#: the figure: "SIMULATED" for a rehearsal against heart.simulation.simulator (config ``simulated``)
 _LABEL: list[str | None] = [None]
 
 
@@ -110,7 +110,7 @@ def _applied(path):
 
 
 def save(fig: Figure, png_path, pdf_path, dpi: int = 200) -> None:
-    """Write ``fig`` as PNG and PDF, each atomically (:func:`heart.atomic.atomic_path`).
+    """Write ``fig`` as PNG and PDF, each atomically (:func:`heart.common.atomic.atomic_path`).
 
     Parameters
     ----------
@@ -136,7 +136,7 @@ def mark(fig: Figure, label: str) -> None:
     crop of the figure loses it: a rehearsal's figures are not results."""
     fig.text(0.5, 0.5, label, transform=fig.transFigure, ha="center", va="center", rotation=30,
              fontsize=64, fontweight="bold", color="#c0392b", alpha=0.18, zorder=1000)
-    fig.text(0.5, 1.0, f"{label}: answers from heart.simulator, not from the models; no number here is a result",
+    fig.text(0.5, 1.0, f"{label}: answers from heart.simulation.simulator, not from the models; no number here is a result",
              transform=fig.transFigure, ha="center", va="bottom", fontsize=9, fontweight="bold", color="#c0392b")
 
 

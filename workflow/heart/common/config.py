@@ -1,0 +1,230 @@
+"""Validate the workflow config and the versioned resource files against their JSON schemas.
+
+:func:`validate_config` checks a config against ``workflow/schemas/config.schema.yaml``.
+Snakemake's own ``validate()`` reports type errors without the key they concern;
+this one names the key path (``screening.min_signal: 'x' is not of type
+'integer'``) and lists every problem at once, then fills in schema defaults.
+
+:func:`load_resource` reads a versioned resource file (the rubric, the strategy taxonomy, the
+rationale codebook ...) and checks it against ``workflow/schemas/<name>.schema.yaml``; every
+problem is one line naming the file, the entry and the field
+(``heart.yaml: axes[1].high must be a non-empty string, not ' '``).
+
+Both word their errors with :func:`schema_problems`. A schema may give a subschema an
+``errorMessage`` (the ajv-errors keyword; JSON Schema ignores it): a value failing that subschema is
+reported as ``<field> <errorMessage>, not <value>``, a required key missing where that subschema is
+expected as ``<field> <errorMessage>; it is missing``.
+"""
+
+from __future__ import annotations
+
+import functools
+from pathlib import Path
+
+import jsonschema
+import yaml
+
+from heart.common.tableio import format_path
+from heart import WORKFLOW_DIR
+
+SCHEMA_DIR = WORKFLOW_DIR / "schemas"
+SCHEMA_PATH = SCHEMA_DIR / "config.schema.yaml"
+
+
+class ConfigError(ValueError):
+    """The config does not match its schema; the message names every offending key."""
+
+
+class ResourceError(ValueError):
+    """A versioned resource file does not match its schema; one line per problem, each naming the
+    file, the entry and the field."""
+
+
+def _key(path) -> str:
+    return format_path(path) or "(top level)"
+
+
+def _error_message(root: dict, sub) -> str | None:
+    """The ``errorMessage`` of subschema ``sub``, or of the local definition (``#/...``) it refers to."""
+    while isinstance(sub, dict):
+        if "errorMessage" in sub:
+            return sub["errorMessage"]
+        ref = sub.get("$ref", "")
+        if not ref.startswith("#/"):
+            return None
+        sub = functools.reduce(lambda node, part: node[part], ref[2:].split("/"), root)
+    return None
+
+
+def _short(value) -> str:
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def _describe(e: jsonschema.ValidationError, root: dict) -> list[str]:
+    """One jsonschema error as lines that name the key path."""
+    path = list(e.absolute_path)
+    if e.validator == "additionalProperties":
+        allowed = sorted(e.schema.get("properties", {}))
+        return [f"{_key(path + [name])}: unknown key (allowed here: {', '.join(allowed)})"
+                for name in sorted(set(e.instance) - set(allowed), key=str)]
+    if e.validator == "required":
+        lines = []
+        for name in (m for m in e.validator_value if m not in e.instance):
+            must = _error_message(root, e.schema.get("properties", {}).get(name))
+            lines.append(f"{_key(path + [name])} {must}; it is missing" if must
+                         else f"{_key(path + [name])}: required key is missing")
+        return lines
+    must = _error_message(root, e.schema)
+    if must:
+        return [f"{_key(path)} {must}, not {_short(e.instance)}"]
+    if e.validator in ("minItems", "maxItems"):
+        bound = "at least" if e.validator == "minItems" else "at most"
+        return [f"{_key(path)}: has {len(e.instance)} entries, {bound} {e.validator_value} expected"]
+    message = e.message
+    if message.startswith(repr(e.instance)):  # "<the whole value> is not of type ...": shorten the value
+        message = _short(e.instance) + message[len(repr(e.instance)):]
+    if e.validator == "const":  # "'R' was expected" says what is wanted, not what is there
+        message += f", not {_short(e.instance)}"
+    return [f"{_key(path)}: {message}"]
+
+
+def _document_order(error: jsonschema.ValidationError):
+    return [(0, p, "") if isinstance(p, int) else (1, 0, str(p)) for p in error.absolute_path]
+
+
+def schema_problems(instance, schema: dict) -> list[str]:
+    """Every way ``instance`` breaks ``schema``: one line each, in document order, naming the key path
+    (``axes[1].high``; see :func:`heart.common.tableio.format_path`). Empty when it matches."""
+    cls = jsonschema.validators.validator_for(schema)
+    lines = []
+    for error in sorted(cls(schema).iter_errors(instance), key=_document_order):
+        lines += [line for line in _describe(error, schema) if line not in lines]
+    return lines
+
+
+@functools.lru_cache(maxsize=None)
+def _resource_schema(name: str) -> dict:
+    schema = yaml.safe_load((SCHEMA_DIR / f"{name}.schema.yaml").read_text())
+    jsonschema.validators.validator_for(schema).check_schema(schema)
+    return schema
+
+
+def load_resource(path, schema_name: str, unique_keys: str | None = None) -> dict:
+    """The YAML file ``path``, checked against ``workflow/schemas/<schema_name>.schema.yaml``.
+
+    ``unique_keys`` names a top-level list whose entries' ``key`` must all differ (JSON Schema's
+    ``uniqueItems`` compares whole entries, so this one check is made here).
+
+    Raises
+    ------
+    ResourceError
+        One line per problem, each ``<path>: <entry>.<field> <problem>``, e.g.
+        ``.../heart.yaml: axes[1].high must be a non-empty string, not ' '``.
+    """
+    try:
+        with open(path, encoding="utf-8") as stream:  # a YAML error then names the file and the line
+            doc = yaml.safe_load(stream)
+    except (yaml.YAMLError, UnicodeDecodeError) as exc:
+        raise ResourceError(f"{path}: not valid UTF-8 YAML: {exc}") from None
+    lines = schema_problems(doc, _resource_schema(schema_name))
+    if not lines and unique_keys:
+        first: dict = {}
+        for i, entry in enumerate(doc.get(unique_keys) or []):
+            where = f"{unique_keys}[{i}].key"
+            if entry["key"] in first:
+                lines.append(f"{where} {entry['key']!r} is used twice (first at {first[entry['key']]})")
+            first.setdefault(entry["key"], where)
+    if lines:
+        raise ResourceError("\n".join(f"{path}: {line}" for line in lines))
+    return doc
+
+
+def _with_defaults(validator_cls):
+    set_props = validator_cls.VALIDATORS["properties"]
+
+    def set_defaults(validator, properties, instance, schema):
+        if isinstance(instance, dict):
+            for name, sub in properties.items():
+                if "default" in sub and name not in instance:
+                    instance[name] = sub["default"]
+        yield from set_props(validator, properties, instance, schema)
+
+    return jsonschema.validators.extend(validator_cls, {"properties": set_defaults})
+
+
+_JSON_TYPES = {"integer": int, "number": (int, float), "boolean": bool, "null": type(None)}
+
+
+def _coerce_strings(instance, schema):
+    """Give ``snakemake --config`` values their declared type.
+
+    Snakemake parses nested ``--config key={a: 1}`` values with YAML's BaseLoader,
+    so every nested scalar arrives as a string; where the schema declares a
+    non-string type and the string reads as that type in YAML, use the typed value.
+    """
+    if not isinstance(instance, dict):
+        return
+    for name, sub in schema.get("properties", {}).items():
+        if name not in instance:
+            continue
+        value = instance[name]
+        if isinstance(value, dict):
+            _coerce_strings(value, sub)
+            continue
+        types = sub.get("type", [])
+        types = [types] if isinstance(types, str) else types
+        if not isinstance(value, str) or "string" in types and value != "null":
+            continue
+        try:
+            parsed = yaml.safe_load(value)
+        except yaml.YAMLError:
+            continue
+        wanted = tuple(_JSON_TYPES[t] for t in types if t in _JSON_TYPES)
+        if wanted and isinstance(parsed, wanted) and not (isinstance(parsed, bool) and bool not in wanted):
+            instance[name] = parsed
+
+
+def validate_config(config: dict, schema_path=SCHEMA_PATH, source: str = "config") -> dict:
+    """Check ``config`` in place against the schema and fill defaults.
+
+    Raises
+    ------
+    ConfigError
+        One line per problem, each naming the key, e.g.
+        ``config: regular_items.n: 'many' is not of type 'integer'``.
+    """
+    schema = yaml.safe_load(Path(schema_path).read_text())
+    _coerce_strings(config, schema)
+    lines = schema_problems(config, schema)
+    if lines:
+        _fail(source, schema_path, lines)
+    cls = jsonschema.validators.validator_for(schema)
+    _with_defaults(cls)(schema).validate(config)
+    lines = _dangling_references(config)
+    if lines:
+        _fail(source, schema_path, lines)
+    return config
+
+
+def _fail(source: str, schema_path, lines: list[str]):
+    raise ConfigError(
+        f"{source} does not match {Path(schema_path).name}:\n  " + "\n  ".join(lines)
+        + "\nSee config/README.md for what each key means."
+    )
+
+
+def _dangling_references(config: dict) -> list[str]:
+    """Names that must point at other config entries (systems -> models, ...) but do not."""
+    models = config.get("models", {})
+    lines = []
+    refs = [(f"systems.{name}.model", s["model"]) for name, s in config.get("systems", {}).items()]
+    for stage, group in (("judging", "judges"), ("tagging", "taggers")):
+        for name, entry in (config.get(stage) or {}).get(group, {}).items():
+            refs.append((f"{stage}.{group}.{name}.model", entry["model"]))
+    if "adversarial_items" in config:
+        refs.append(("adversarial_items.model", config["adversarial_items"]["model"]))
+    for key, model in refs:
+        if model not in models:
+            lines.append(f"{key}: {model!r} is not a configured model (models: {', '.join(sorted(models)) or 'none'})")
+    return lines

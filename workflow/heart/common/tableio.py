@@ -1,0 +1,434 @@
+"""Parquet tables checked against their declared schema.
+
+Every table the workflow writes has a JSON schema in ``workflow/schemas/tables/``;
+:func:`write_table` checks a DataFrame against it (columns, types, nulls), casts it
+to the matching Arrow schema and writes it atomically, so that a failed or
+interrupted job never leaves a partial Parquet file behind.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import csv
+import json
+import os
+import re
+import unicodedata
+from functools import lru_cache
+from io import StringIO
+from pathlib import Path
+
+import pandas as pd
+import pyarrow as pa
+import pyarrow.parquet as pq
+import yaml
+
+from heart.common.atomic import move_all, ordinary_permissions, temp_beside
+from heart import WORKFLOW_DIR
+
+TABLE_SCHEMA_DIR = WORKFLOW_DIR / "schemas" / "tables"
+
+
+class TableSchemaError(ValueError):
+    """A DataFrame does not match the declared schema of the table it is written as."""
+
+
+def format_path(parts) -> str:
+    """A JSON location as people read it: ``["dialog", 4, "content"]`` -> ``dialog[4].content``.
+
+    A key that is not plain printable text (a control character, a lone surrogate, a zero-width
+    character, a dot ...) is shown quoted with escapes, so an error message naming it can neither drive
+    a terminal nor fail to be written.
+    """
+    out = ""
+    for part in parts:
+        if isinstance(part, int):
+            out += f"[{part}]"
+            continue
+        name = str(part)
+        if not (name.isprintable() and name and not re.search(r"[\s.\[\]'\"]", name)):
+            name = ascii(name) if not name.isascii() else repr(name)
+        out += f".{name}" if out else name
+    return out
+
+
+def _arrow_type(spec: dict, where: str) -> tuple[pa.DataType, bool]:
+    types = spec.get("type")
+    types = [types] if isinstance(types, str) else list(types or [])
+    nullable = "null" in types
+    kinds = [t for t in types if t != "null"]
+    if len(kinds) != 1:
+        raise TableSchemaError(f"{where}: a column needs exactly one non-null type, got {types}")
+    kind = kinds[0]
+    if kind == "string":
+        return pa.string(), nullable
+    if kind == "integer":
+        return pa.int64(), nullable
+    if kind == "number":
+        return pa.float64(), nullable
+    if kind == "boolean":
+        return pa.bool_(), nullable
+    if kind == "array":
+        item, _ = _arrow_type(spec["items"], f"{where}[]")
+        return pa.list_(item), nullable
+    if kind == "object":
+        fields = []
+        for name, sub in spec["properties"].items():
+            t, n = _arrow_type(sub, f"{where}.{name}")
+            fields.append(pa.field(name, t, nullable=n))
+        return pa.struct(fields), nullable
+    raise TableSchemaError(f"{where}: unsupported type {kind!r}")
+
+
+@lru_cache(maxsize=None)
+def table_schema(name: str) -> pa.Schema:
+    """Arrow schema of table ``name`` from ``workflow/schemas/tables/<name>.schema.yaml``."""
+    path = TABLE_SCHEMA_DIR / f"{name}.schema.yaml"
+    spec = yaml.safe_load(path.read_text())
+    fields = []
+    for col, sub in spec["properties"].items():
+        t, nullable = _arrow_type(sub, f"{path.name}: {col}")
+        fields.append(pa.field(col, t, nullable=nullable))
+    return pa.schema(fields, metadata={"heart.table": name})
+
+
+def to_arrow(df: pd.DataFrame, name: str) -> pa.Table:
+    """Check ``df`` against table ``name``'s schema and convert it; errors name the column."""
+    schema = table_schema(name)
+    missing = [f.name for f in schema if f.name not in df.columns]
+    extra = [c for c in df.columns if c not in schema.names]
+    if missing or extra:
+        raise TableSchemaError(f"table {name}: missing columns {missing}, unexpected columns {extra}")
+    arrays = []
+    for field in schema:
+        values = df[field.name]
+        try:
+            arr = pa.array(values.tolist(), type=field.type, from_pandas=True)
+        except (pa.ArrowInvalid, pa.ArrowTypeError, TypeError, ValueError) as exc:
+            raise TableSchemaError(
+                f"table {name}, column {field.name}: cannot be stored as {field.type}: {exc}"
+            ) from None
+        if not field.nullable and arr.null_count:
+            row = int(pd.Series(arr.is_null().to_pylist()).idxmax())
+            raise TableSchemaError(f"table {name}, column {field.name}: null in row {row}")
+        arrays.append(arr)
+    return pa.Table.from_arrays(arrays, schema=schema)
+
+
+def empty_like(name: str) -> pd.DataFrame:
+    """An empty DataFrame with table ``name``'s columns (for "nothing here" outputs)."""
+    return pd.DataFrame(columns=table_schema(name).names)
+
+
+def _prepared(df: pd.DataFrame, name: str, provenance: dict | None) -> pa.Table:
+    table = to_arrow(df, name)
+    meta = dict(table.schema.metadata or {})
+    if provenance:
+        meta[b"heart.provenance"] = json.dumps(provenance, sort_keys=True, default=str).encode()
+    return table.replace_schema_metadata(meta)
+
+
+def write_table(df: pd.DataFrame, path, name: str, provenance: dict | None = None) -> None:
+    """Write ``df`` as table ``name`` to ``path`` atomically, with provenance in the file metadata."""
+    write_tables([(df, path, name)], provenance)
+
+
+def write_tables(tables, provenance: dict | None = None) -> None:
+    """Write several ``(df, path, name)`` tables all or none.
+
+    Every table is checked and written to a temporary file beside its path first; only when all of them
+    succeeded are they moved onto their paths, in order. Should a move fail (a full disk, a directory
+    in the way), the tables already moved are taken back: a path that held an older file gets it back
+    (kept as a hard link until the end), one that held nothing is removed. Only a kill between two
+    renames can leave a mix, as with any set of files.
+    """
+    prepared = [(_prepared(df, name, provenance), Path(path)) for df, path, name in tables]
+    temps = []
+    try:
+        for table, path in prepared:
+            temps.append(temp_beside(path))
+            pq.write_table(table, temps[-1])
+            ordinary_permissions(temps[-1])
+        move_all(list(zip(temps, (p for _, p in prepared))))
+    finally:
+        for tmp in temps:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(tmp)
+
+
+def read_table(path) -> pd.DataFrame:
+    """Read a Parquet table written by :func:`write_table` into pandas."""
+    return pq.read_table(path).to_pandas()
+
+
+def read_tables(paths, name: str) -> pd.DataFrame:
+    """Tables of one schema read and stacked; none (e.g. no completions in an analysis-only run): an empty one."""
+    frames = [read_table(p) for p in paths]
+    return pd.concat(frames, ignore_index=True) if frames else empty_like(name)
+
+
+def provenance_of(path) -> dict:
+    """The provenance dict stored by :func:`write_table` (empty if none)."""
+    meta = pq.read_schema(path).metadata or {}
+    raw = meta.get(b"heart.provenance")
+    return json.loads(raw) if raw else {}
+
+
+#: characters that show nothing (a regular-expression class body): a text made only of these and white
+#: space is blank. Every format character (Unicode category Cf: zero-width, bidirectional marks, word
+#: joiner, tags ...), fillers (Hangul, Braille blank), combining grapheme joiner, variation selectors.
+INVISIBLE = ("\u00ad\u034f\u0600-\u0605\u061c\u06dd\u070f\u0890\u0891\u08e2\u115f\u1160\u17b4\u17b5"
+             "\u180b-\u180f\u200b-\u200f\u202a-\u202e\u2060-\u206f\u2800\u3164\ufe00-\ufe0f\ufeff\uffa0"
+             "\ufff9-\ufffb\U000110bd\U000110cd\U00013430-\U0001343f\U0001bca0-\U0001bca3"
+             "\U0001d173-\U0001d17a\U000e0000-\U000e007f\U000e0100-\U000e01ef")
+_VISIBLE = re.compile(f"[^\\s{INVISIBLE}]")
+
+
+def is_blank(text) -> bool:
+    """True for a text with nothing visible in it (white space and invisible characters only: see INVISIBLE)."""
+    return not isinstance(text, str) or _VISIBLE.search(text) is None
+
+
+class RecordError(ValueError):
+    """Bad input in a user-supplied CSV file; the message names the file, the line and the field."""
+
+
+CSV_HINT = ("fields holding commas, quotes or line breaks must be double-quoted, and the file must be UTF-8 "
+            "(a byte-order mark is accepted)")
+#: C0 and C1 control characters other than tab and line breaks (they can drive a terminal or hide text)
+_CONTROL = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]")
+
+
+def _decode(path: Path, raw: bytes) -> str:
+    # a byte-order mark, or one NUL in the first two bytes (ASCII text in UTF-16, either byte order)
+    if raw.startswith((b"\xff\xfe", b"\xfe\xff")) or (len(raw) > 1 and raw[:2].count(b"\x00") == 1):
+        raise RecordError(f"{path}: looks like UTF-16; save it as UTF-8 ({CSV_HINT})")
+    try:
+        return raw.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        line = raw[:exc.start].count(b"\n") + 1
+        raise RecordError(f"{path}, line {line}: not valid UTF-8 (byte {exc.start}: "
+                          f"{raw[exc.start:exc.start + 1]!r}); save the file as UTF-8") from None
+
+
+_INVISIBLES = re.compile(f"[{INVISIBLE}]")
+
+
+def normalise_id(value: str) -> str:
+    """An identifier as it is compared: NFKC (full-width ``ｒ１`` is ``r1``), invisible characters removed
+    (``r\\u200b1`` is ``r1``), surrounding white space stripped."""
+    return _INVISIBLES.sub("", unicodedata.normalize("NFKC", value)).strip()
+
+
+#: file name endings of the formats a user-supplied table may come in (anything else is read as CSV)
+JSONL_SUFFIXES = (".jsonl", ".ndjson")
+PARQUET_SUFFIXES = (".parquet",)
+
+
+def record_label(path, line: int) -> str:
+    """How an error names record ``line`` of ``path``: ``line N`` (CSV, JSON Lines), ``row N`` (Parquet)."""
+    return f"row {line}" if Path(path).suffix.lower() in PARQUET_SUFFIXES else f"line {line}"
+
+
+def read_records(path, required, optional=(), allow_extra: bool = False, ids=()) -> pd.DataFrame:
+    """Read a user-supplied table strictly: every value a string ("" when empty), plus ``line``.
+
+    The format follows the file name: ``*.jsonl``/``*.ndjson`` is JSON Lines (one object per line;
+    ``line`` its line), ``*.parquet`` Parquet (``line`` the 1-based row), anything else CSV, described
+    here. Numbers in JSON Lines and Parquet are read as their text; nested values are an error.
+
+    ``line`` is the file line on which each record starts (the header is line 1). Errors name the
+    file, the line and, where there is one, the field: a missing or unreadable file, an encoding that
+    is not UTF-8 (a BOM is accepted), NUL or other control characters, a quote left open (a truncated
+    file), a record with more or fewer fields than the header, a repeated or missing column, and — unless
+    ``allow_extra`` — a column the format does not know (a misspelt optional column would otherwise be
+    ignored without a word). Blank lines are skipped.
+
+    ``ids`` names the identifier columns (a name, or a tuple of names whose values are one vocabulary,
+    e.g. the two shown systems): their values pass :func:`normalise_id`, and two spellings that differ
+    only in case are an error (``c1`` and ``C1`` would otherwise count as two contributors, or let one
+    rater judge a pair twice).
+    """
+    path = Path(path)
+    expected = f"expected {', '.join(required)}" + (f" (+ optional {', '.join(optional)})" if optional else "")
+    suffix = path.suffix.lower()
+    if suffix in JSONL_SUFFIXES + PARQUET_SUFFIXES:
+        header, records, lines = (_jsonl_records(path, required, optional, allow_extra) if suffix in JSONL_SUFFIXES
+                                  else _parquet_records(path))
+        if not header and not records:  # no object at all: no data, as a CSV file with a header only
+            header = list(required)
+        return _checked(path, header, records, lines, required, optional, allow_extra, ids, expected)
+    try:
+        raw = path.read_bytes()
+    except OSError as exc:
+        raise RecordError(f"{path}: cannot be read ({exc.strerror or exc})") from None
+    text = _decode(path, raw)
+    if not text.strip():
+        raise RecordError(f"{path}: is empty; expected a header line ({expected}) and one record per line")
+    reader = csv.reader(StringIO(text, newline=""), strict=True)  # lines end at \n, \r\n, \r only
+    records, lines = [], []
+    try:
+        header = next(reader)
+        start = reader.line_num + 1
+        for record in reader:
+            if record:
+                if len(record) != len(header):
+                    raise RecordError(f"{path}, line {start}: has {len(record)} fields, the header "
+                                      f"{len(header)}; {CSV_HINT}")
+                records.append(record)
+                lines.append(start)
+            start = reader.line_num + 1
+    except csv.Error as exc:
+        if "field larger than field limit" in str(exc):
+            raise RecordError(f"{path}, line {start}: a field is longer than {csv.field_size_limit():,} characters; "
+                              "a quote opened and never closed takes in the rest of the file; "
+                              f"{CSV_HINT}") from None
+        raise RecordError(f"{path}, line {start}: not readable as CSV ({exc}); the file may be truncated; "
+                          f"{CSV_HINT}") from None
+    header = [h.strip() for h in header]
+    return _checked(path, header, records, lines, required, optional, allow_extra, ids, expected)
+
+
+def _checked(path, header, records, lines, required, optional, allow_extra, ids, expected) -> pd.DataFrame:
+    """The checks every format shares: columns, control characters, ids; the table of strings."""
+    repeated = sorted({h for h in header if header.count(h) > 1})
+    if repeated:
+        raise RecordError(f"{path}: column(s) {', '.join(map(repr, repeated))} appear more than once in the header")
+    missing = [c for c in required if c not in header]
+    if missing:
+        raise RecordError(f"{path}: missing column(s) {', '.join(missing)}; {expected}")
+    unknown = [c for c in header if c not in required and c not in optional]
+    if unknown and not allow_extra:
+        raise RecordError(f"{path}: unknown column(s) {', '.join(map(repr, unknown))}; {expected}")
+    for record, line in zip(records, lines):
+        for col, value in zip(header, record):
+            bad = _CONTROL.search(value)
+            if bad:
+                raise RecordError(f"{path}, {record_label(path, line)}: field {col!r} contains the control character "
+                                  f"U+{ord(bad.group()):04X}")
+    table = pd.DataFrame(records, columns=header, dtype=object) if records else pd.DataFrame(columns=header)
+    for col in optional:
+        if col not in table.columns:
+            table[col] = ""
+    table["line"] = lines
+    for group in ids:
+        group = (group,) if isinstance(group, str) else tuple(group)
+        for col in group:
+            table[col] = [normalise_id(v) for v in table[col]]
+        same_but_for_case(path, table, group)
+    return table.reset_index(drop=True)
+
+
+def _scalar_text(value, path, label: str, col: str) -> str:
+    """A JSON/Parquet value as the text a CSV field would hold ("" for null; 3.0 as "3")."""
+    if value is None or (isinstance(value, float) and value != value):
+        return ""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, int) and not isinstance(value, bool):
+        return str(value)
+    if isinstance(value, float):
+        return str(int(value)) if value.is_integer() else repr(value)
+    raise RecordError(f"{path}, {label}: field {col!r} is {value!r:.60}; expected text or a number")
+
+
+def _unique_keys(pairs):
+    keys = [k for k, _ in pairs]
+    repeated = next((k for k in keys if keys.count(k) > 1), None)
+    if repeated is not None:
+        raise ValueError(f"field {repeated!r} appears more than once")
+    return dict(pairs)
+
+
+def _jsonl_records(path: Path, required=(), optional=(), allow_extra: bool = False):
+    """JSON Lines: one object per line, checked per line (unknown, missing or repeated fields name the line);
+    the header is the union of the objects' keys in first-seen order, a key an object lacks is empty."""
+    try:
+        raw = path.read_bytes()
+    except OSError as exc:
+        raise RecordError(f"{path}: cannot be read ({exc.strerror or exc})") from None
+    text = _decode(path, raw)
+    expected = f"expected {', '.join(required)}" + (f" (+ optional {', '.join(optional)})" if optional else "")
+    objects, lines, header = [], [], []
+    for n, line in enumerate(text.split("\n"), start=1):
+        if not line.strip():
+            continue
+        where = f"{path}, line {n}"
+        try:
+            obj = json.loads(line, object_pairs_hook=_unique_keys)
+        except json.JSONDecodeError as exc:
+            raise RecordError(f"{where}: not valid JSON ({exc.msg}, column {exc.colno}); write one JSON object "
+                              "per line") from None
+        except ValueError as exc:
+            raise RecordError(f"{where}: {exc}") from None
+        if not isinstance(obj, dict):
+            raise RecordError(f"{where}: is a JSON {type(obj).__name__}, not an object; write one JSON object "
+                              "per line")
+        unknown = [k for k in obj if k not in required and k not in optional]
+        if unknown and not allow_extra:
+            raise RecordError(f"{where}: unknown field(s) {', '.join(map(repr, unknown))}; {expected}")
+        missing = [k for k in required if k not in obj]
+        if missing:
+            raise RecordError(f"{where}: field {missing[0]!r} is missing; {expected}")
+        header.extend(k for k in obj if k not in header)
+        objects.append(obj)
+        lines.append(n)
+    records = [[_scalar_text(o.get(c), path, f"line {n}", c) for c in header] for o, n in zip(objects, lines)]
+    return header, records, lines
+
+
+def _parquet_records(path: Path):
+    try:
+        table = pq.read_table(path)
+    except (pa.ArrowException, OSError) as exc:
+        raise RecordError(f"{path}: not a readable Parquet file ({exc}); write it with pandas DataFrame.to_parquet "
+                          "or pyarrow") from None
+    header = [c for c in table.column_names if not c.startswith("__index_level_")]
+    columns = {c: table.column(c).to_pylist() for c in header}
+    rows = range(table.num_rows)
+    records = [[_scalar_text(columns[c][i], path, f"row {i + 1}", c) for c in header] for i in rows]
+    return header, records, [i + 1 for i in rows]
+
+
+def two_records(label_1: str, label_2: str) -> str:
+    """Two record labels as one: ('line 3', 'line 7') -> 'lines 3 and 7'; one label if they are the same."""
+    if label_1 == label_2:
+        return label_1
+    unit_1, n_1 = label_1.split(" ")
+    unit_2, n_2 = label_2.split(" ")
+    return f"{unit_1}s {n_1} and {n_2}" if unit_1 == unit_2 else f"{label_1} and {label_2}"
+
+
+def same_but_for_case(path, table: pd.DataFrame, columns, labels=None) -> None:
+    """Error when two values of ``columns`` (one vocabulary) differ only in case (empty values skipped).
+
+    ``labels``: each row's record label (default: :func:`record_label` of the table's ``line``).
+    """
+    labels = list(labels) if labels is not None else [record_label(path, n) for n in table["line"]]
+    first: dict[str, tuple[str, str, str]] = {}
+    for values, label in zip(table[list(columns)].itertuples(index=False), labels):
+        for col, value in zip(columns, values):
+            if value is None or pd.isna(value):
+                continue
+            seen = first.setdefault(value.casefold(), (value, col, label))
+            if seen[0] != value:
+                lines = two_records(seen[2], label)
+                fields = f"field {col!r} has" if seen[1] == col else f"fields {seen[1]!r} and {col!r} have"
+                raise RecordError(f"{path}, {lines}: {fields} {seen[0]!r} and {value!r}, which differ only in "
+                                  "case; ids are compared exactly, so write one id one way")
+
+
+def read_csv(path, **kwargs) -> pd.DataFrame:
+    """``pandas.read_csv`` for the workflow's own versioned resource tables, with errors that name the
+    file and the line (see :func:`read_records` for files users supply)."""
+    try:
+        text = _decode(Path(path), Path(path).read_bytes())
+        reader = csv.reader(StringIO(text, newline=""))
+        header = next(reader, [])
+        for record in reader:
+            if record and len(record) != len(header):
+                raise ValueError(f"{path}: line {reader.line_num} has {len(record)} fields, the header "
+                                 f"{len(header)}; {CSV_HINT}")
+        return pd.read_csv(path, encoding="utf-8-sig", **kwargs)
+    except (pd.errors.ParserError, csv.Error) as exc:
+        raise ValueError(f"{path}: not a readable CSV file ({str(exc).strip()}); {CSV_HINT}") from exc

@@ -1,0 +1,860 @@
+"""A simulated LLM provider: an OpenAI-compatible chat-completions server on 127.0.0.1, for rehearsals.
+
+The paper-scale run makes ~90,000 LLM calls (completions, judge verdicts, strategy tags). This server lets
+the whole engine (:func:`heart.llm.run_requests`: concurrency, rate limits, retries, streaming, the cache)
+be rehearsed at that scale without API keys or cost, and be measured: how long the run takes at a given
+latency and rate limit, and -- from ``/stats`` -- that a rerun made no repeated call.
+
+What it answers (``POST /v1/chat/completions``, any ``model`` name; also ``GET /v1/models``, ``GET /health``,
+``GET /stats``, ``POST /stats/reset``):
+
+* **Deterministic content.** The answer's content depends only on the request's model, messages and
+  response schema (and the server's ``--seed``): the same request gives the same content, byte for byte,
+  streamed or not, on any attempt. All choices are seeded from sha256 of that canonical request.
+* **Structured answers.** With a ``response_format`` carrying a JSON schema (``{"type": "json_object",
+  "schema": ...}``, what heart sends an ``api_base`` server, or ``{"type": "json_schema", "json_schema":
+  {"schema": ...}}``), the content is an instance of the schema (:func:`instance`: objects, enums,
+  strings within their lengths, numbers within their bounds, arrays, booleans, local ``$ref``s).
+  A *judge* request (a schema whose ``winner`` is the enum A/B, and a user turn that is a JSON object with
+  ``response_A`` and ``response_B``, as :func:`heart.judging.messages` builds it) gets a content-sensitive
+  verdict: each reply has a deterministic "quality" (a hash of its text, partly per judge model, plus a
+  little for length), the better one wins, the strength grows with the gap, and each HEART axis mostly
+  agrees. Swapping the replies swaps the verdict, except for near-ties, which a small position bias
+  (``--judge-position-bias``) gives to response A in both orders, as real judges do.
+* **Plain answers.** Without a schema: a short supportive reply (20-60 words) from a word list, different
+  per model name; ``max_tokens`` (or ``max_completion_tokens``) cuts it (finish_reason "length").
+  ``logprobs``/``top_logprobs`` add OpenAI-format ``choices[0].logprobs.content`` to a non-streamed answer.
+  ``usage``: prompt tokens ~ characters / 4, completion tokens as the answer is cut into tokens here.
+* **Latency.** Log-normal (``--median-latency``, ``--sigma``) or fixed; the time to first token is a
+  fraction of it (``--ttft-fraction``) or has its own median (``--ttft-median``). Draws are deterministic
+  per request and attempt. ``--time-scale`` multiplies every duration (latency, the rate-limit window,
+  Retry-After), so ``0.01`` rehearses a run a hundred times faster.
+* **Streaming** (``stream: true``): server-sent events as OpenAI sends them -- a role chunk, content chunks
+  (the first after the TTFT, the rest spread until the total latency), a chunk with finish_reason "stop",
+  a usage chunk when ``stream_options.include_usage`` asks, then ``data: [DONE]``.
+* **Rate limits**, per model name: requests per minute over a sliding window (``--rpm``, ``--rpm-model
+  NAME=N``, NAME exact or an fnmatch pattern such as ``claude*``) and optionally concurrent requests
+  (``--max-concurrent``, ``--max-concurrent-model``); over a limit: 429 with ``Retry-After`` (seconds) and
+  an OpenAI-style error body.
+* **Transient errors** at ``--error-rate`` (500/503 by default, ``--error-statuses`` may add 429),
+  decided from the request's hash and its attempt number (the server counts the attempts of each request
+  it admits past the rate limits), never on a third attempt or later: a client with two retries always
+  gets its answer.
+* **Counters** (``GET /stats``): requests, successes, errors by status, per model, unique successful
+  requests and *repeated successes* (a request answered 200 more than once: a rerun that was answered from
+  the cache adds none), in-flight and peak in-flight requests, and the server's CPU seconds (``cpu_s``).
+
+Run it standalone (prints its base URL once it accepts connections; ``--port 0`` picks a free port)::
+
+    python -m heart.simulation.simulator --port 8799 --median-latency 1 --rpm 600 --rpm-model 'claude*=50'
+
+or from Python, in its own process (it does not share the client's interpreter lock), stopped on exit::
+
+    with Simulator(time_scale=0.01, rpm=500) as sim:
+        spec = ModelSpec(name="judge", model="openai/sim-judge", api_base=sim.api_base)
+        ...
+        print(sim.stats()["repeated_successes"])
+
+Nothing this server says is a model's output: it exists to test the plumbing and to time it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import atexit
+import collections
+import contextlib
+import dataclasses
+import fnmatch
+import hashlib
+import json
+import math
+import os
+import random
+import re
+import select
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+from dataclasses import dataclass, field
+from typing import Self
+from heart import WORKFLOW_DIR
+
+_NORMAL = statistics.NormalDist()
+_WORKFLOW_DIR = WORKFLOW_DIR  # holds the ``heart`` package
+
+
+# --- options -----------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Options:
+    """Everything the server can be told; the CLI flags are these names with dashes."""
+
+    host: str = "127.0.0.1"
+    port: int = 0  # 0: a free port
+    median_latency: float = 1.0  # seconds (before time_scale)
+    sigma: float = 0.5  # log-normal sigma of the latency (and of the TTFT with ttft_median)
+    fixed_latency: bool = False  # every call takes median_latency exactly
+    ttft_fraction: float = 0.3  # time to first token as a fraction of the latency ...
+    ttft_median: float | None = None  # ... or log-normal with this median (capped at the latency)
+    error_rate: float = 0.01  # per attempt, on the first two attempts only
+    error_statuses: tuple[int, ...] = (500, 503)
+    rpm: int | None = 500  # requests per minute per model name (None/0: unlimited)
+    rpm_model: dict[str, int] = field(default_factory=dict)  # NAME or pattern -> rpm
+    max_concurrent: int | None = None  # in-flight requests per model name (None: unlimited)
+    max_concurrent_model: dict[str, int] = field(default_factory=dict)
+    seed: int = 0
+    time_scale: float = 1.0  # multiplies every duration
+    stream_chunks: int = 8  # content chunks per streamed answer, at most
+    judge_position_bias: float = 0.02  # quality bonus of response A (near-ties go to A in both orders)
+    parent_pid: int | None = None  # exit when this process is gone (Simulator sets it)
+
+    def args(self) -> list[str]:
+        """The CLI arguments that give these options (for a subprocess)."""
+        out = []
+        for f in dataclasses.fields(self):
+            value = getattr(self, f.name)
+            flag = "--" + f.name.replace("_", "-")
+            if isinstance(value, bool):
+                out += [flag] if value else []
+            elif isinstance(value, dict):
+                for name, n in value.items():
+                    out += [flag, f"{name}={n}"]
+            elif isinstance(value, tuple):
+                out += [flag, ",".join(map(str, value))]
+            elif value is not None:
+                out += [flag, str(value)]
+            elif f.default is not None:  # None where the CLI's default is a limit: 0, unlimited
+                out += [flag, "0"]
+        return out
+
+    def limit(self, table: dict[str, int], default: int | None, model: str) -> int | None:
+        """A per-model limit: the exact name, else the first matching pattern, else the default."""
+        if model in table:
+            return table[model] or None
+        for pattern, n in table.items():
+            if fnmatch.fnmatchcase(model, pattern):
+                return n or None
+        return default or None
+
+
+def _name_value(text: str) -> tuple[str, int]:
+    name, sep, n = text.rpartition("=")
+    if not sep or not name:
+        raise argparse.ArgumentTypeError(f"expected NAME=N, got {text!r}")
+    return name, int(n)
+
+
+def parse_args(argv: list[str] | None = None) -> Options:
+    """:class:`Options` from command-line arguments."""
+    d = Options()
+    p = argparse.ArgumentParser(prog="python -m heart.simulation.simulator", description=__doc__.split("\n\n")[0])
+    p.add_argument("--host", default=d.host)
+    p.add_argument("--port", type=int, default=d.port, help="0: pick a free port")
+    p.add_argument("--median-latency", type=float, default=d.median_latency, help="seconds")
+    p.add_argument("--sigma", type=float, default=d.sigma, help="log-normal sigma of the latency")
+    p.add_argument("--fixed-latency", action="store_true", help="every call takes --median-latency")
+    p.add_argument("--ttft-fraction", type=float, default=d.ttft_fraction)
+    p.add_argument("--ttft-median", type=float, default=None, help="log-normal TTFT instead of a fraction")
+    p.add_argument("--error-rate", type=float, default=d.error_rate, help="per attempt (first two only)")
+    p.add_argument("--error-statuses", default=",".join(map(str, d.error_statuses)),
+                   help="comma-separated statuses of transient errors, e.g. 500,503,429")
+    p.add_argument("--rpm", type=int, default=d.rpm, help="requests per minute per model name; 0: unlimited")
+    p.add_argument("--rpm-model", type=_name_value, action="append", default=[], metavar="NAME=N",
+                   help="rpm of a model name or fnmatch pattern (repeatable)")
+    p.add_argument("--max-concurrent", type=int, default=None, help="in-flight requests per model name")
+    p.add_argument("--max-concurrent-model", type=_name_value, action="append", default=[], metavar="NAME=N")
+    p.add_argument("--seed", type=int, default=d.seed)
+    p.add_argument("--time-scale", type=float, default=d.time_scale, help="multiplies every duration")
+    p.add_argument("--stream-chunks", type=int, default=d.stream_chunks)
+    p.add_argument("--judge-position-bias", type=float, default=d.judge_position_bias)
+    p.add_argument("--parent-pid", type=int, default=None, help="exit when this process is gone")
+    a = p.parse_args(argv)
+    statuses = tuple(int(s) for s in a.error_statuses.split(",") if s.strip())
+    return Options(host=a.host, port=a.port, median_latency=a.median_latency, sigma=a.sigma,
+                   fixed_latency=a.fixed_latency, ttft_fraction=a.ttft_fraction, ttft_median=a.ttft_median,
+                   error_rate=a.error_rate, error_statuses=statuses, rpm=a.rpm or None,
+                   rpm_model=dict(a.rpm_model), max_concurrent=a.max_concurrent,
+                   max_concurrent_model=dict(a.max_concurrent_model), seed=a.seed, time_scale=a.time_scale,
+                   stream_chunks=max(1, a.stream_chunks), judge_position_bias=a.judge_position_bias,
+                   parent_pid=a.parent_pid)
+
+
+# --- deterministic draws -----------------------------------------------------------------------
+
+def _digest(*parts: object) -> bytes:
+    return hashlib.sha256("\x1f".join(map(str, parts)).encode()).digest()
+
+
+def unit(*parts: object) -> float:
+    """A number in [0, 1) determined by ``parts``."""
+    return int.from_bytes(_digest(*parts)[:8], "big") / 2.0 ** 64
+
+
+def _rng(*parts: object) -> random.Random:
+    return random.Random(int.from_bytes(_digest(*parts), "big"))
+
+
+def _canonical(value: object) -> str:
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+
+
+# --- content -----------------------------------------------------------------------------------
+
+WORDS = ("calm", "steady", "kind", "clear", "warm", "gentle", "honest", "patient", "brief", "careful",
+         "hopeful", "open", "safe", "small", "simple", "support", "listen", "feel", "step", "time", "rest",
+         "friend", "plan", "breathe", "notice", "share", "trust", "care", "hear", "understand")
+
+_OPENERS = ("That sounds really hard.", "I can hear how much this is weighing on you.",
+            "Thank you for telling me about this.", "It makes sense that you feel this way.",
+            "I'm sorry you're going through this.", "That is a lot to carry at once.",
+            "It sounds like you have been under a great deal of stress.")
+_MIDDLES = ("Many people feel overwhelmed when things pile up like this.",
+            "Your feelings are valid, and you don't have to sort everything out today.",
+            "It might help to take one small step at a time.",
+            "Have you been able to talk with someone you trust about it?",
+            "Be gentle with yourself while you work through this.",
+            "Sometimes writing things down can make them feel a little more manageable.",
+            "It is okay to ask for help when you need it.",
+            "You have already shown real strength by reaching out.")
+_CLOSERS = ("What feels most pressing to you right now?", "I'm here to listen whenever you want to talk.",
+            "Would it help to think through a first step together?",
+            "How have you been taking care of yourself lately?", "What would feel supportive to you today?")
+_VERDICTS = ("is warmer and more specific to the seeker's situation",
+             "acknowledges the seeker's feelings before offering suggestions",
+             "offers a more concrete and realistic next step",
+             "listens more attentively and asks a better question",
+             "stays closer to what the seeker actually said",
+             "is more respectful of the seeker's own judgement")
+_WEAKER = ("moves to advice too quickly", "stays generic", "repeats the seeker's words without adding much",
+           "asks several questions at once", "sounds a little scripted", "misses part of what the seeker said")
+
+_TOKEN = re.compile(r"\s?\S{1,4}|\s")
+
+
+def tokens(text: str) -> list[str]:
+    """The answer cut into "tokens" (about four characters each; they join back to ``text``)."""
+    return _TOKEN.findall(text)
+
+
+def plain_reply(key: str, model: str) -> str:
+    """A short supportive reply (20-60 words) determined by the request ``key`` and the model name."""
+    rng = _rng("plain", model, key)
+    target = rng.randint(20, 60)
+    opener, closer = rng.choice(_OPENERS), rng.choice(_CLOSERS)
+    middles = list(_MIDDLES)
+    rng.shuffle(middles)
+    chosen, words = [], len(opener.split()) + len(closer.split())
+    for sentence in middles:
+        n = len(sentence.split())
+        if words >= target or words + n > 60:
+            break
+        chosen.append(sentence)
+        words += n
+    return " ".join([opener, *chosen, closer])
+
+
+def _cut(text: str, max_tokens: int | None) -> tuple[str, str]:
+    """``text`` cut at a word boundary to at most ``max_tokens`` tokens; and the finish reason."""
+    if not max_tokens or len(tokens(text)) <= max_tokens:
+        return text, "stop"
+    kept = "".join(tokens(text)[:max_tokens])
+    if " " in kept.strip():
+        kept = kept.rsplit(" ", 1)[0]
+    return kept, "length"
+
+
+def _words(rng: random.Random, lo: int, hi: int) -> str:
+    """Plausible short words, between ``lo`` and ``hi`` characters (0 <= lo <= hi)."""
+    target = rng.randint(lo, max(lo, min(hi, lo + 40)))
+    out = ""
+    while len(out) < target:
+        out = f"{out} {rng.choice(WORDS)}" if out else rng.choice(WORDS)
+    out = out[:hi].rstrip() if len(out) > hi else out
+    return out if len(out) >= lo else out + "x" * (lo - len(out))
+
+
+def _resolve(schema: dict, root: dict) -> dict:
+    ref = schema.get("$ref")
+    while isinstance(ref, str) and ref.startswith("#/"):
+        target = root
+        for part in ref[2:].split("/"):
+            target = target[part.replace("~1", "/").replace("~0", "~")]
+        schema = {**target, **{k: v for k, v in schema.items() if k != "$ref"}}
+        ref = schema.get("$ref") if schema.get("$ref") != ref else None
+    return schema
+
+
+def instance(schema: dict | bool, rng: random.Random, root: dict | None = None, depth: int = 0) -> object:
+    """A value valid against ``schema`` (the subset structured-output providers support), drawn from ``rng``.
+
+    Objects get their required properties and, by a coin, each optional one (no additional ones); enums
+    and consts are honoured; strings are plausible words within minLength/maxLength (a ``pattern`` or
+    ``format`` is not); numbers within their bounds; arrays within minItems/maxItems. ``anyOf``/``oneOf``
+    take one branch, ``allOf`` its merged branches; ``$ref`` to the same document is followed.
+    """
+    if schema is True or schema == {}:
+        return rng.choice(WORDS)
+    if not isinstance(schema, dict):
+        return None
+    root = schema if root is None else root
+    schema = _resolve(schema, root)
+    if "allOf" in schema:
+        merged = {k: v for k, v in schema.items() if k != "allOf"}
+        for part in schema["allOf"]:
+            part = _resolve(part, root)
+            for k, v in part.items():
+                if k in ("properties", "$defs", "definitions") and k in merged:
+                    merged[k] = {**merged[k], **v}
+                elif k == "required" and k in merged:
+                    merged[k] = list(dict.fromkeys([*merged[k], *v]))
+                else:
+                    merged[k] = v
+        return instance(merged, rng, root, depth)
+    if "const" in schema:
+        return schema["const"]
+    if "enum" in schema:
+        return rng.choice(schema["enum"])
+    for key in ("oneOf", "anyOf"):
+        if key in schema:
+            branches = schema[key]
+            # a oneOf branch of type null is the usual way to say "optional": prefer a real value
+            real = [b for b in branches if not (isinstance(b, dict) and b.get("type") == "null")] or branches
+            rest = {k: v for k, v in schema.items() if k != key}
+            return instance({**rest, **real[rng.randrange(len(real))]}, rng, root, depth)
+    kind = schema.get("type")
+    if isinstance(kind, list):
+        kinds = [k for k in kind if k != "null"] or kind
+        kind = kinds[rng.randrange(len(kinds))]
+    if kind is None:
+        kind = ("object" if "properties" in schema else "array" if "items" in schema else "string")
+    if kind == "object":
+        props = schema.get("properties", {})
+        required = set(schema.get("required", []))
+        out = {}
+        for name, sub in props.items():
+            if name in required or (depth < 4 and rng.random() < 0.5):
+                out[name] = instance(sub, rng, root, depth + 1)
+        extra = schema.get("additionalProperties")
+        for name in sorted(required - set(out)):  # required but not described
+            out[name] = instance(extra if isinstance(extra, dict) else True, rng, root, depth + 1)
+        return out
+    if kind == "array":
+        lo = int(schema.get("minItems", 0))
+        hi = int(schema.get("maxItems", max(lo, 3 if depth < 4 else lo)))
+        n = rng.randint(lo, max(lo, hi))
+        prefix = schema.get("prefixItems", [])
+        items = schema.get("items", {})
+        return [instance(prefix[i] if i < len(prefix) else items, rng, root, depth + 1) for i in range(n)]
+    if kind in ("integer", "number"):
+        return _number(schema, rng, kind == "integer")
+    if kind == "boolean":
+        return rng.random() < 0.5
+    if kind == "null":
+        return None
+    lo = int(schema.get("minLength", 0))
+    hi = int(schema.get("maxLength", max(lo, 60)))
+    return _words(rng, lo, hi)
+
+
+def _number(schema: dict, rng: random.Random, integer: bool) -> int | float:
+    lo = schema.get("minimum", -math.inf)
+    hi = schema.get("maximum", math.inf)
+    if "exclusiveMinimum" in schema and not isinstance(schema["exclusiveMinimum"], bool):
+        lo = max(lo, schema["exclusiveMinimum"] + (1 if integer else 1e-9))
+    if "exclusiveMaximum" in schema and not isinstance(schema["exclusiveMaximum"], bool):
+        hi = min(hi, schema["exclusiveMaximum"] - (1 if integer else 1e-9))
+    if math.isinf(lo) and math.isinf(hi):
+        lo, hi = 0, 10
+    elif math.isinf(lo):
+        lo = hi - 10
+    elif math.isinf(hi):
+        hi = lo + 10
+    step = schema.get("multipleOf")
+    if step:
+        k_lo, k_hi = math.ceil(lo / step), math.floor(hi / step)
+        value = step * rng.randint(k_lo, max(k_lo, k_hi))
+        return int(value) if integer else value
+    if integer:
+        return rng.randint(math.ceil(lo), max(math.ceil(lo), math.floor(hi)))
+    value = lo + (hi - lo) * rng.random()
+    short = round(value, 3)  # plausible numbers, unless rounding leaves the bounds
+    return short if lo <= short <= hi else value
+
+
+# --- judge verdicts ----------------------------------------------------------------------------
+
+def quality(text: str, judge: str, seed: int = 0, axis: str = "") -> float:
+    """A reply's deterministic "quality" as judge ``judge`` sees it (per HEART ``axis`` when given): mostly
+    the same for every judge, partly its own, plus a little for length (judges like longer replies)."""
+    shared = 0.75 * unit("quality", seed, text) + 0.25 * unit("quality", seed, judge, text)
+    length = 0.1 * min(len(text) / 800, 1.0)
+    if not axis:
+        return shared + length
+    return 0.6 * shared + 0.4 * unit("axis", seed, judge, axis, text) + length
+
+
+def _strength(gap: float) -> int:
+    return 1 + min(4, int(abs(gap) / 0.1))
+
+
+def _is_judge_schema(schema: dict) -> bool:
+    winner = schema.get("properties", {}).get("winner", {})
+    return isinstance(winner, dict) and sorted(winner.get("enum", [])) == ["A", "B"]
+
+
+def _judge_material(messages: list) -> dict | None:
+    for m in reversed(messages):
+        if isinstance(m, dict) and m.get("role") == "user" and isinstance(m.get("content"), str):
+            try:
+                material = json.loads(m["content"])
+            except ValueError:
+                return None
+            if (isinstance(material, dict) and isinstance(material.get("response_A"), str)
+                    and isinstance(material.get("response_B"), str)):
+                return material
+            return None
+    return None
+
+
+def verdict(schema: dict, material: dict, judge: str, rng: random.Random, seed: int = 0,
+            position_bias: float = 0.02) -> dict:
+    """A judge's answer to ``material`` (response_A, response_B): an instance of ``schema`` whose winner,
+    strength, axis marks and rationale follow the replies' :func:`quality` (position-consistent but for
+    near-ties, which ``position_bias`` gives to A)."""
+    out = instance(schema, rng)
+    props = schema.get("properties", {})
+    a, b = material["response_A"], material["response_B"]
+    gap = quality(a, judge, seed) + position_bias - quality(b, judge, seed)
+    winner = "A" if gap > 0 else "B"
+    out["winner"] = winner
+    strength_schema = props.get("strength", {})
+    strength = _strength(gap)
+    if isinstance(strength_schema, dict) and "strength" in out and _allowed(strength_schema, strength):
+        out["strength"] = strength
+    axes = props.get("axes", {})
+    if isinstance(axes, dict) and isinstance(out.get("axes"), dict):
+        for key, mark_schema in axes.get("properties", {}).items():
+            d = quality(a, judge, seed, key) + position_bias - quality(b, judge, seed, key)
+            mark = "none" if abs(d) < 0.04 else ("A" if d > 0 else "B") + "+" * _strength(d)
+            if key in out["axes"] and _allowed(mark_schema, mark):
+                out["axes"][key] = mark
+    rationale = props.get("rationale", {})
+    if isinstance(rationale, dict) and "rationale" in out and rationale.get("type") == "string":
+        loser = "B" if winner == "A" else "A"
+        text = f"Response {winner} {rng.choice(_VERDICTS)}, while response {loser} {rng.choice(_WEAKER)}."
+        if "enum" not in rationale and len(text) >= rationale.get("minLength", 0):
+            out["rationale"] = text[:rationale.get("maxLength", len(text))]
+    return out
+
+
+def _allowed(schema: dict, value: object) -> bool:
+    return "enum" not in schema or value in schema["enum"]
+
+
+# --- the server --------------------------------------------------------------------------------
+
+def _schema_of(body: dict) -> dict | None:
+    fmt = body.get("response_format")
+    if not isinstance(fmt, dict):
+        return None
+    if isinstance(fmt.get("schema"), dict):
+        return fmt["schema"]
+    inner = fmt.get("json_schema")
+    if isinstance(inner, dict) and isinstance(inner.get("schema"), dict):
+        return inner["schema"]
+    return None
+
+
+def _prompt_chars(messages: list) -> int:
+    total = 0
+    for m in messages:
+        content = m.get("content") if isinstance(m, dict) else None
+        if isinstance(content, str):
+            total += len(content)
+        elif isinstance(content, list):
+            total += sum(len(p.get("text", "")) for p in content if isinstance(p, dict))
+    return total
+
+
+def _logprobs(text: str, key: str, k: int) -> dict:
+    rng = _rng("logprobs", key)
+    content = []
+    for tok in tokens(text):
+        lp = round(-3.0 * rng.random() ** 3, 4)
+        top = [{"token": tok, "logprob": lp, "bytes": list(tok.encode())}]
+        for i in range(max(0, k - 1)):
+            alt = " " + rng.choice(WORDS)[:4]
+            alt_lp = round(lp - 0.5 - 2.0 * (i + rng.random()), 4)
+            top.append({"token": alt, "logprob": alt_lp, "bytes": list(alt.encode())})
+        content.append({"token": tok, "logprob": lp, "bytes": list(tok.encode()),
+                        "top_logprobs": top[:k] if k else []})
+    return {"content": content, "refusal": None}
+
+
+class Stats:
+    """What the server has answered, as ``GET /stats`` reports it."""
+
+    def __init__(self) -> None:
+        self.reset()
+
+    def reset(self) -> None:
+        self.started = time.monotonic()
+        self.requests = 0
+        self.successes = 0
+        self.errors: collections.Counter[int] = collections.Counter()
+        self.per_model: dict[str, collections.Counter[str]] = collections.defaultdict(collections.Counter)
+        self.answered: set[bytes] = set()
+        self.repeated = 0
+        self.in_flight = 0
+        self.max_in_flight = 0
+
+    def report(self) -> dict:
+        t = os.times()
+        return {
+            "requests": self.requests, "successes": self.successes,
+            "errors": {str(k): v for k, v in sorted(self.errors.items())},
+            "per_model": {m: dict(c) for m, c in sorted(self.per_model.items())},
+            "unique_successes": len(self.answered), "repeated_successes": self.repeated,
+            "in_flight": self.in_flight, "max_in_flight": self.max_in_flight,
+            "cpu_s": round(t.user + t.system, 4), "uptime_s": round(time.monotonic() - self.started, 3),
+        }
+
+
+class App:
+    """The simulator as a raw ASGI application (no framework: a few ms of CPU per request at most)."""
+
+    def __init__(self, options: Options):
+        self.o = options
+        self.stats = Stats()
+        self.attempts: collections.Counter[bytes] = collections.Counter()
+        self.windows: dict[str, collections.deque[float]] = collections.defaultdict(collections.deque)
+        self.in_flight: collections.Counter[str] = collections.Counter()
+        self.models: set[str] = set()
+
+    def reset(self) -> None:
+        self.stats.reset()
+        self.attempts.clear()
+        self.windows.clear()
+
+    async def __call__(self, scope, receive, send) -> None:
+        if scope["type"] != "http":
+            return
+        path, method = scope["path"].rstrip("/"), scope["method"]
+        if method == "POST" and path in ("/v1/chat/completions", "/chat/completions"):
+            body = b""
+            while True:
+                message = await receive()
+                body += message.get("body", b"")
+                if not message.get("more_body"):
+                    break
+            return await self.complete(body, send)
+        if method == "GET" and path == "/health":
+            return await _json(send, 200, {"status": "ok"})
+        if method == "GET" and path in ("/v1/models", "/models"):
+            data = [{"id": m, "object": "model", "created": 0, "owned_by": "simulator"} for m in sorted(self.models)]
+            return await _json(send, 200, {"object": "list", "data": data})
+        if method == "GET" and path == "/stats":
+            return await _json(send, 200, self.stats.report())
+        if method == "POST" and path == "/stats/reset":
+            self.reset()
+            return await _json(send, 200, {"status": "reset"})
+        await _json(send, 404, _error(f"no route {method} {path}", "invalid_request_error", "not_found"))
+
+    async def complete(self, raw: bytes, send) -> None:
+        o, stats = self.o, self.stats
+        try:
+            body = json.loads(raw)
+            model, messages = body["model"], body["messages"]
+            if not isinstance(model, str) or not isinstance(messages, list):
+                raise TypeError("model must be a string and messages a list")
+        except (ValueError, KeyError, TypeError) as exc:
+            stats.requests += 1
+            stats.errors[400] += 1
+            return await _json(send, 400, _error(f"bad request: {exc}", "invalid_request_error", None))
+        self.models.add(model)
+        stats.requests += 1
+        per_model = stats.per_model[model]
+        per_model["requests"] += 1
+        ident = hashlib.sha256(_canonical(body).encode()).digest()
+
+        # rate limits: concurrent requests, then requests per minute (sliding window)
+        now, window = time.monotonic(), 60.0 * o.time_scale
+        cap = o.limit(o.max_concurrent_model, o.max_concurrent, model)
+        if cap is not None and self.in_flight[model] >= cap:
+            return await self._fail(send, model, 429, max(0.05, o.median_latency) * o.time_scale,
+                                    f"too many concurrent requests for {model} (limit {cap})")
+        rpm = o.limit(o.rpm_model, o.rpm, model)
+        if rpm is not None:
+            starts = self.windows[model]
+            while starts and now - starts[0] >= window:
+                starts.popleft()
+            if len(starts) >= rpm:
+                return await self._fail(send, model, 429, starts[0] + window - now,
+                                        f"rate limit reached for {model}: {rpm} requests per minute")
+            starts.append(now)
+
+        self.attempts[ident] += 1
+        attempt = self.attempts[ident]
+        self.in_flight[model] += 1
+        stats.in_flight += 1
+        stats.max_in_flight = max(stats.max_in_flight, stats.in_flight)
+        try:
+            latency, ttft = self._timing(ident, attempt)
+            if attempt <= 2 and o.error_statuses and unit("error", o.seed, ident.hex(), attempt) < o.error_rate:
+                status = o.error_statuses[int(unit("status", o.seed, ident.hex(), attempt) * len(o.error_statuses))]
+                await asyncio.sleep(ttft)
+                return await self._fail(send, model, status, o.time_scale, "simulated transient error")
+            await self._answer(send, body, model, messages, ident, attempt, latency, ttft)
+        finally:
+            self.in_flight[model] -= 1
+            stats.in_flight -= 1
+
+    def _timing(self, ident: bytes, attempt: int) -> tuple[float, float]:
+        o = self.o
+        if o.fixed_latency:
+            latency = o.median_latency
+        else:
+            z = _NORMAL.inv_cdf(min(max(unit("latency", o.seed, ident.hex(), attempt), 1e-12), 1 - 1e-12))
+            latency = o.median_latency * math.exp(o.sigma * z)
+        if o.ttft_median is None:
+            ttft = latency * o.ttft_fraction
+        else:
+            z = _NORMAL.inv_cdf(min(max(unit("ttft", o.seed, ident.hex(), attempt), 1e-12), 1 - 1e-12))
+            ttft = min(latency, o.ttft_median * (1.0 if o.fixed_latency else math.exp(o.sigma * z)))
+        return latency * o.time_scale, ttft * o.time_scale
+
+    def content(self, body: dict) -> tuple[str, str]:
+        """The answer's content and finish reason: determined by model, messages, schema and seed."""
+        model, messages, schema = body["model"], body["messages"], _schema_of(body)
+        key = hashlib.sha256(_canonical([self.o.seed, model, messages, schema]).encode()).hexdigest()
+        if schema is None:
+            limit = body.get("max_completion_tokens") or body.get("max_tokens")
+            return _cut(plain_reply(key, model), int(limit) if isinstance(limit, (int, float)) else None)
+        rng = _rng("schema", key)
+        material = _judge_material(messages) if _is_judge_schema(schema) else None
+        if material is not None:
+            value = verdict(schema, material, model, rng, self.o.seed, self.o.judge_position_bias)
+        else:
+            value = instance(schema, rng)
+        return json.dumps(value, ensure_ascii=False), "stop"
+
+    async def _answer(self, send, body: dict, model: str, messages: list, ident: bytes, attempt: int,
+                      latency: float, ttft: float) -> None:
+        text, finish = self.content(body)
+        prompt_tokens = max(1, math.ceil(_prompt_chars(messages) / 4))
+        completion_tokens = len(tokens(text))
+        usage = {"prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens,
+                 "total_tokens": prompt_tokens + completion_tokens}
+        rid = f"chatcmpl-sim{ident.hex()[:20]}{attempt}"
+        created = int(time.time())
+        if body.get("stream"):
+            opts = body.get("stream_options") or {}
+            await self._stream(send, rid, created, model, text, finish, usage if opts.get("include_usage") else None,
+                               latency, ttft)
+        else:
+            await asyncio.sleep(latency)
+            choice = {"index": 0, "message": {"role": "assistant", "content": text, "refusal": None},
+                      "logprobs": None, "finish_reason": finish}
+            if body.get("logprobs"):
+                k = int(body.get("top_logprobs") or 0)
+                choice["logprobs"] = _logprobs(text, hashlib.sha256(text.encode()).hexdigest(), k)
+            await _json(send, 200, {"id": rid, "object": "chat.completion", "created": created, "model": model,
+                                    "system_fingerprint": "simulator", "choices": [choice], "usage": usage})
+        self._succeeded(model, ident)
+
+    async def _stream(self, send, rid: str, created: int, model: str, text: str, finish: str,
+                      usage: dict | None, latency: float, ttft: float) -> None:
+        def event(delta: dict | None, finish_reason: str | None = None, with_usage: dict | None = None) -> bytes:
+            chunk = {"id": rid, "object": "chat.completion.chunk", "created": created, "model": model,
+                     "system_fingerprint": "simulator",
+                     "choices": [] if delta is None else [{"index": 0, "delta": delta, "logprobs": None,
+                                                           "finish_reason": finish_reason}]}
+            if with_usage is not None:
+                chunk["usage"] = with_usage
+            return b"data: " + json.dumps(chunk, ensure_ascii=False).encode() + b"\n\n"
+
+        toks = tokens(text)
+        n = max(1, min(self.o.stream_chunks, len(toks)))
+        size = math.ceil(len(toks) / n)
+        pieces = ["".join(toks[i:i + size]) for i in range(0, len(toks), size)] or [""]
+        await asyncio.sleep(ttft)
+        await send({"type": "http.response.start", "status": 200,
+                    "headers": [(b"content-type", b"text/event-stream"), (b"cache-control", b"no-cache")]})
+        first = event({"role": "assistant", "content": ""}) + event({"content": pieces[0]})
+        await send({"type": "http.response.body", "body": first, "more_body": True})
+        gap = (latency - ttft) / len(pieces)
+        for piece in pieces[1:]:
+            await asyncio.sleep(gap)
+            await send({"type": "http.response.body", "body": event({"content": piece}), "more_body": True})
+        await asyncio.sleep(gap)
+        tail = event({}, finish)
+        if usage is not None:
+            tail += event(None, with_usage=usage)
+        await send({"type": "http.response.body", "body": tail + b"data: [DONE]\n\n", "more_body": False})
+
+    def _succeeded(self, model: str, ident: bytes) -> None:
+        stats = self.stats
+        stats.successes += 1
+        stats.per_model[model]["successes"] += 1
+        if ident in stats.answered:
+            stats.repeated += 1
+            stats.per_model[model]["repeated_successes"] += 1
+        else:
+            stats.answered.add(ident)
+
+    async def _fail(self, send, model: str, status: int, retry_after: float, message: str) -> None:
+        self.stats.errors[status] += 1
+        self.stats.per_model[model][str(status)] += 1
+        if status != 429:
+            return await _json(send, status, _error(message, "server_error", None))
+        # whole seconds, as HTTP says, when durations are real; fractions when time is scaled down
+        after = f"{max(1, math.ceil(retry_after))}" if self.o.time_scale >= 1 else f"{max(retry_after, 0.001):.3f}"
+        await _json(send, 429, _error(message, "requests", "rate_limit_exceeded"), [(b"retry-after", after.encode())])
+
+
+def _error(message: str, kind: str, code: str | None) -> dict:
+    return {"error": {"message": message, "type": kind, "param": None, "code": code}}
+
+
+async def _json(send, status: int, payload: dict, headers: list | None = None) -> None:
+    data = json.dumps(payload, ensure_ascii=False).encode()
+    await send({"type": "http.response.start", "status": status,
+                "headers": [(b"content-type", b"application/json"), *(headers or [])]})
+    await send({"type": "http.response.body", "body": data})
+
+
+async def serve(options: Options, ready=None) -> None:
+    """Serve until told to stop (SIGINT/SIGTERM) or until ``options.parent_pid`` is gone; call
+    ``ready(api_base)`` once connections are accepted."""
+    import uvicorn
+
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    sock.bind((options.host, options.port))
+    port = sock.getsockname()[1]
+    config = uvicorn.Config(App(options), http="h11", loop="asyncio", lifespan="off", access_log=False,
+                            log_level="warning", backlog=4096, timeout_keep_alive=60, timeout_graceful_shutdown=2)
+    server = uvicorn.Server(config)
+
+    async def watch() -> None:
+        while not server.started and not server.should_exit:
+            await asyncio.sleep(0.01)
+        if server.started and ready is not None:
+            ready(f"http://{options.host}:{port}/v1")
+        while options.parent_pid and not server.should_exit:
+            if os.getppid() != options.parent_pid:
+                server.should_exit = True  # the parent died: do not outlive it
+            await asyncio.sleep(0.5)
+
+    watcher = asyncio.ensure_future(watch())
+    try:
+        await server.serve(sockets=[sock])
+    finally:
+        watcher.cancel()
+        sock.close()
+
+
+def main(argv: list[str] | None = None) -> None:
+    options = parse_args(argv)
+    asyncio.run(serve(options, ready=lambda url: print(url, flush=True)))
+
+
+# --- running it from Python --------------------------------------------------------------------
+
+class Simulator:
+    """The simulator in its own process while the block runs: ``.api_base``, ``.stats()``, ``.reset()``.
+
+    Takes the fields of :class:`Options` as keyword arguments (``port`` 0 by default: a free port). The
+    process is terminated on exit (killed if it does not stop within ``stop_timeout``), at interpreter
+    exit if the block was never left, and stops itself if this process dies.
+    """
+
+    def __init__(self, start_timeout: float = 30.0, stop_timeout: float = 5.0, **options):
+        self.options = Options(**{**options, "parent_pid": os.getpid()})
+        self.start_timeout, self.stop_timeout = start_timeout, stop_timeout
+        self.api_base: str | None = None
+        self.proc: subprocess.Popen | None = None
+
+    def __enter__(self) -> Self:
+        env = {**os.environ, "PYTHONPATH": os.pathsep.join(
+            [str(_WORKFLOW_DIR), *filter(None, [os.environ.get("PYTHONPATH")])])}
+        cmd = [sys.executable, "-m", "heart.simulation.simulator", *self.options.args()]
+        self._err = tempfile.TemporaryFile(mode="w+")
+        # its own session: a Ctrl-C at the terminal reaches this process, which then stops it in order
+        self.proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=self._err,
+                                     text=True, env=env, start_new_session=True)
+        atexit.register(self.stop)
+        try:
+            line = self._first_line()
+            if not line.startswith("http://"):
+                raise RuntimeError(f"simulator failed to start: {self._tail() or line!r}\n  command: {' '.join(cmd)}")
+            self.api_base = line
+            root = line.removesuffix("/v1")
+            deadline = time.monotonic() + self.start_timeout
+            while True:
+                try:
+                    urllib.request.urlopen(f"{root}/health", timeout=2).read()
+                    break
+                except OSError:
+                    if time.monotonic() > deadline or self.proc.poll() is not None:
+                        raise RuntimeError(f"simulator at {root} does not answer /health: {self._tail()}") from None
+                    time.sleep(0.05)
+        except BaseException:
+            self.stop()
+            raise
+        return self
+
+    def _first_line(self) -> str:
+        assert self.proc is not None and self.proc.stdout is not None
+        ready, _, _ = select.select([self.proc.stdout], [], [], self.start_timeout)
+        return self.proc.stdout.readline().strip() if ready else ""
+
+    def _tail(self) -> str:
+        self._err.flush()
+        self._err.seek(0)
+        return "".join(self._err.read().splitlines(keepends=True)[-10:]).strip()
+
+    def _url(self, path: str) -> str:
+        if self.api_base is None:
+            raise RuntimeError("the simulator is not running")
+        return self.api_base.removesuffix("/v1") + path
+
+    def stats(self) -> dict:
+        """The server's counters (``GET /stats``)."""
+        with urllib.request.urlopen(self._url("/stats"), timeout=10) as r:
+            return json.loads(r.read())
+
+    def reset(self) -> None:
+        """Zero the counters, the attempt counts and the rate-limit windows (``POST /stats/reset``)."""
+        urllib.request.urlopen(urllib.request.Request(self._url("/stats/reset"), method="POST"), timeout=10).read()
+
+    def stop(self) -> None:
+        """Terminate the process (then kill it); safe to call more than once."""
+        proc, self.proc = self.proc, None
+        atexit.unregister(self.stop)
+        if proc is None:
+            return
+        if proc.poll() is None:
+            proc.terminate()
+            try:
+                proc.wait(timeout=self.stop_timeout)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+        with contextlib.suppress(OSError):
+            proc.stdout.close()
+        self._err.close()
+        self.api_base = None
+
+    def __exit__(self, *exc) -> None:
+        self.stop()
+
+
+if __name__ == "__main__":
+    main()
