@@ -9,7 +9,9 @@ import pytest
 from conftest import FIXTURES, REPO
 from heart.items import adversarial, screening
 from heart.data import esconv
-from heart import llm
+from heart.llm.cache import cache_key
+from heart.llm.models import ModelSpec
+from heart.llm.request import SPEAKER, prepare
 from heart.llm.chat_tokens import Neutraliser
 
 LEXICON = REPO / "workflow/resources/screening/lexicon.yaml"
@@ -185,7 +187,7 @@ def test_the_rewriter_sees_the_dialogue_so_far_with_earlier_rewrites():
             item = items.set_index("conversation_id").loc[cid]
             m = material(req)
             # the turns before j, as transcript lines, with the earlier seeker turns already rewritten
-            assert m["dialogue_so_far"] == [f"{llm.SPEAKER[t['role']]}: {t['text']}" for t in item.history[:j]]
+            assert m["dialogue_so_far"] == [f"{SPEAKER[t['role']]}: {t['text']}" for t in item.history[:j]]
             assert len(m["dialogue_so_far"]) == j and m["situation"] == item.situation
             levels = adversarial.targets(item.profile, sum(t["role"] == "seeker" for t in item.history))
             assert m["hostility"] == levels[k]
@@ -200,12 +202,12 @@ def test_the_rewriter_sees_the_dialogue_so_far_with_earlier_rewrites():
 
 def test_same_answers_give_the_same_requests_and_cache_keys():
     """A rerun makes exactly the same requests (so the cache answers all of them) and the same tables."""
-    spec = llm.ModelSpec(name="m", model="openai/m", params={"temperature": 0})
+    spec = ModelSpec(name="m", model="openai/m", params={"temperature": 0})
     runs = []
     for _ in range(2):
         batches = []
         items, attempts = build(responder(log=batches))
-        runs.append(([[llm.cache_key(spec, r) for r in b] for b in batches], items, attempts))
+        runs.append(([[cache_key(spec, r) for r in b] for b in batches], items, attempts))
     assert runs[0][0] == runs[1][0]
     pd.testing.assert_frame_equal(runs[0][1], runs[1][1])
     pd.testing.assert_frame_equal(runs[0][2], runs[1][2])
@@ -230,7 +232,7 @@ def test_injected_text_in_the_dialogue_cannot_add_a_prompt_turn():
     }])
     row = next(window.itertuples())
     req = adversarial.rewrite_request(row, row.history, 3, 10, 0, "m", PROMPT, "v1", {})
-    sent, broken = llm.prepare(req, Neutraliser())  # what the engine keys and sends
+    sent, broken = prepare(req, Neutraliser())  # what the engine keys and sends
     assert broken >= 6 and [m["role"] for m in sent.messages] == ["system", "user"]
     rendered = chatml(sent.messages)
     assert rendered.count("<|im_start|>") == 2 and rendered.count("<|im_end|>") == 2

@@ -3,7 +3,8 @@
 import pandas as pd
 import pytest
 
-from heart import completions, llm
+from heart import completions
+from heart.llm.request import template
 from heart.common import tableio
 
 
@@ -22,7 +23,7 @@ def test_chat_messages_map_roles():
 def test_requests_are_per_item_and_versioned():
     reqs = completions.completion_requests(items(), "sys", "m", "Be kind.", "abc123")
     assert [r.id for r in reqs] == ["a1", "b2"] and reqs[0].template_version == "completion:abc123"
-    # decoded the paper's way (heart.llm.decoding), not with the model's configured params as such
+    # decoded the paper's way (heart.llm.decoding.decoding), not with the model's configured params as such
     assert all(r.paper_decoding and r.params is None for r in reqs)
 
 
@@ -51,9 +52,9 @@ def test_postprocess(raw, text, steps):
 def test_template_version_is_content_hash(tmp_path):
     p = tmp_path / "t.md"
     p.write_text("Be kind.\n")
-    text, v1 = llm.template(p)
+    text, v1 = template(p)
     p.write_text("Be kinder.\n")
-    assert text == "Be kind." and llm.template(p)[1] != v1
+    assert text == "Be kind." and template(p)[1] != v1
 
 
 def test_original_table():

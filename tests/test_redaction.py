@@ -6,7 +6,12 @@ import logging
 
 import pytest
 
-from heart import llm
+from heart.llm.answers import parse_structured
+from heart.llm.cache import ResponseCache, cache_key
+from heart.llm.engine import LLMStageError, error_text, run_requests
+from heart.llm.models import ModelSpec
+from heart.llm.pacing import parse_retry_after
+from heart.llm.request import Request
 from heart.common.runtime import key_env_names, logged
 from heart.common.redaction import MASK, MIN_RUN, RedactingStream, Redactor, secret_names
 
@@ -70,7 +75,7 @@ def test_error_text_redacts_before_it_shortens():
     r = Redactor([KEY])
     for offset in range(270, 300):
         exc = RuntimeError("x" * offset + KEY + " more text")
-        text = llm.error_text(exc, r)
+        text = error_text(exc, r)
         assert key_pieces(text) == [], offset
         assert text.startswith("RuntimeError: xxx")
     old_order = str(RuntimeError("x" * 280 + KEY))[:300].replace(KEY, "***")
@@ -132,7 +137,7 @@ def test_a_key_hidden_by_json_escapes_is_masked_in_the_decoded_answer():
     assert key_pieces(json.dumps(json.loads(clean), ensure_ascii=False)) == [] and MASK in json.loads(clean)["rationale"]
     schema = {"type": "object", "required": ["winner"], "properties": {"winner": {"enum": ["A", "B"]},
                                                                         "rationale": {"maxLength": 5}}}
-    parsed, error = llm.parse_structured(answer, schema, r)  # the schema error quotes the decoded value
+    parsed, error = parse_structured(answer, schema, r)  # the schema error quotes the decoded value
     assert parsed is None and key_pieces(error) == [] and "[REDACTED]" in error
     assert r.redact_json("not json \\u0041 " + KEY[:10]) == "not json \\u0041 " + MASK
     # a duplicate member that shadows the escaped key, JSON in a code fence, and JSON too deep to walk
@@ -175,19 +180,19 @@ def test_a_provider_echoing_the_key_leaves_no_fragment_anywhere(fake_llm, tmp_pa
     state, base = fake_llm
     state.retry_after = 0.1
     monkeypatch.setenv("HEART_ECHO_KEY", KEY)
-    spec = llm.ModelSpec(name="m", model="openai/echo", api_base=base, api_key_env="HEART_ECHO_KEY",
+    spec = ModelSpec(name="m", model="openai/echo", api_base=base, api_key_env="HEART_ECHO_KEY",
                          params={"max_tokens": 20}, timeout=5, max_retries=2)
     plans = {"unauthorised": ["echo401"] * 5, "rate limited then fine": ["echo429"],
              "server error then fine": ["echo500"], "server error always": ["echo500"] * 5,
              "answer carries the key": ["echo200"], "json answer hides the key in escapes": ["echo200json"]}
     state.plans.update({k: list(v) for k, v in plans.items()})
     schema = {"type": "object", "required": ["text"], "properties": {"text": {"type": "string"}}}
-    reqs = [llm.Request(id=t, model="m", messages=({"role": "user", "content": t},), template_version="t",
+    reqs = [Request(id=t, model="m", messages=({"role": "user", "content": t},), template_version="t",
                         schema=schema if "json" in t else None) for t in plans]
-    cache = llm.ResponseCache(tmp_path / "cache")
+    cache = ResponseCache(tmp_path / "cache")
     caplog.set_level(logging.DEBUG)
-    with pytest.raises(llm.LLMStageError) as err:
-        llm.run_requests({"m": spec}, reqs, cache, backoff=0.01)
+    with pytest.raises(LLMStageError) as err:
+        run_requests({"m": spec}, reqs, cache, backoff=0.01)
     assert state.auth[f"Bearer {KEY}"] > 0  # the server did get the key, and echoed it
     assert set(err.value.failures) == {"unauthorised", "server error always"}
     assert "Incorrect API key provided: [REDACTED]" in str(err.value)
@@ -197,7 +202,7 @@ def test_a_provider_echoing_the_key_leaves_no_fragment_anywhere(fake_llm, tmp_pa
                                                                      if e["text"].startswith("{")], ensure_ascii=False)
     assert written.count("[REDACTED]") >= 3  # the echoing answers were cached with the key masked
     # the JSON answer: its key was whole only after decoding; masked in the text and in what was parsed
-    again = llm.run_requests({"m": spec}, [r for r in reqs if "json" in r.id], cache)  # a cache hit
+    again = run_requests({"m": spec}, [r for r in reqs if "json" in r.id], cache)  # a cache hit
     assert again["json answer hides the key in escapes"]["parsed"]["text"].endswith("[REDACTED]")
     captured = capsys.readouterr()
     everything = str(err.value) + caplog.text + captured.out + captured.err + written + json.dumps(again)
@@ -213,7 +218,7 @@ def test_retry_after_seconds_and_http_dates(value, expected):
     import email.utils
 
     now = email.utils.parsedate_to_datetime("Wed, 21 Oct 2015 07:28:00 GMT").timestamp()
-    assert llm.parse_retry_after(value, now=now) == expected
+    assert parse_retry_after(value, now=now) == expected
 
 
 def test_the_engine_waits_as_long_as_an_http_date_retry_after_says(fake_llm, tmp_path):
@@ -224,12 +229,12 @@ def test_the_engine_waits_as_long_as_an_http_date_retry_after_says(fake_llm, tmp
     state, base = fake_llm
     state.retry_after = 2.0
     state.plans["slow down"] = ["429date"]
-    spec = llm.ModelSpec(name="m", model="openai/t", api_base=base, params={"max_tokens": 5}, timeout=10,
+    spec = ModelSpec(name="m", model="openai/t", api_base=base, params={"max_tokens": 5}, timeout=10,
                          max_retries=1)
     t0 = time.monotonic()
-    out = llm.run_requests({"m": spec}, [llm.Request(id="r", model="m", template_version="t",
+    out = run_requests({"m": spec}, [Request(id="r", model="m", template_version="t",
                                                      messages=({"role": "user", "content": "slow down"},))],
-                           llm.ResponseCache(tmp_path / "c"), backoff=0.01)
+                           ResponseCache(tmp_path / "c"), backoff=0.01)
     waited = time.monotonic() - t0
     assert out["r"]["text"] and state.calls["slow down"] == 2 and waited >= 0.9
 
@@ -252,12 +257,12 @@ def test_the_prefilter_never_lets_a_run_through():
 def test_cached_answers_and_the_published_cache_are_redacted_too(tmp_path, monkeypatch):
     """A cache written before redaction existed (or someone else's) can hold a key: a hit and the export mask it."""
     monkeypatch.setenv("HEART_TEST_API_KEY", KEY)
-    spec = llm.ModelSpec(name="m", model="openai/t", api_base="http://127.0.0.1:9/v1", api_key_env="HEART_TEST_API_KEY")
-    req = llm.Request(id="r", model="m", template_version="t", messages=({"role": "user", "content": "hi"},))
-    cache = llm.ResponseCache(tmp_path / "c")
-    cache.put(llm.cache_key(spec, req), {"model": "openai/t", "text": f"old answer with {KEY}", "parsed": None,
+    spec = ModelSpec(name="m", model="openai/t", api_base="http://127.0.0.1:9/v1", api_key_env="HEART_TEST_API_KEY")
+    req = Request(id="r", model="m", template_version="t", messages=({"role": "user", "content": "hi"},))
+    cache = ResponseCache(tmp_path / "c")
+    cache.put(cache_key(spec, req), {"model": "openai/t", "text": f"old answer with {KEY}", "parsed": None,
                                          "parse_error": None, "usage": {}, "cost": None})
-    out = llm.run_requests({"m": spec}, [req], cache)  # answered from the cache: port 9 is never called
+    out = run_requests({"m": spec}, [req], cache)  # answered from the cache: port 9 is never called
     assert out["r"]["from_cache"] and key_pieces(out["r"]["text"]) == [] and MASK in out["r"]["text"]
     cache.export(tmp_path / "published.parquet", Redactor([KEY]))
     import pandas as pd
@@ -267,16 +272,21 @@ def test_cached_answers_and_the_published_cache_are_redacted_too(tmp_path, monke
 
 INTERRUPTED_SCRIPT = """
 import sys
-from heart import llm
+from heart.llm.answers import parse_structured
+from heart.llm.cache import ResponseCache, cache_key
+from heart.llm.engine import LLMStageError, error_text, run_requests
+from heart.llm.models import ModelSpec
+from heart.llm.pacing import parse_retry_after
+from heart.llm.request import Request
 from heart.common.runtime import logged
 
 base, log = sys.argv[1], sys.argv[2]
 with logged(log):
-    spec = llm.ModelSpec(name="m", model="openai/echo", api_base=base, api_key_env="HEART_TEST_API_KEY",
+    spec = ModelSpec(name="m", model="openai/echo", api_base=base, api_key_env="HEART_TEST_API_KEY",
                          params={"max_tokens": 5}, timeout=5, max_retries=3)
-    llm.run_requests({"m": spec}, [llm.Request(id="r", model="m", template_version="t",
+    run_requests({"m": spec}, [Request(id="r", model="m", template_version="t",
                                                messages=({"role": "user", "content": "wait for me"},))],
-                     llm.ResponseCache(sys.argv[3]))
+                     ResponseCache(sys.argv[3]))
 """
 
 

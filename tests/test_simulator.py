@@ -15,7 +15,13 @@ import urllib.request
 import jsonschema
 import pytest
 from conftest import REPO
-from heart import judging, llm, tagging
+from heart import judging
+from heart.llm.cache import ResponseCache
+from heart.llm.engine import run_requests
+from heart.llm.models import ModelSpec
+from heart.llm.pacing import parse_retry_after
+from heart.llm.request import Request
+from heart import tagging
 from heart.simulation import simulator
 
 JUDGE_SCHEMA = judging.response_schema(judging.load_rubric(REPO / "workflow/resources/rubric/heart.yaml"), 240)
@@ -203,7 +209,7 @@ def test_rate_limit_answers_429_with_retry_after(sim):
     status, headers, error = post(sim.api_base, chat("limited 5", model="limited"))
     assert statuses == [200] * 5 and status == 429
     assert error["error"]["code"] == "rate_limit_exceeded" and "5 requests per minute" in error["error"]["message"]
-    wait = llm.parse_retry_after(headers["retry-after"])
+    wait = parse_retry_after(headers["retry-after"])
     assert 0 < wait <= 0.6  # within the scaled minute (60 s x 0.01)
     assert post(sim.api_base, chat("not limited"))[0] == 200  # limits are per model name
     time.sleep(wait + 0.02)
@@ -267,15 +273,15 @@ def test_run_requests_end_to_end_and_a_rerun_calls_nothing(sim, faulty, tmp_path
     reqs = []
     for i in range(12):
         a, b = rng.sample(pool, 2)
-        reqs.append(llm.Request(id=f"pair{i}", model="judge", template_version="t1", schema=JUDGE_SCHEMA,
+        reqs.append(Request(id=f"pair{i}", model="judge", template_version="t1", schema=JUDGE_SCHEMA,
                                 messages=judging.messages(f"Judge pair {i}.", HISTORY, a, b), stream=stream))
     for server, retries in ((sim, 0), (faulty, 2)):  # the faulty server needs two retries, no more
-        spec = llm.ModelSpec(name="judge", model="openai/sim-judge", api_base=server.api_base, stream=stream,
+        spec = ModelSpec(name="judge", model="openai/sim-judge", api_base=server.api_base, stream=stream,
                              params={"temperature": 0, "max_tokens": 300}, max_concurrency=8, timeout=10,
                              max_retries=retries)
-        cache = llm.ResponseCache(tmp_path / f"cache{retries}")
+        cache = ResponseCache(tmp_path / f"cache{retries}")
         server.reset()
-        out = llm.run_requests({"judge": spec}, reqs, cache, backoff=0.01)
+        out = run_requests({"judge": spec}, reqs, cache, backoff=0.01)
         for r in out.values():
             assert r["parse_error"] is None and not r["from_cache"]
             jsonschema.validate(r["parsed"], JUDGE_SCHEMA)
@@ -286,7 +292,7 @@ def test_run_requests_end_to_end_and_a_rerun_calls_nothing(sim, faulty, tmp_path
         assert stats["requests"] == len(reqs) + sum(stats["errors"].values())
         if retries:
             assert sum(stats["errors"].values()) > 0
-        again = llm.run_requests({"judge": spec}, reqs, cache)
+        again = run_requests({"judge": spec}, reqs, cache)
         assert all(r["from_cache"] for r in again.values())
         assert {k: r["text"] for k, r in again.items()} == {k: r["text"] for k, r in out.items()}
         assert server.stats()["requests"] == stats["requests"]  # the rerun made no call at all

@@ -6,7 +6,7 @@
    concurrency 64 vs the ideal (concurrency / latency), non-streamed (judges, taggers: the target is
    >= 95 % of ideal) and streamed (completions, for their time to first token), with the client's CPU
    time per call; 640 calls (10 round trips, as first measured in the issue) and 2,560; in one process,
-   and in 2 processes of concurrency 32 each (a stage's ``llm.shards: 2`` on this 2-core machine); and a
+   and in 2 processes of concurrency 32 each (a stage's ``shards: 2`` on this 2-core machine); and a
    sequential loop.
 2. 42,000 cached lookups (the paper's number of pairwise comparisons).
 3. The same 42,000 as judge-sized requests (~2 KB of material, ~500-character answers) answered from
@@ -23,19 +23,22 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 sys.path[:0] = [str(HERE.parent), str(HERE.parents[1] / "workflow")]
 
-from heart import llm  # noqa: E402
+from heart.llm.cache import ResponseCache, cache_key  # noqa: E402
+from heart.llm.engine import run_requests  # noqa: E402
+from heart.llm.models import ModelSpec  # noqa: E402
+from heart.llm.request import Request  # noqa: E402
 
 LATENCY = 1.0
 
 
 def specs(base, concurrency, stream=True):
-    return {"m": llm.ModelSpec.from_config("m", dict(model="openai/test", api_base=base, params={"temperature": 0},
+    return {"m": ModelSpec.from_config("m", dict(model="openai/test", api_base=base, params={"temperature": 0},
                                                      max_concurrency=concurrency, timeout=30, max_retries=0,
                                                      stream=stream))}
 
 
 def requests(n, tag, stream=False):
-    return [llm.Request(id=f"{tag}{i}", model="m", messages=({"role": "user", "content": f"{tag} {i}"},),
+    return [Request(id=f"{tag}{i}", model="m", messages=({"role": "user", "content": f"{tag} {i}"},),
                         template_version="bench", stream=stream) for i in range(n)]
 
 
@@ -50,11 +53,11 @@ def worker(base, tag, n, concurrency, go, stream):
     import json
 
     with tempfile.TemporaryDirectory() as tmp:
-        llm.run_requests(specs(base, 1), requests(2, f"warm{tag}"), llm.ResponseCache(tmp))
+        run_requests(specs(base, 1), requests(2, f"warm{tag}"), ResponseCache(tmp))
         reqs = requests(n, tag, stream)
         time.sleep(max(0.0, go - time.time()))
         cpu, start = time.process_time(), time.time()
-        llm.run_requests(specs(base, concurrency, stream), reqs, llm.ResponseCache(tmp))
+        run_requests(specs(base, concurrency, stream), reqs, ResponseCache(tmp))
         print(json.dumps({"start": start, "end": time.time(), "cpu": time.process_time() - cpu}), flush=True)
 
 
@@ -80,11 +83,11 @@ def main():
     base = server.stdout.readline().strip()
     # warm up (litellm's first call imports and builds a lot)
     with tempfile.TemporaryDirectory() as tmp:
-        llm.run_requests(specs(base, 1), requests(2, "warm"), llm.ResponseCache(tmp))
+        run_requests(specs(base, 1), requests(2, "warm"), ResponseCache(tmp))
     with tempfile.TemporaryDirectory() as tmp:
-        cache = llm.ResponseCache(Path(tmp) / "c")
+        cache = ResponseCache(Path(tmp) / "c")
         n_seq = 5
-        seq = timed(lambda: llm.run_requests(specs(base, 1), requests(n_seq, "seq"), cache))
+        seq = timed(lambda: run_requests(specs(base, 1), requests(n_seq, "seq"), cache))
         seq_rps = n_seq / seq
         print(f"sequential loop: {n_seq} calls in {seq:.2f} s = {seq_rps:.2f} calls/s (ideal {1 / LATENCY:.1f})")
         conc = 64
@@ -101,17 +104,17 @@ def main():
                   + f"; client CPU {1000 * cpu:.1f} ms per call", flush=True)
 
         # 42,000 cached lookups
-        big = llm.ResponseCache(Path(tmp) / "big")
+        big = ResponseCache(Path(tmp) / "big")
         spec = specs(base, 1)["m"]
         reqs = requests(42_000, "cached")
         entry = {"model": "openai/test", "text": "x", "parsed": None, "usage": {}, "cost": None,
                  "ttft_s": 0.1, "latency_s": 0.2}
-        keys = [llm.cache_key(spec, r) for r in reqs]
+        keys = [cache_key(spec, r) for r in reqs]
         for k in keys:
             big.put(k, entry)
-        lookup = timed(lambda: [big.get(llm.cache_key(spec, r)) for r in reqs])
+        lookup = timed(lambda: [big.get(cache_key(spec, r)) for r in reqs])
         print(f"42,000 cached lookups (key + read): {lookup:.2f} s")
-        full = timed(lambda: llm.run_requests(specs(base, 32), reqs, big))
+        full = timed(lambda: run_requests(specs(base, 32), reqs, big))
         print(f"42,000 requests answered from the cache by run_requests: {full:.2f} s")
     server.terminate()
     paper_scale_cached()
@@ -127,16 +130,16 @@ def paper_scale_cached():
                        "BENCH_B_API_KEY": "sk-ant-api03-abcdefghijklmnopqrstuvwxyz0123456789",
                        "BENCH_C_API_KEY": "AIzaSyD-1234567890abcdefghijklmnop"})
     with tempfile.TemporaryDirectory() as tmp:
-        cache = llm.ResponseCache(tmp)
+        cache = ResponseCache(tmp)
         spec = specs("http://127.0.0.1:9/v1", 32)
-        reqs = [llm.Request(id=f"j{i}", model="m", template_version="bench", messages=(
+        reqs = [Request(id=f"j{i}", model="m", template_version="bench", messages=(
             {"role": "system", "content": "You judge two replies."},
             {"role": "user", "content": f"{i} " + " ".join(rng.choice(words) for _ in range(400))}))
             for i in range(42_000)]
         for r in reqs:
-            cache.put(llm.cache_key(spec["m"], r), {"model": "openai/test", "parsed": None, "usage": {}, "cost": None,
+            cache.put(cache_key(spec["m"], r), {"model": "openai/test", "parsed": None, "usage": {}, "cost": None,
                                                     "text": " ".join(rng.choice(words) for _ in range(110))})
-        t = timed(lambda: llm.run_requests(spec, reqs, cache))
+        t = timed(lambda: run_requests(spec, reqs, cache))
         print(f"42,000 judge-sized requests answered from the cache by run_requests "
               f"(neutralised and redacted): {t:.2f} s")
 

@@ -584,7 +584,7 @@ class Rehearsal:
         """Calls/s a model's shard jobs can make at most: shards x min(rpm/60, max_concurrency/mean latency) with
         each job's share of the model's limits (``ModelSpec.share``); the mean of the simulator's log-normal
         latency."""
-        from heart.llm import ModelSpec
+        from heart.llm.models import ModelSpec
 
         mean_latency = self.a.latency * self.a.time_scale * math.exp(self.a.sigma ** 2 / 2)
         n = self.config["llm"]["shards"]

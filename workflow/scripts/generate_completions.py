@@ -1,16 +1,18 @@
 """rule generate_completions: one completion per item of a shard from a model system."""
-from heart import completions, llm
+from heart import completions
+from heart.llm.decoding import decoding
+from heart.llm.stage import Stage
 from heart.llm import shards
 from heart.common import tableio
 from heart.common.runtime import logged
 
 with logged(snakemake.log[0], snakemake) as log:
-    stage = llm.Stage.of(snakemake)
+    stage = Stage.of(snakemake)
     spec, shard, version = stage.spec, stage.shard, stage.version
     items = shards.select(tableio.read_table(snakemake.input.item_table), shard)
     system = snakemake.params.system
     # the paper's decoding (§9.4), decided once per model: what is sent and why, in the log and the provenance
-    decided = llm.decoding(spec)
+    decided = decoding(spec)
     log.info("%s: decoding of %s (%s): %s\n  %s", system, spec.name, spec.model, decided.params,
              "\n  ".join(decided.notes))
     requests = completions.completion_requests(items, system, spec.name, stage.template, version)

@@ -1,14 +1,15 @@
 """rule judge_pairs: one LLM judge's blinded verdicts on the pairs of a shard it may judge, in both orders."""
 import pandas as pd
 
-from heart import judging, llm
+from heart import judging
+from heart.llm.stage import Stage
 from heart.judging import pairs
 from heart.llm import shards
 from heart.common import tableio
 from heart.common.runtime import logged
 
 with logged(snakemake.log[0], snakemake) as log:
-    stage = llm.Stage.of(snakemake, resource="rubric")
+    stage = Stage.of(snakemake, resource="rubric")
     spec, shard = stage.spec, stage.shard
     judge = snakemake.params.judge
     rubric = judging.load_rubric(snakemake.input.rubric)

@@ -1,11 +1,12 @@
 """rule judge_qc: one LLM judge's verdicts on the known-answer quality-check pairs (heart/judging/judge_qc.py), both orders."""
 from heart.judging import judge_qc
-from heart import judging, llm
+from heart import judging
+from heart.llm.stage import Stage
 from heart.common import tableio
 from heart.common.runtime import logged
 
 with logged(snakemake.log[0], snakemake) as log:
-    stage = llm.Stage.of(snakemake, resource="rubric")
+    stage = Stage.of(snakemake, resource="rubric")
     judge, answer = snakemake.params.judge, snakemake.params.answer
     rubric = judging.load_rubric(snakemake.input.rubric)
     items = tableio.read_table(snakemake.input.item_table)

@@ -1,15 +1,16 @@
 """rule make_adversarial_items: rewrite seeker turns of chosen windows -> adversarial items + attempts log."""
 from heart.items import adversarial, screening
-from heart import llm
+from heart.llm.engine import Engine
+from heart.llm.request import template
 from heart.common import provenance, tableio
 from heart.items import item_table as items_mod
 from heart.common.runtime import logged
 
 with logged(snakemake.log[0], snakemake) as log:
     job = provenance.collect(snakemake)
-    engine = llm.Engine([snakemake.params.model], snakemake.params.llm)
+    engine = Engine([snakemake.params.model], snakemake.params.llm)
     spec = next(iter(engine.specs.values()))
-    prompt, version = llm.template(snakemake.input.prompt)
+    prompt, version = template(snakemake.input.prompt)
     items, attempts = adversarial.build(
         tableio.read_table(snakemake.input.conversations), tableio.read_table(snakemake.input.turns),
         tableio.read_table(snakemake.input.regular), lambda reqs: engine.run(reqs, desc="adversarial rewrites"),

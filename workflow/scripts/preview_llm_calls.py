@@ -4,14 +4,19 @@ from pathlib import Path
 import pandas as pd
 
 from heart.items import adversarial, screening
-from heart import completions, judging, llm, tagging
+from heart import completions
+from heart import judging
+from heart.llm.engine import Engine
+from heart.llm.preview import preview, preview_summary
+from heart.llm.request import template
+from heart import tagging
 from heart.judging import pairs
 from heart.common import provenance, tableio
 from heart.common.runtime import logged, tell
 
 with logged(snakemake.log[0], snakemake) as log:
     job = provenance.collect(snakemake)
-    engine = llm.Engine(snakemake.params.models.values(), snakemake.params.llm)
+    engine = Engine(snakemake.params.models.values(), snakemake.params.llm)
     specs = engine.specs
     conversations, turns = tableio.read_table(snakemake.input.conversations), tableio.read_table(snakemake.input.turns)
     regular = tableio.read_table(snakemake.input.regular)
@@ -19,7 +24,7 @@ with logged(snakemake.log[0], snakemake) as log:
     settings = snakemake.params.adversarial
     stages = {}
     if settings["n"] > 0:
-        prompt, version = llm.template(snakemake.input.adversarial_prompt)
+        prompt, version = template(snakemake.input.adversarial_prompt)
         stages["adversarial rewrites (first attempt)"] = adversarial.first_attempt_requests(
             conversations, turns, regular, settings, prompt, version, settings["model"],
             specs[settings["model"]].params, lexicon=screening.Lexicon.from_file(snakemake.input.lexicon))
@@ -27,7 +32,7 @@ with logged(snakemake.log[0], snakemake) as log:
     # adversarial ones exist only after rewriting), or all the released ones
     for system, cfg in snakemake.params.systems.items():
         path = next(p for p in snakemake.input.prompts if Path(p).stem == cfg["prompt"])
-        prompt, version = llm.template(path)
+        prompt, version = template(path)
         stages[f"completions {system} ({scope})"] = completions.completion_requests(
             regular, system, cfg["model"], prompt, version)
     # judging and tagging run on completions that do not exist yet: every system's reply is
@@ -54,23 +59,23 @@ with logged(snakemake.log[0], snakemake) as log:
         rubric = judging.load_rubric(snakemake.input.rubric)
         for name, cfg in snakemake.params.judging["judges"].items():
             path = next(p for p in snakemake.input.judge_prompts if Path(p).stem == cfg["prompt"])
-            template, version = llm.template(path)
+            text, version = template(path)
             keep = judging.eligible(design, specs[cfg["model"]].family, snakemake.params.families,
                                     snakemake.params.judging["exclude_own_family"])
             stages[f"judging {name} ({scope}, {len(design)} pairs, {orders})"] = judging.judge_requests(
-                cfg["answer"], design[keep], regular, pairs.completion_text(stand_ins), cfg["model"], template,
+                cfg["answer"], design[keep], regular, pairs.completion_text(stand_ins), cfg["model"], text,
                 rubric, version, snakemake.params.judging["both_orders"], cfg["params"],
                 snakemake.params.judging["rationale_max_chars"], cfg["axes"], cfg["context_turns"])
         taxonomy = tagging.load_taxonomy(snakemake.input.taxonomy)
         for name, cfg in snakemake.params.tagging["taggers"].items():
             path = next(p for p in snakemake.input.tagging_prompts if Path(p).stem == cfg["prompt"])
-            template, version = llm.template(path)
+            text, version = template(path)
             stages[f"tagging {name} ({scope}, estimated)"] = tagging.requests(
-                stand_ins, cfg["model"], tagging.system_prompt(template, taxonomy), version,
+                stand_ins, cfg["model"], tagging.system_prompt(text, taxonomy), version,
                 tagging.answer_schema(cfg["answer"], taxonomy), params=cfg["params"])
-    table = llm.preview(specs, stages, engine.cache)
+    table = preview(specs, stages, engine.cache)
     tableio.write_table(table, snakemake.output[0], "llm_preview", job)
     text = table.to_string(index=False)
-    summary = llm.preview_summary(table)
+    summary = preview_summary(table)
     log.info("LLM call preview:\n%s\n%s", text, summary)
     tell(f"\nLLM call preview\n{text}\n{summary}\n", snakemake)

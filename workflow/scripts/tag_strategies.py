@@ -1,12 +1,13 @@
 """rule tag_strategies: one LLM tagger's strategy labels for a shard of the completions (by reply text)."""
 import pandas as pd
 
-from heart import llm, tagging
+from heart.llm.stage import Stage
+from heart import tagging
 from heart.common import tableio
 from heart.common.runtime import logged
 
 with logged(snakemake.log[0], snakemake) as log:
-    stage = llm.Stage.of(snakemake, resource="taxonomy")
+    stage = Stage.of(snakemake, resource="taxonomy")
     spec, shard = stage.spec, stage.shard
     tagger = snakemake.params.tagger
     taxonomy = tagging.load_taxonomy(snakemake.input.taxonomy)

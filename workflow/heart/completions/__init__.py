@@ -6,7 +6,7 @@ or human contributors ("human", imported from a file; three per context).
 Every system's completions are one table (``completions.schema.yaml``).
 
 Model completions are decoded as the paper made them (§9.4: temperature 0, top-p 1, chain-of-thought
-disabled): every request asks for :func:`heart.llm.decoding`, which sends those settings where the
+disabled): every request asks for :func:`heart.llm.decoding.decoding`, which sends those settings where the
 provider accepts them and the provider's least reasoning setting where reasoning cannot be turned off,
 and each row records in ``sent_params`` what it was made with.
 """
@@ -22,7 +22,7 @@ import pandas as pd
 from heart.items import item_table as items_mod
 from heart.common import tableio
 from heart.common.tableio import table_schema
-from heart.llm import Request
+from heart.llm.request import Request
 
 ROLE_TO_CHAT = {"seeker": "user", "supporter": "assistant"}
 _PREFIX = re.compile(r"^\s*(?:supporter|assistant|listener|helper|response|reply)\s*:\s*", re.IGNORECASE)
@@ -39,7 +39,7 @@ def chat_messages(system_prompt: str, history) -> tuple:
 def completion_requests(items: pd.DataFrame, system: str, model: str, system_prompt: str,
                         version: str) -> list[Request]:
     """One request per item for a model system; the request id is the item id. Each is decoded the paper's
-    way (``paper_decoding``: :func:`heart.llm.decoding` of the model, not its configured params as such), and
+    way (``paper_decoding``: :func:`heart.llm.decoding.decoding` of the model, not its configured params as such), and
     streamed where the model streams (``ModelSpec.stream``): a completion's time to first token is a result
     (Figure 5)."""
     return [Request(id=row.item_id, model=model, messages=chat_messages(system_prompt, row.history),
@@ -68,7 +68,7 @@ COLUMNS = table_schema("completions").names  # declared once, in completions.sch
 
 def model_table(items: pd.DataFrame, system: str, results: dict, model: str,
                 template_name: str, version: str) -> pd.DataFrame:
-    """Completions of a model system, one row per item, from :func:`heart.llm.run_requests` results."""
+    """Completions of a model system, one row per item, from :func:`heart.llm.engine.run_requests` results."""
     rows = []
     for item_id in items["item_id"]:
         r = results[item_id]

@@ -36,7 +36,7 @@ import numpy as np
 import pandas as pd
 
 from heart.items import screening
-from heart.llm import SPEAKER, Request, json_messages
+from heart.llm.request import SPEAKER, Request, json_messages
 
 PROFILES = ["Always-10", "Linear-Ramp", "Mid-Spike", "Mid-Ramp"]
 HIGH = 8  # a seeker turn with target >= HIGH is "high-adversarial"
@@ -239,7 +239,7 @@ def rewrite_messages(instructions: str, situation: str, so_far, message: str, ho
 
     JSON keeps every text inside its own string (a newline, a quote or ``Supporter:`` in a turn cannot
     start a transcript line of its own); the engine breaks chat-template control tokens in it
-    (:func:`heart.llm.prepare`), so no text can open, close or add a chat turn.
+    (:func:`heart.llm.request.prepare`), so no text can open, close or add a chat turn.
     """
     material = {"situation": situation, "dialogue_so_far": transcript(so_far), "message": message,
                 "hostility": int(hostility_target)}
@@ -453,14 +453,14 @@ def build(conversations, turns, regular_items, run, settings: dict, prompt: str,
     Parameters
     ----------
     run : callable
-        ``run(requests) -> results``: the engine (:func:`heart.llm.run_requests` bound to the specs and
+        ``run(requests) -> results``: the engine (:func:`heart.llm.engine.run_requests` bound to the specs and
         the cache). A successful call is cached, so a rerun makes the same requests and pays for none.
     settings : dict
         The ``adversarial_items`` config section (n, seed, profiles, max_turns, max_attempts, and optionally
         max_windows: how many windows may be tried in all, the first ``n`` included; absent or None: every
         window).
     prompt, version : str
-        The rewriting instructions (``rewrite_seeker.md``) and their version (:func:`heart.llm.template`).
+        The rewriting instructions (``rewrite_seeker.md``) and their version (:func:`heart.llm.request.template`).
     lexicon : heart.items.screening.Lexicon, optional
         Screens the windows and every rewritten seeker turn for safety-critical content.
 

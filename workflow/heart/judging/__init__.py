@@ -37,7 +37,7 @@ import numpy as np
 import pandas as pd
 
 from heart.common.config import load_resource
-from heart.llm import SPEAKER, Request, json_messages
+from heart.llm.request import SPEAKER, Request, json_messages
 
 ORDERS = ("AB", "BA")
 VERDICT_COLUMNS = ["pair_id", "judge", "order", "shown_a", "parse_ok", "parse_error", "winner_shown", "signed",

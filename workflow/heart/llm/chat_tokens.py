@@ -15,7 +15,7 @@ special token's string. Which strings count:
 * for a local GGUF model, also every token its own vocabulary marks as control, user-defined or
   unknown (what llama.cpp parses as special), read from the GGUF file (:func:`gguf_special_tokens`).
 
-The engine (:mod:`heart.llm`) applies it to every message of every request before the cache key
+:func:`heart.llm.request.prepare` applies it to every message of every request before the cache key
 is computed, and reports how many tokens it broke per request.
 """
 

@@ -1,7 +1,7 @@
 """A simulated LLM provider: an OpenAI-compatible chat-completions server on 127.0.0.1, for rehearsals.
 
 The paper-scale run makes ~90,000 LLM calls (completions, judge verdicts, strategy tags). This server lets
-the whole engine (:func:`heart.llm.run_requests`: concurrency, rate limits, retries, streaming, the cache)
+the whole engine (:func:`heart.llm.engine.run_requests`: concurrency, rate limits, retries, streaming, the cache)
 be rehearsed at that scale without API keys or cost, and be measured: how long the run takes at a given
 latency and rate limit, and -- from ``/stats`` -- that a rerun made no repeated call.
 

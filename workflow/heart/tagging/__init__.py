@@ -18,7 +18,7 @@ import pandas as pd
 from heart.llm import shards
 from heart.common import tableio
 from heart.common.config import load_resource
-from heart.llm import Request, json_messages
+from heart.llm.request import Request, json_messages
 
 LABELS = ["present", "absent", "uncertain"]
 COLUMNS = ["item_id", "system", "contributor_id", "tagger", "strategy", "label", "probability", "evidence",

@@ -1,0 +1,102 @@
+"""The content-addressed response cache: an answer that was paid for is never paid for again.
+
+One JSON file per answer (``<dir>/<key[:2]>/<key>.json``), written by rename: safe for many writers on a
+shared filesystem, no locks. Only successes are stored. A published export (``results/llm/cache.parquet``)
+replays read-only after the local directory.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+
+import pandas as pd
+
+from heart.common import tableio
+from heart.common.atomic import atomic_path
+from heart.common.redaction import Redactor
+from heart.llm.answers import parse_structured
+from heart.llm.decoding import resolved_params
+from heart.llm.models import ModelSpec
+from heart.llm.request import Request
+
+
+CACHE_FORMAT = 1
+
+
+def cache_key(spec: ModelSpec, req: Request) -> str:
+    """sha256 over model, the params sent (:func:`resolved_params`), messages, response schema, template
+    version. Two requests sent with the same params share a key however those params were arrived at."""
+    payload = {
+        "format": CACHE_FORMAT,
+        "model": spec.model,
+        "params": resolved_params(spec, req),
+        "messages": list(req.messages),
+        "schema": req.schema,
+        "template_version": req.template_version,
+    }
+    return hashlib.sha256(json.dumps(payload, sort_keys=True, ensure_ascii=False).encode()).hexdigest()
+
+
+class ResponseCache:
+    """Append-only, content-addressed store: ``<dir>/<key[:2]>/<key>.json``, written by rename.
+
+    ``replay`` is an optional Parquet export of another cache (see :meth:`export`),
+    consulted read-only after the local directory.
+    """
+
+    def __init__(self, directory, replay=None):
+        self.dir = Path(directory)
+        self.replay: dict[str, str] = {}  # key -> entry JSON, parsed when asked for (a job asks for few)
+        if replay:
+            table = pd.read_parquet(replay, columns=["key", "entry"])
+            self.replay = dict(zip(table["key"], table["entry"]))
+
+    def _path(self, key: str) -> Path:
+        return self.dir / key[:2] / f"{key}.json"
+
+    def get(self, key: str) -> dict | None:
+        try:
+            return json.loads(self._path(key).read_text())
+        except FileNotFoundError:
+            entry = self.replay.get(key)
+            return None if entry is None else json.loads(entry)
+
+    def put(self, key: str, entry: dict) -> None:
+        path = self._path(key)
+        with atomic_path(path) as tmp:
+            Path(tmp).write_text(json.dumps(entry, ensure_ascii=False))
+
+    def export(self, dest, redactor: Redactor | None = None, provenance: dict | None = None) -> int:
+        """Write every entry (local and replayed) to one Parquet table ``llm_cache`` (key, model, entry JSON),
+        for publishing: with the keys of this environment redacted from every entry."""
+        redactor = redactor or Redactor.from_env()
+        entries = {k: json.loads(e) for k, e in self.replay.items()}  # a replay re-publishes what it replayed
+        for path in sorted(self.dir.glob("??/*.json")):
+            entries[path.stem] = json.loads(path.read_text())
+        rows = []
+        for k, e in sorted(entries.items()):
+            clean = redacted_entry(e, redactor)  # "parsed" is left out: a replay parses the text again
+            rows.append({"key": k, "model": clean.get("model"), "entry": json.dumps(clean)})
+        tableio.write_table(pd.DataFrame(rows, columns=["key", "model", "entry"]), dest, "llm_cache", provenance)
+        return len(rows)
+
+
+def redacted_entry(entry: dict, redactor: Redactor) -> dict:
+    """A cache entry with every field redacted, its text JSON-aware, and without ``parsed`` (which is
+    derived from the text, and re-derived by whoever reads the entry)."""
+    clean = redactor.redact_obj({k: v for k, v in entry.items() if k not in ("text", "parsed")})
+    if "text" in entry:
+        clean["text"] = redactor.redact_json(entry["text"])
+    return clean
+
+
+def clean_hit(entry: dict, schema: dict | None, redactor: Redactor) -> dict:
+    """A cached entry as a fresh answer would be: redacted (:func:`redacted_entry`), and read with today's
+    parser (a parser fix needs no new call)."""
+    clean = redacted_entry(entry, redactor)
+    clean["parsed"], parse_error = parse_structured(clean["text"], schema, redactor)
+    if schema is not None:
+        clean["parse_error"] = parse_error
+    return clean
