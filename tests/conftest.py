@@ -26,6 +26,7 @@ from pathlib import Path
 import pytest
 
 from heart.common import tableio
+from heart.common.vocabulary import AXIS_COLUMNS
 
 REPO = Path(__file__).resolve().parents[1]
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
@@ -286,7 +287,7 @@ def judged_copy(judged_workflow):
 
 
 #: The signed axis-mark columns of the judgments table (workflow/schemas/tables/judgments.schema.yaml).
-JUDGMENT_AXES = ["axis_H", "axis_E", "axis_A", "axis_R", "axis_T"]
+JUDGMENT_AXES = list(AXIS_COLUMNS)
 
 
 def judgments_frame(rows) -> "pd.DataFrame":

@@ -9,7 +9,15 @@ import pytest
 from statsmodels.stats.multitest import multipletests
 
 from conftest import JUDGMENT_AXES as AXES, judgments_frame as table
-from heart.stats import agreement, bias, multiple_testing, reliability
+from heart.stats.agreement.cross_judge import cross_judge_agreement
+from heart.stats.agreement.human_llm import human_llm_agreement
+from heart.stats.agreement.inter_human import inter_human
+from heart.stats.agreement.majority import majority
+from heart.stats.agreement.stability import subsampling_stability
+from heart.stats.agreement.trivial import trivial_judges
+from heart.stats import bias
+from heart.stats import multiple_testing
+from heart.stats import reliability
 
 
 
@@ -52,7 +60,7 @@ def test_cohen_kappa_textbook_two_by_two():
     rows = []
     for i, (x, y) in enumerate(pairs):
         rows += [judgment(f"p{i}", i, "reader-A", x), judgment(f"p{i}", i, "reader-B", y)]
-    out = agreement.cross_judge_agreement(table(rows), n_boot=200, seed=0)
+    out = cross_judge_agreement(table(rows), n_boot=200, seed=0)
     pw = row(out, scope="pairwise")
     assert (pw["judge_1"], pw["judge_2"], pw["n_pairs"], pw["n_agree"]) == ("reader-A", "reader-B", 50, 35)
     assert pw["agreement"] == pytest.approx(0.70)
@@ -79,7 +87,7 @@ def test_fleiss_kappa_wikipedia_worked_example():
             pref = c - 3
             rows.append(judgment(f"p{i}", i, f"human:r{k}", "a" if pref > 0 else "b" if pref < 0 else None,
                                  preference=pref))
-    out = agreement.inter_human(table(rows), n_boot=100, seed=0)
+    out = inter_human(table(rows), n_boot=100, seed=0)
     fk = row(out, measure="fleiss_kappa", labels="preference (-2..2)")
     assert round(fk["value"], 3) == 0.210
     assert fk["status"] == "ok" and fk["n_units"] == 10 and fk["n_ratings"] == 140
@@ -102,7 +110,7 @@ def test_krippendorff_alpha_published_example():
     # through inter_human: value v -> preference v - 3 (nominal and ordinal alpha are invariant to the shift)
     rows = [judgment(f"p{u}", u, f"human:{obs}", "a" if v > 3 else "b" if v < 3 else None, preference=v - 3)
             for obs, vals in KRIPP.items() for u, v in enumerate(vals) if v is not None]
-    out = agreement.inter_human(table(rows), n_boot=50, seed=0)
+    out = inter_human(table(rows), n_boot=50, seed=0)
     nominal = row(out, measure="krippendorff_alpha", labels="preference (-2..2)", level="nominal")
     ordinal = row(out, measure="krippendorff_alpha", labels="preference (-2..2)", level="ordinal")
     assert round(nominal["value"], 3) == 0.743 and round(ordinal["value"], 3) == 0.815
@@ -115,7 +123,7 @@ def test_krippendorff_alpha_published_example():
 
 def test_inter_human_absent():
     rows = [judgment("p1", 1, "j1", "a"), judgment("p1", 1, "j2", "b")]
-    out = agreement.inter_human(table(rows), n_boot=10)
+    out = inter_human(table(rows), n_boot=10)
     assert set(out["status"]) == {"absent", "unavailable"}
     assert out["value"].isna().all()
     assert out.loc[out["status"] == "absent", "note"].str.contains("human judgments are absent").all()
@@ -181,7 +189,7 @@ def hand_table():
 
 def test_majority_counts_ties_and_absent_pairs():
     t = hand_table()
-    hum = agreement.majority(t, "human").set_index("pair_id")
+    hum = majority(t, "human").set_index("pair_id")
     assert hum.loc["p1", ["winner", "votes_a", "votes_b", "votes_neither"]].tolist() == ["a", 2, 1, 0]
     assert hum.loc["p1", "share"] == pytest.approx(2 / 3) and not hum.loc["p1", "ambiguous"]
     assert hum.loc["p2", "winner"] is None and hum.loc["p2", "status"] == "tie" and hum.loc["p2", "ambiguous"]
@@ -189,17 +197,17 @@ def test_majority_counts_ties_and_absent_pairs():
     assert hum.loc["p3", "ambiguous"]
     assert hum.loc["p4", "status"] == "absent" and hum.loc["p4", "n_judgments"] == 0
     assert hum.loc["p4", "winner"] is None
-    llm = agreement.majority(t, "llm").set_index("pair_id")
+    llm = majority(t, "llm").set_index("pair_id")
     assert llm.loc["p1", ["winner", "votes_a", "votes_neither", "n_unparsed"]].tolist() == ["a", 1, 1, 1]
     assert llm.loc["p1", "share"] == pytest.approx(1 / 2)
     assert llm.loc["p2", "winner"] is None and llm.loc["p2", "status"] == "tie"
     assert llm.loc["p5", "winner"] == "b"
     # a stricter consensus makes p1 (2 of 3) ambiguous
-    assert agreement.majority(t, "human", consensus=0.7).set_index("pair_id").loc["p1", "ambiguous"]
+    assert majority(t, "human", consensus=0.7).set_index("pair_id").loc["p1", "ambiguous"]
 
 
 def test_human_llm_agreement_hand_table():
-    out = agreement.human_llm_agreement(hand_table(), n_boot=300, seed=0)
+    out = human_llm_agreement(hand_table(), n_boot=300, seed=0)
     ens = row(out, judge="llm-ensemble", scope="all")
     # human winners: p1 a, p3 a, p5 b; ensemble: p1 a, p3 b, p5 b  -> 2 of 3
     assert (ens["n_pairs"], ens["n_agree"], ens["status"]) == (3, 2, "ok")
@@ -221,7 +229,7 @@ def test_human_llm_agreement_hand_table():
 def test_human_llm_agreement_absent_humans_gives_status_rows_not_zeros():
     t = hand_table()
     t = t[t["judge_kind"] == "llm"]
-    out = agreement.human_llm_agreement(t, n_boot=50)
+    out = human_llm_agreement(t, n_boot=50)
     assert (out["status"] == "absent").all()
     assert out["agreement"].isna().all()
     assert out["note"].str.contains("human judgments are absent").all()
@@ -245,10 +253,10 @@ def random_table(n_conv=30, pairs_per_conv=4, judges=("j1", "j2", "j3"), raters=
 
 def test_bootstrap_is_reproducible_with_seed():
     t = random_table()
-    a = agreement.human_llm_agreement(t, n_boot=200, seed=7)
-    b = agreement.human_llm_agreement(t, n_boot=200, seed=7)
+    a = human_llm_agreement(t, n_boot=200, seed=7)
+    b = human_llm_agreement(t, n_boot=200, seed=7)
     pd.testing.assert_frame_equal(a, b)
-    c = agreement.human_llm_agreement(t, n_boot=200, seed=8)
+    c = human_llm_agreement(t, n_boot=200, seed=8)
     np.testing.assert_array_equal(a["agreement"], c["agreement"])  # only the intervals depend on the seed
     assert not np.allclose(a["ci_low"], c["ci_low"], equal_nan=True)
     ens = row(a, judge="llm-ensemble", scope="all")
@@ -263,7 +271,7 @@ def test_cluster_bootstrap_resamples_conversations_not_pairs():
         w = "a" if c % 2 else "b"
         for k in range(10):
             rows += [judgment(f"c{c}p{k}", c, "human:r1", "a"), judgment(f"c{c}p{k}", c, "j1", w)]
-    out = agreement.human_llm_agreement(table(rows), n_boot=2000, seed=1)
+    out = human_llm_agreement(table(rows), n_boot=2000, seed=1)
     ens = row(out, judge="j1", scope="all")
     assert ens["agreement"] == pytest.approx(0.5)
     # cluster SE ~ sqrt(.25/20) = 0.11 -> 95% CI about +/- 0.22; pair-level would be +/- 0.07
@@ -275,7 +283,7 @@ def test_cross_judge_agreement_three_way_and_absent():
     for i, (w1, w2, w3) in enumerate(["aaa", "aab", "bbb", "abb", "bba"]):
         rows += [judgment(f"p{i}", i, j, w) for j, w in zip(("j1", "j2", "j3"), (w1, w2, w3))]
     rows.append(judgment("p9", 9, "j1", "a"))  # judged by j1 only
-    out = agreement.cross_judge_agreement(table(rows), n_boot=100, seed=0)
+    out = cross_judge_agreement(table(rows), n_boot=100, seed=0)
     assert row(out, judge_1="j1", judge_2="j2")["agreement"] == pytest.approx(4 / 5)  # aa, aa, bb, ab, bb
     assert row(out, judge_1="j1", judge_2="j3")["agreement"] == pytest.approx(2 / 5)
     assert row(out, judge_1="j2", judge_2="j3")["agreement"] == pytest.approx(3 / 5)
@@ -283,12 +291,12 @@ def test_cross_judge_agreement_three_way_and_absent():
     three = row(out, scope="all")
     assert (three["n_pairs"], three["n_agree"]) == (5, 2)
     # families: j1 and j2 form group g1 (majority), j3 alone
-    grouped = agreement.cross_judge_agreement(table(rows), n_boot=50, judge_groups={"j1": "g1", "j2": "g1",
+    grouped = cross_judge_agreement(table(rows), n_boot=50, judge_groups={"j1": "g1", "j2": "g1",
                                                                                    "j3": "g2"})
     g = row(grouped, scope="pairwise")
     # g1 majority: p0 a, p1 a, p2 b, p3 tie, p4 b, p9 a; g2: a b b b a -> common p0 p1 p2 p4: agree p0 p2
     assert (g["n_pairs"], g["n_agree"]) == (4, 2)
-    single = agreement.cross_judge_agreement(table([judgment("p1", 1, "j1", "a")]), n_boot=10)
+    single = cross_judge_agreement(table([judgment("p1", 1, "j1", "a")]), n_boot=10)
     assert single["status"].tolist() == ["absent"] and single["agreement"].isna().all()
 
 
@@ -296,8 +304,8 @@ def test_cross_judge_agreement_three_way_and_absent():
 
 def test_subsampling_stability_matches_direct_agreement():
     t = random_table(judges=("j1", "j2", "j3", "j4", "j5"), seed=2)
-    out = agreement.subsampling_stability(t, n_rep=50, seed=0).set_index("k")
-    direct = agreement.human_llm_agreement(t, n_boot=0)
+    out = subsampling_stability(t, n_rep=50, seed=0).set_index("k")
+    direct = human_llm_agreement(t, n_boot=0)
     singles = direct[(direct["scope"] == "all") & direct["judge"].str.match(r"j\d")]["agreement"]
     assert out.loc[1, "sampling"] == "exhaustive" and out.loc[1, "n_subsets"] == 5
     assert out.loc[1, "mean_agreement"] == pytest.approx(singles.mean())
@@ -305,12 +313,12 @@ def test_subsampling_stability_matches_direct_agreement():
     assert out.loc[5, "mean_agreement"] == pytest.approx(ensemble)
     assert (out["reference"] == "human-majority").all()
     assert out.loc[5, "mean_agreement"] > out.loc[1, "mean_agreement"]  # majorities of more judges agree more
-    no_humans = agreement.subsampling_stability(t[t["judge_kind"] == "llm"], n_rep=5, seed=0).set_index("k")
+    no_humans = subsampling_stability(t[t["judge_kind"] == "llm"], n_rep=5, seed=0).set_index("k")
     assert (no_humans["reference"] == "llm-ensemble-majority").all()
     assert no_humans.loc[5, "mean_agreement"] == 1.0
     assert no_humans["note"].str.contains("human judgments are absent").all()
-    again = agreement.subsampling_stability(t, n_rep=3, seed=4)
-    pd.testing.assert_frame_equal(again, agreement.subsampling_stability(t, n_rep=3, seed=4))
+    again = subsampling_stability(t, n_rep=3, seed=4)
+    pd.testing.assert_frame_equal(again, subsampling_stability(t, n_rep=3, seed=4))
     assert again["sampling"].tolist() == ["random"] * 4 + ["exhaustive"]  # C(5, k) > 3 except k = 5
 
 
@@ -331,7 +339,7 @@ def test_trivial_judges_and_human_ceiling():
     rows += [judgment("p3", 3, f"human:r{r}", "b") for r in range(3)]
     rows += [judgment("p1", 1, "j1", "a"), judgment("p3", 3, "j1", "a"),
              judgment("p2", 2, "j1", "a", system_b="human", contributor_b="c7", kind="human-model")]
-    out = agreement.trivial_judges(table(rows), texts, n_boot=100, seed=0)
+    out = trivial_judges(table(rows), texts, n_boot=100, seed=0)
     hum = out[out["reference"] == "human-majority"].set_index("judge")
     assert hum.loc["always-longer", "agreement"] == 1.0 and hum.loc["always-longer", "n_pairs"] == 3
     assert hum.loc["always-position-A", "agreement"] == pytest.approx(2 / 3)
@@ -343,7 +351,7 @@ def test_trivial_judges_and_human_ceiling():
     assert llm.loc["always-position-A", "agreement"] == 1.0  # j1 always says a
     assert llm.loc["j1", "status"] == "no_pairs"  # no other LLM judge to compare with
     llm_only = table([r for r in rows if not r["judge"].startswith("human")])
-    no_humans = agreement.trivial_judges(llm_only, texts, n_boot=10)
+    no_humans = trivial_judges(llm_only, texts, n_boot=10)
     absent = no_humans[no_humans["reference"] == "human-majority"]
     assert (absent["status"] == "absent").all() and absent["agreement"].isna().all()
     assert absent["note"].str.contains("human judgments are absent").all()

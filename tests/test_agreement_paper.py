@@ -9,7 +9,14 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from heart.stats import agreement, bootstrap
+from heart.stats.agreement.cross_judge import cross_judge_agreement
+from heart.stats.agreement.human_llm import human_llm_agreement
+from heart.stats.agreement.inter_human import inter_human
+from heart.stats.agreement.majority import CONSENSUS, ambiguity, consensus_fraction, majority
+from heart.stats.agreement.orientation import orient
+from heart.stats.agreement.stability import subsampling_stability
+from heart.stats.agreement.trivial import pair_lengths, trivial_judges
+from heart.stats import bootstrap
 from heart.common import tableio
 from test_agreement import AXES, judgment, random_table, row, table
 
@@ -29,22 +36,22 @@ def llm(pair, conv, judge, winner, marks=None, **kw):
 # --- 1. consensus is an exact fraction ------------------------------------------------------------
 
 def test_consensus_fraction_parsing():
-    assert agreement.consensus_fraction("2/3") == Fraction(2, 3)
-    assert agreement.consensus_fraction(" 2 / 3 ") == Fraction(2, 3)
-    assert agreement.consensus_fraction(0.6667) == Fraction(2, 3)  # limit_denominator(100)
-    assert agreement.consensus_fraction("0.6667") == Fraction(2, 3)
-    assert agreement.consensus_fraction(0.75) == Fraction(3, 4)
-    assert agreement.consensus_fraction("667/1000") == Fraction(667, 1000)  # p/q is exact
-    assert agreement.consensus_fraction(Fraction(3, 5)) == Fraction(3, 5)
-    assert agreement.consensus_fraction(1) == 1
-    assert agreement.CONSENSUS == Fraction(2, 3)
-    assert agreement.consensus_fraction("1/2") == Fraction(1, 2)
+    assert consensus_fraction("2/3") == Fraction(2, 3)
+    assert consensus_fraction(" 2 / 3 ") == Fraction(2, 3)
+    assert consensus_fraction(0.6667) == Fraction(2, 3)  # limit_denominator(100)
+    assert consensus_fraction("0.6667") == Fraction(2, 3)
+    assert consensus_fraction(0.75) == Fraction(3, 4)
+    assert consensus_fraction("667/1000") == Fraction(667, 1000)  # p/q is exact
+    assert consensus_fraction(Fraction(3, 5)) == Fraction(3, 5)
+    assert consensus_fraction(1) == 1
+    assert CONSENSUS == Fraction(2, 3)
+    assert consensus_fraction("1/2") == Fraction(1, 2)
     for bad in ("two thirds", "2/0", "3/2", "1/3", "0.3", 0, 1.5, -0.5, float("nan")):
         with pytest.raises(ValueError):
-            agreement.consensus_fraction(bad)
+            consensus_fraction(bad)
     for bad in (True, None, [2, 3]):
         with pytest.raises(TypeError):
-            agreement.consensus_fraction(bad)
+            consensus_fraction(bad)
 
 
 def consensus_table():
@@ -62,26 +69,26 @@ def test_majority_consensus_is_exact():
     t = consensus_table()
     expected = {"q1": False, "q2": False, "q3": True, "q4": False, "q5": False, "q6": True}
     for consensus in ("2/3", 0.6667, 2 / 3, Fraction(2, 3), "0.6667"):
-        amb = agreement.majority(t, "human", consensus=consensus).set_index("pair_id")["ambiguous"]
+        amb = majority(t, "human", consensus=consensus).set_index("pair_id")["ambiguous"]
         assert amb.to_dict() == expected, consensus
     # the float comparison this replaces flagged a share of exactly 2/3 (0.666...) as below 0.6667
     assert 2 / 3 < 0.6667
     # stricter: 3/4 -> 2*4 = 8 < 3*3 = 9 (q1 ambiguous); 4*4 = 16 < 3*6 = 18 (q2, q4 ambiguous)
-    amb = agreement.majority(t, "human", consensus="3/4").set_index("pair_id")["ambiguous"]
+    amb = majority(t, "human", consensus="3/4").set_index("pair_id")["ambiguous"]
     assert amb.to_dict() == {"q1": True, "q2": True, "q3": True, "q4": True, "q5": True, "q6": True}
     # exact p/q: 667/1000 -> 2*1000 = 2000 < 667*3 = 2001 (q1 ambiguous)
-    assert agreement.majority(t, "human", consensus="667/1000").set_index("pair_id").loc["q1", "ambiguous"]
+    assert majority(t, "human", consensus="667/1000").set_index("pair_id").loc["q1", "ambiguous"]
     # 3/5 at consensus 3/5 is clear: 3*5 = 15 >= 3*5
-    assert not agreement.majority(t, "human", consensus="3/5").set_index("pair_id").loc["q3", "ambiguous"]
+    assert not majority(t, "human", consensus="3/5").set_index("pair_id").loc["q3", "ambiguous"]
 
 
 def test_stability_and_trivial_judges_take_no_consensus():
     t = consensus_table()
     texts = pd.DataFrame(columns=["item_id", "system", "contributor_id", "text"])
     with pytest.raises(TypeError):
-        agreement.subsampling_stability(t, consensus="2/3")
+        subsampling_stability(t, consensus="2/3")
     with pytest.raises(TypeError):
-        agreement.trivial_judges(t, texts, consensus="2/3")
+        trivial_judges(t, texts, consensus="2/3")
 
 
 # --- 2. one definition of "no verdict" ------------------------------------------------------------
@@ -103,8 +110,8 @@ def test_no_verdict_is_the_same_in_human_llm_and_trivial_tables():
     t = no_verdict_table()
     texts = pd.DataFrame([{"item_id": f"item-p{i}", "system": s, "contributor_id": None, "text": "w " * n}
                           for i in range(1, 5) for s, n in (("m1", 2), ("m2", 1))])
-    hl = agreement.human_llm_agreement(t, n_boot=0)
-    tj = agreement.trivial_judges(t, texts, n_boot=0)
+    hl = human_llm_agreement(t, n_boot=0)
+    tj = trivial_judges(t, texts, n_boot=0)
     hum = tj[tj["reference"] == "human-majority"].set_index("judge")
     # jA: verdicts p1 (= a), p2 (b != a): 2 pairs, 1 agrees; shown p3, p4 without a winner: 2 no verdict
     # jX: p1 (= a): 1 pair; shown p2 without a winner: 1 no verdict; p3, p4 never shown: in neither count
@@ -148,7 +155,7 @@ def nullable_table(all_missing=False):
 
 def test_inter_human_nullable_preference():
     t = nullable_table()
-    out = agreement.inter_human(t, n_boot=50, seed=0)
+    out = inter_human(t, n_boot=50, seed=0)
     # winner labels: u1 a a b (3 rater pairs, 1 agrees), u2 a a tie (3, 1), u3 tie tie (1, 1) -> 3 / 7
     pw = row(out, measure="percent_agreement", labels="winner (a/tie/b)")
     assert pw["value"] == pytest.approx(3 / 7) and pw["status"] == "ok"
@@ -161,7 +168,7 @@ def test_inter_human_nullable_preference():
     fk = row(out, measure="fleiss_kappa", labels="winner (a/tie/b)")
     assert fk["status"] == "ok" and fk["n_units"] == 2  # u1, u2: 3 ratings each
     # no preference at all: the preference measures say so; the winner measures still work
-    none = agreement.inter_human(nullable_table(all_missing=True), n_boot=10)
+    none = inter_human(nullable_table(all_missing=True), n_boot=10)
     pref_rows = none[none["labels"] == "preference (-2..2)"]
     assert (pref_rows["status"] == "absent").all()
     assert pref_rows["note"].str.contains("no human rating carries a 5-point preference").all()
@@ -195,7 +202,7 @@ def test_orient_hand_built():
         judgment("p2", 2, "human:r2", "b", system_a="m1", system_b="human", contributor_b="c7"),
     ]
     t = table(rows)
-    out = agreement.orient(t)
+    out = orient(t)
     assert out.index.equals(t.index) and t.loc[1, "winner"] == "a"  # a copy: the input is unchanged
     assert out["system_a"].tolist() == ["m1", "m1", "m1", "m1", "human", "human"]
     assert out["contributor_a"].tolist()[4:] == ["c7", "c7"]
@@ -213,17 +220,17 @@ def test_orient_hand_built():
                            "contributor_b": None},
                           {"pair_id": "p2", "system_a": "m1", "contributor_a": None, "system_b": "human",
                            "contributor_b": "c7"}])
-    by_pairs = agreement.orient(t, pairs)
+    by_pairs = orient(t, pairs)
     assert by_pairs["winner"].tolist() == ["b", "a", "b", None, "a", "b"]
     assert by_pairs["system_a"].tolist() == ["m2", "m2", "m2", "m2", "m1", "m1"]
     with pytest.raises(ValueError, match=r"pair_id 'p2'.*not in the pairs table"):
-        agreement.orient(t, pairs.iloc[:1])
+        orient(t, pairs.iloc[:1])
     # a row whose sides are neither order: the error names the pair and the row index
     bad = table([*rows, judgment("p1", 1, "human:r3", "a", system_b="m3")])
     with pytest.raises(ValueError, match=r"pair_id 'p1', row 6: sides m1 vs m3"):
-        agreement.orient(bad)
+        orient(bad)
     with pytest.raises(ValueError, match=r"pair_id 'p1', row 6"):
-        agreement.human_llm_agreement(bad, n_boot=0)
+        human_llm_agreement(bad, n_boot=0)
 
 
 def test_every_agreement_function_orients_first():
@@ -237,14 +244,14 @@ def test_every_agreement_function_orients_first():
     assert (t_mixed["system_a"] != base["system_a"]).sum() > 50
     texts = pd.DataFrame([{"item_id": f"item-{p}", "system": s, "contributor_id": None, "text": "w " * n}
                           for p in base["pair_id"].unique() for s, n in (("m1", 3), ("m2", 5))])
-    calls = [lambda t: agreement.majority(t, "human"), lambda t: agreement.majority(t, "llm"),
-             lambda t: agreement.human_llm_agreement(t, n_boot=20, seed=1),
-             lambda t: agreement.cross_judge_agreement(t, n_boot=20, seed=1),
-             lambda t: agreement.inter_human(t, n_boot=20, seed=1),
-             lambda t: agreement.subsampling_stability(t, n_rep=5, seed=1),
-             lambda t: agreement.trivial_judges(t, texts, n_boot=20, seed=1),
-             lambda t: agreement.pair_lengths(t, texts),
-             lambda t: agreement.ambiguity(t)]
+    calls = [lambda t: majority(t, "human"), lambda t: majority(t, "llm"),
+             lambda t: human_llm_agreement(t, n_boot=20, seed=1),
+             lambda t: cross_judge_agreement(t, n_boot=20, seed=1),
+             lambda t: inter_human(t, n_boot=20, seed=1),
+             lambda t: subsampling_stability(t, n_rep=5, seed=1),
+             lambda t: trivial_judges(t, texts, n_boot=20, seed=1),
+             lambda t: pair_lengths(t, texts),
+             lambda t: ambiguity(t)]
     for call in calls:
         pd.testing.assert_frame_equal(call(t_mixed), call(base))
 
@@ -258,7 +265,7 @@ def test_percent_agreement_hand_table():
         *humans("p3", 3, ["b"]),                    # a single rating: out
         *humans("p4", 4, ["b", "b"]),               # 1 of 1
     ])
-    out = agreement.inter_human(t, n_boot=200, seed=0)
+    out = inter_human(t, n_boot=200, seed=0)
     pa = row(out, measure="percent_agreement", labels="winner (a/tie/b)")
     assert pa["value"] == pytest.approx(3 / 10)  # (1 + 1 + 1) / (3 + 6 + 1)
     assert (pa["n_units"], pa["n_ratings"], pa["status"]) == (3, 9, "ok")
@@ -272,7 +279,7 @@ def test_percent_agreement_hand_table():
     assert (pa["ci_low"], pa["ci_high"]) == pytest.approx(bootstrap.interval(reps, 0.95))
     # the leave-one-out ceiling is labelled as such
     texts = pd.DataFrame(columns=["item_id", "system", "contributor_id", "text"])
-    ceiling = row(agreement.trivial_judges(t, texts, n_boot=0), judge="human-loo-ceiling")
+    ceiling = row(trivial_judges(t, texts, n_boot=0), judge="human-loo-ceiling")
     assert ceiling["note"].startswith("leave-one-out human ceiling")
 
 
@@ -281,7 +288,7 @@ def test_percent_agreement_hand_table():
 def test_mean_of_judges_hand_table():
     from test_agreement import hand_table
     t = hand_table()
-    out = agreement.human_llm_agreement(t, n_boot=300, seed=0)
+    out = human_llm_agreement(t, n_boot=300, seed=0)
     m = row(out, judge="mean-of-judges", scope="all")
     # j1 2/3 (p1 =, p3 !=, p5 =), j2 0/2 (p3, p5), j3 1/1 (p5): mean (2/3 + 0 + 1) / 3 = 5/9
     assert m["agreement"] == pytest.approx(5 / 9) and m["status"] == "ok"
@@ -327,7 +334,7 @@ def ambiguous_table(marks=True):
 
 
 def test_ambiguity_hand_table():
-    amb = agreement.ambiguity(ambiguous_table()).set_index("pair_id")
+    amb = ambiguity(ambiguous_table()).set_index("pair_id")
     assert amb["human_ambiguous"].tolist() == [True, True, False, True, True]
     assert [None if pd.isna(v) else bool(v) for v in amb["axes_mixed"]] == [True, False, True, True, None]
     assert amb["ambiguous"].tolist() == [True, False, False, True, False]
@@ -337,7 +344,7 @@ def test_ambiguity_hand_table():
 
 
 def test_ambiguous_scopes_hand_table():
-    out = agreement.human_llm_agreement(ambiguous_table(), n_boot=100, seed=0)
+    out = human_llm_agreement(ambiguous_table(), n_boot=100, seed=0)
     paper = row(out, judge="llm-ensemble", scope="ambiguous")
     assert (paper["n_pairs"], paper["n_agree"]) == (2, 1)  # pA agrees, pD does not
     assert "2 of 4 pairs without a clear human consensus" in paper["note"]
@@ -357,7 +364,7 @@ def test_ambiguous_scopes_hand_table():
         assert reg["agreement"] == pytest.approx(2 / 3)  # pC =, pD !=, pE =
     # no axis marks anywhere: the paper's subset cannot be formed, and the rows say so
     for t in (ambiguous_table(marks=False), ambiguous_table().drop(columns=AXES)):
-        out = agreement.human_llm_agreement(t, n_boot=0)
+        out = human_llm_agreement(t, n_boot=0)
         paper = out[out["scope"] == "ambiguous"]
         assert len(paper) == 4 and (paper["status"] == "absent").all() and paper["agreement"].isna().all()
         assert paper["note"].str.contains("LLM axis marks are absent").all()
@@ -368,13 +375,13 @@ def test_ambiguous_scopes_hand_table():
 
 def test_subset_scopes_always_present():
     from test_agreement import hand_table
-    out = agreement.human_llm_agreement(hand_table(), n_boot=0)  # every pair is regular
+    out = human_llm_agreement(hand_table(), n_boot=0)  # every pair is regular
     for judge in ("llm-ensemble", "mean-of-judges"):
         assert row(out, judge=judge, scope="subset=regular")["status"] == "ok"
         adv = row(out, judge=judge, scope="subset=adversarial")
         assert adv["status"] == "no_pairs" and math.isnan(adv["agreement"]) and adv["n_pairs"] == 0
     t = random_table(seed=3)
-    out = agreement.human_llm_agreement(t, n_boot=50, seed=0)
+    out = human_llm_agreement(t, n_boot=50, seed=0)
     for scope in ("subset=regular", "subset=adversarial"):
         judges = out[(out["scope"] == scope) & out["judge"].isin(["j1", "j2", "j3"])]
         m = row(out, judge="mean-of-judges", scope=scope)
@@ -388,10 +395,10 @@ def test_subset_scopes_always_present():
 def test_tables_match_schemas():
     texts = pd.DataFrame(columns=["item_id", "system", "contributor_id", "text"])
     for t in (ambiguous_table(), random_table(n_conv=6, seed=1), table(humans("p1", 1, ["a", "b"]))):
-        tables = {"agreement_human_llm": agreement.human_llm_agreement(t, n_boot=10),
-                  "agreement_cross_judge": agreement.cross_judge_agreement(t, n_boot=10),
-                  "agreement_inter_human": agreement.inter_human(t, n_boot=10),
-                  "judge_stability": agreement.subsampling_stability(t, n_rep=3),
-                  "trivial_judges": agreement.trivial_judges(t, texts, n_boot=10)}
+        tables = {"agreement_human_llm": human_llm_agreement(t, n_boot=10),
+                  "agreement_cross_judge": cross_judge_agreement(t, n_boot=10),
+                  "agreement_inter_human": inter_human(t, n_boot=10),
+                  "judge_stability": subsampling_stability(t, n_rep=3),
+                  "trivial_judges": trivial_judges(t, texts, n_boot=10)}
         for name, frame in tables.items():
             tableio.to_arrow(frame, name)

@@ -6,7 +6,15 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from heart.stats import agreement, bias, bootstrap, rationales
+from heart.stats.agreement.cross_judge import cross_judge_agreement
+from heart.stats.agreement.human_llm import human_llm_agreement
+from heart.stats.agreement.inter_human import inter_human
+from heart.stats.agreement.majority import majority
+from heart.stats.agreement.stability import subsampling_stability
+from heart.stats.agreement.trivial import trivial_judges
+from heart.stats import bias
+from heart.stats import bootstrap
+from heart.stats import rationales
 from heart.stats import bradley_terry as bt
 from heart.stats import strategy_stats as ss
 from test_agreement import judgment, random_table, table
@@ -133,12 +141,12 @@ def nested(wide: tuple, narrow: tuple) -> bool:
 
 def test_agreement_and_bias_intervals_follow_ci():
     t = random_table(seed=4)
-    runs = {ci: agreement.human_llm_agreement(t, n_boot=300, seed=1, ci=ci) for ci in (0.95, 0.9)}
+    runs = {ci: human_llm_agreement(t, n_boot=300, seed=1, ci=ci) for ci in (0.95, 0.9)}
     np.testing.assert_array_equal(runs[0.95]["agreement"], runs[0.9]["agreement"])
     assert nested(*[(runs[ci]["ci_low"], runs[ci]["ci_high"]) for ci in (0.95, 0.9)])
     # the interval is that of the shared bootstrap on the pairs' conversations
     ens = runs[0.9].set_index(["judge", "scope"]).loc[("llm-ensemble", "all")]
-    human, llm = agreement.majority(t, "human"), agreement.majority(t, "llm")
+    human, llm = majority(t, "human"), majority(t, "llm")
     use = (human["winner"].notna() & llm["winner"].notna()).to_numpy()
     hit = (human["winner"] == llm["winner"]).to_numpy(float)[use]
     boot = bootstrap.ClusterBootstrap(t["conversation_id"], 300, seed=1)
@@ -146,14 +154,14 @@ def test_agreement_and_bias_intervals_follow_ci():
     assert (ens["ci_low"], ens["ci_high"]) == pytest.approx(bootstrap.interval(reps, 0.9))
     texts = pd.DataFrame([{"item_id": f"item-{p}", "system": s, "contributor_id": None, "text": "w " * n}
                           for p in t["pair_id"].unique() for s, n in (("m1", 3), ("m2", 5))])
-    for out in ([agreement.cross_judge_agreement(t, n_boot=200, seed=2, ci=ci) for ci in (0.95, 0.9)],
-                [agreement.trivial_judges(t, texts, n_boot=200, seed=2, ci=ci) for ci in (0.95, 0.9)]):
+    for out in ([cross_judge_agreement(t, n_boot=200, seed=2, ci=ci) for ci in (0.95, 0.9)],
+                [trivial_judges(t, texts, n_boot=200, seed=2, ci=ci) for ci in (0.95, 0.9)]):
         assert nested(*[(o["ci_low"], o["ci_high"]) for o in out])
-    cross = [agreement.cross_judge_agreement(t, n_boot=10, ci=ci) for ci in (0.95, 0.9)]
+    cross = [cross_judge_agreement(t, n_boot=10, ci=ci) for ci in (0.95, 0.9)]
     assert nested(*[(c["kappa_ci_low"], c["kappa_ci_high"]) for c in cross])  # Cohen's kappa: asymptotic
-    human_rel = [agreement.inter_human(t, n_boot=100, seed=0, ci=ci) for ci in (0.95, 0.9)]
+    human_rel = [inter_human(t, n_boot=100, seed=0, ci=ci) for ci in (0.95, 0.9)]
     assert nested(*[(h["ci_low"], h["ci_high"]) for h in human_rel])
-    stab = [agreement.subsampling_stability(t, n_rep=30, seed=0, ci=ci) for ci in (0.95, 0.9)]
+    stab = [subsampling_stability(t, n_rep=30, seed=0, ci=ci) for ci in (0.95, 0.9)]
     assert nested(*[(s["q_low"], s["q_high"]) for s in stab])
     verdicts = pd.DataFrame({"judge": "j", "parse_ok": True, "winner_shown": ["A"] * 60 + ["B"] * 40})
     pos = [bias.position_bias(verdicts, ci=ci) for ci in (0.95, 0.9)]

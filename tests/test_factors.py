@@ -8,8 +8,8 @@ import pytest
 from scipy import stats
 
 from heart.stats import factors
+from heart.common.vocabulary import AXES
 
-AXES = ["H", "E", "A", "R", "T"]
 
 
 def judgment(item, sa, ca, sb, cb, judge, status, winner, marks, kind="llm"):

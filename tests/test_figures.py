@@ -14,12 +14,16 @@ import matplotlib
 import numpy as np
 import pandas as pd
 import pytest
-from heart.stats import agreement, leaderboard, strategy_stats
+from heart.stats.agreement.cross_judge import cross_judge_agreement
+from heart.stats.agreement.human_llm import human_llm_agreement
+from heart.stats import leaderboard
+from heart.stats import strategy_stats
 from heart.simulation import simulate
 from heart import tagging
 from heart.figures import agreement as agreement_figure
 from heart.figures import bias_factors, elo_forest, elo_ttft, example_pair, strategies, style
 from heart.figures import leaderboard as leaderboard_figure
+from heart.common.vocabulary import AXES
 from matplotlib.colors import to_rgba
 from matplotlib.container import ErrorbarContainer
 from matplotlib.figure import Figure
@@ -73,7 +77,7 @@ def _texts(fig: Figure) -> list[str]:
 def _lb(rows: list[dict]) -> pd.DataFrame:
     base = {"status": "ok", "elo_lo_asym": np.nan, "elo_hi_asym": np.nan, "elo_lo_boot": np.nan,
             "elo_hi_boot": np.nan, "n_comparisons": 10, "win_pct": 50.0,
-            **{f"{a}_pct": 50.0 for a in style.AXES}}
+            **{f"{a}_pct": 50.0 for a in AXES}}
     return pd.DataFrame([{**base, **r} for r in rows])
 
 
@@ -102,7 +106,7 @@ def test_heatmap_cell_colours_follow_bins():
 
 def test_heatmap_rows_by_elo_and_absent_rows_at_the_bottom():
     gone = {"system": "gone", "status": "absent", "elo": np.nan, "win_pct": np.nan,
-            **{f"{a}_pct": np.nan for a in style.AXES}}
+            **{f"{a}_pct": np.nan for a in AXES}}
     lb = _lb([{"system": "mid", "elo": 1500.0}, gone, {"system": "top", "elo": 1650.0},
               {"system": "low", "elo": 1350.0}])
     fig = leaderboard_figure.leaderboard_heatmap(lb, title_note=NOTE)
@@ -323,8 +327,8 @@ def test_strategy_heatmap_absent_group(small):
 # --- agreement / bias --------------------------------------------------------------------------
 
 def test_agreement_panel_human_absent_says_so(small):
-    hl = agreement.human_llm_agreement(small["judgments"], n_boot=20)
-    cj = agreement.cross_judge_agreement(small["judgments"], n_boot=20)
+    hl = human_llm_agreement(small["judgments"], n_boot=20)
+    cj = cross_judge_agreement(small["judgments"], n_boot=20)
     trivial = pd.DataFrame(columns=["reference", "judge", "judge_type", "agreement", "ci_low", "ci_high",
                                     "status"])
     fig = agreement_figure.agreement_panel(hl, cj, trivial, title_note=NOTE)
@@ -336,8 +340,8 @@ def test_agreement_panel_human_absent_says_so(small):
 
 def test_agreement_panel_reference_lines(large):
     j = large["judgments"]
-    hl = agreement.human_llm_agreement(j, n_boot=20)
-    cj = agreement.cross_judge_agreement(j, n_boot=20)
+    hl = human_llm_agreement(j, n_boot=20)
+    cj = cross_judge_agreement(j, n_boot=20)
     trivial = pd.DataFrame([
         {"reference": "human-majority", "judge": "always-longer", "judge_type": "trivial", "agreement": 0.45,
          "ci_low": 0.4, "ci_high": 0.5, "status": "ok"},
@@ -467,16 +471,16 @@ def test_save_failure_leaves_no_temp_file(tmp_path, monkeypatch):
 
 def _all_figures(data) -> dict[str, Figure]:
     j = data["judgments"]
-    hl = agreement.human_llm_agreement(j, n_boot=10)
-    cj = agreement.cross_judge_agreement(j, n_boot=10)
+    hl = human_llm_agreement(j, n_boot=10)
+    cj = cross_judge_agreement(j, n_boot=10)
     lb = data["leaderboard"]
     pts = _points(len(lb)).assign(system=lb["system"].to_numpy(), elo=lb["elo"].to_numpy())
     flips = pd.DataFrame([{"judge": judge, "axis": a, "n_pairs": 50, "flip_rate": 0.1}
                           for judge in sorted(j.loc[j["judge_kind"] == "llm", "judge"].unique())
-                          for a in ("overall", *style.AXES)])
+                          for a in ("overall", *AXES)])
     pos = pd.DataFrame({"judge": ["sim-judge-1"], "share_shown_a": [0.6], "ci_low": [0.55], "ci_high": [0.65],
                         "reject": [True], "status": ["ok"]})
-    loadings = pd.DataFrame({"variable": [f"z_{a}" for a in style.AXES], "factor": "F1",
+    loadings = pd.DataFrame({"variable": [f"z_{a}" for a in AXES], "factor": "F1",
                              "loading": [0.5, 0.6, 0.4, 0.55, 0.3],
                              "communality": [0.25, 0.36, 0.16, 0.3, 0.09]})
     names = {s["key"]: s["name"] for s in tagging.load_taxonomy(TAXONOMY)["strategies"]}

@@ -15,6 +15,7 @@ from heart import judging
 from heart.judging import pairs
 from heart.common import tableio
 from heart.judging import judgment_import as ji
+from heart.common.vocabulary import AXIS_COLUMNS
 from test_judging import items_and_completions
 
 EXAMPLE = FIXTURES / "imported" / "example_votes.csv"
@@ -84,7 +85,7 @@ def test_example_fixture_converts_to_valid_workflow_tables():
     tableio.to_arrow(out.judgments, "judgments")
     tableio.to_arrow(out.pairs, "pairs")
     tableio.to_arrow(out.verdicts, "judge_verdicts")
-    tableio.to_arrow(out.human.drop(columns=ji.AXIS_COLUMNS), "human_judgments")
+    tableio.to_arrow(out.human.drop(columns=AXIS_COLUMNS), "human_judgments")
     j = out.judgments
     assert len(out.pairs) == 30 and out.pairs["item_id"].nunique() == 6
     assert set(out.pairs["kind"]) == {"model-model", "dataset-model", "human-model"}
@@ -260,7 +261,7 @@ def test_orders_combine_exactly_as_judging_combine(tmp_path):
                      "rationale": None, **judging.orient(parsed, order, axes)})
     expected = judging.combine(pd.DataFrame(rows), pair, axes)
     got = judging.combine(out.verdicts, pair, axes)
-    cols = ["winner", "strength", "status", "flipped", "n_orders", *ji.AXIS_COLUMNS]
+    cols = ["winner", "strength", "status", "flipped", "n_orders", *AXIS_COLUMNS]
     assert got[cols].to_dict("records") == expected[cols].to_dict("records")
     row = out.judgments.iloc[0]
     assert (row["winner"], row["strength"], row["axis_H"], bool(row["flipped"])) == ("a", 3, 0, False)

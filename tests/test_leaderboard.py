@@ -5,9 +5,11 @@ import pandas as pd
 import pytest
 
 from heart.stats import bradley_terry as bt
-from heart.stats import leaderboard, multiple_testing
+from heart.stats import leaderboard
+from heart.stats import multiple_testing
 from heart.simulation import simulate
 from heart.common import tableio
+from heart.common.vocabulary import AXES
 
 
 @pytest.fixture(scope="module")
@@ -104,7 +106,7 @@ def _hand_ratings(human_axes_status="absent"):
     human raters rated the overall verdict only (no axis marks, unless ``human_axes_status`` is "ok")."""
     thetas = {"a": LN3, "b": 0.0, "c": -LN3}
     rows = []
-    for axis in ("overall", *leaderboard.AXES):
+    for axis in ("overall", *AXES):
         rows += _scope(axis, "llm", thetas, {"a": 0.7, "b": 0.5, "c": 0.25})
         rows += _scope(axis, "combined", {"a": 0.0, "b": LN3, "c": -LN3}, {"a": 0.45, "b": 0.6, "c": 0.2})
         rows += _scope(axis, "judge:j1", thetas, {"a": 0.7, "b": 0.5, "c": 0.25})
@@ -133,7 +135,7 @@ def test_headline_columns_and_source_switches():
     ratings = _hand_ratings()
     head = leaderboard.headline(ratings).set_index("system")  # default: the paper's llm / percentile
     assert head.index.tolist() == ["a", "b", "c"]  # by Elo
-    for axis in leaderboard.AXES:
+    for axis in AXES:
         assert head[f"{axis}_pct"].tolist() == pytest.approx([82.5, 50.0, 17.5])
     assert head["win_pct"].tolist() == pytest.approx([70.0, 50.0, 25.0])  # raw overall win rate, not a percentile
     raw = leaderboard.headline(ratings, columns="win_rate").set_index("system")
@@ -143,7 +145,7 @@ def test_headline_columns_and_source_switches():
     assert combined.loc[["b", "a", "c"], "T_pct"].tolist() == pytest.approx([82.5, 50.0, 17.5])
     assert combined.loc["a", "win_pct"] == pytest.approx(45.0)
     human = leaderboard.headline(ratings, source="human").set_index("system")
-    assert human[[f"{a}_pct" for a in leaderboard.AXES]].isna().all().all()  # no axis marks: absent, not 0
+    assert human[[f"{a}_pct" for a in AXES]].isna().all().all()  # no axis marks: absent, not 0
     with pytest.raises(ValueError, match="not in the ratings"):
         leaderboard.headline(ratings, source="judge:nobody")
     with pytest.raises(ValueError, match="columns must be one of"):

@@ -114,14 +114,17 @@ def test_what_a_run_has_decides_the_reason():
 
 def _producer_tables(llm_judges: int) -> tuple[dict, pd.DataFrame]:
     """The agreement and preference tables as their modules write them, from SIMULATED judgments."""
-    from heart.stats import agreement, preferences
+    from heart.stats.agreement.cross_judge import cross_judge_agreement
+    from heart.stats.agreement.human_llm import human_llm_agreement
+    from heart.stats.agreement.inter_human import inter_human
+    from heart.stats import preferences
     from heart.simulation import simulate
 
     j, _ = simulate.judgments(n_systems=5, n_items=30, n_adversarial=6, pairs_per_item=6, human_pairs=170,
                               llm_judges=llm_judges, human_raters=5, seed=1)
-    return {"agreement_human_llm": agreement.human_llm_agreement(j, n_boot=0),
-            "agreement_cross_judge": agreement.cross_judge_agreement(j, n_boot=0),
-            "agreement_inter_human": agreement.inter_human(j, n_boot=0),
+    return {"agreement_human_llm": human_llm_agreement(j, n_boot=0),
+            "agreement_cross_judge": cross_judge_agreement(j, n_boot=0),
+            "agreement_inter_human": inter_human(j, n_boot=0),
             "preference_shares": preferences.preference_shares(j, n_boot=0)}, j
 
 

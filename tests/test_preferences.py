@@ -7,7 +7,8 @@ import pandas as pd
 import pytest
 
 from conftest import JUDGMENT_AXES as AXES, judgments_frame as table
-from heart.stats import bootstrap, preferences
+from heart.stats import bootstrap
+from heart.stats import preferences
 from heart.common import tableio
 
 MODEL_A = {"system_a": "m1", "contributor_a": None, "system_b": "human", "contributor_b": "w1"}

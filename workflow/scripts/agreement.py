@@ -1,5 +1,10 @@
 """rule agreement: human–LLM, cross-judge and inter-human agreement, judge subsampling, trivial judges."""
-from heart.stats import agreement
+from heart.stats.agreement.cross_judge import cross_judge_agreement
+from heart.stats.agreement.human_llm import human_llm_agreement
+from heart.stats.agreement.inter_human import inter_human
+from heart.stats.agreement.majority import consensus_fraction
+from heart.stats.agreement.stability import subsampling_stability
+from heart.stats.agreement.trivial import trivial_judges
 from heart.common import provenance, tableio
 from heart.common.runtime import logged
 
@@ -8,20 +13,20 @@ with logged(snakemake.log[0], snakemake) as log:
     p = snakemake.params
     boot = p.bootstrap  # n_boot, seed, ci
     # stats.consensus: "p/q" (exact) or a number (nearest fraction with denominator <= 100: 0.6667 -> 2/3)
-    consensus = agreement.consensus_fraction(p.consensus)
+    consensus = consensus_fraction(p.consensus)
     log.info("consensus %s (from %r): a human majority is clear when winner votes / all votes >= it",
              consensus, p.consensus)
     judgments = tableio.read_table(snakemake.input.judgments)
     texts = tableio.read_tables(snakemake.input.completions, "completions")  # none: judgments only
-    # every function orients each pair's rows to its first row's A/B order (agreement.orient) first;
+    # every function orients each pair's rows to its first row's A/B order (orient) first;
     # the majority winners of judge_stability and trivial_judges do not depend on consensus
     tables = {
-        "human_llm": agreement.human_llm_agreement(judgments, consensus=consensus, **boot),
-        "cross_judge": agreement.cross_judge_agreement(judgments, **boot),
-        "inter_human": agreement.inter_human(judgments, **boot),
-        "stability": agreement.subsampling_stability(judgments, n_rep=p.subsample_reps, seed=boot["seed"],
+        "human_llm": human_llm_agreement(judgments, consensus=consensus, **boot),
+        "cross_judge": cross_judge_agreement(judgments, **boot),
+        "inter_human": inter_human(judgments, **boot),
+        "stability": subsampling_stability(judgments, n_rep=p.subsample_reps, seed=boot["seed"],
                                                      ci=boot["ci"]),
-        "trivial": agreement.trivial_judges(judgments, texts, **boot),
+        "trivial": trivial_judges(judgments, texts, **boot),
     }
     names = {"human_llm": "agreement_human_llm", "cross_judge": "agreement_cross_judge",
              "inter_human": "agreement_inter_human", "stability": "judge_stability", "trivial": "trivial_judges"}

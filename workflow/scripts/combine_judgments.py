@@ -6,8 +6,7 @@ from heart import judging
 from heart.judging import judgment_import
 from heart.common import provenance, tableio
 from heart.common.runtime import logged
-
-AXES = judgment_import.AXES
+from heart.common.vocabulary import AXES
 
 with logged(snakemake.log[0], snakemake) as log:
     job = provenance.collect(snakemake)

@@ -6,7 +6,8 @@ for both TTFT sources (the paper's published medians and this run's measured one
 """
 import pandas as pd
 
-from heart.stats import external, leaderboard
+from heart.stats import external
+from heart.stats import leaderboard
 from heart.common import provenance, tableio
 from heart.common.runtime import logged
 

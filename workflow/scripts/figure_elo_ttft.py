@@ -1,6 +1,7 @@
 """rule figure_elo_ttft: Figure 5, Elo (Figure 4's) against median time-to-first-token from one source
 (config figures.fig5.ttft_source: the paper's published medians or this run's measured ones)."""
-from heart.stats import external, leaderboard
+from heart.stats import external
+from heart.stats import leaderboard
 from heart.judging import judge_qc
 from heart.common import tableio
 from heart.figures import elo_ttft, style

@@ -6,6 +6,7 @@ from heart.judging import judgment_import
 from heart.common import provenance, tableio
 from heart.common.atomic import sha256_file
 from heart.common.runtime import logged
+from heart.common.vocabulary import AXES
 
 with logged(snakemake.log[0], snakemake) as log:
     job = provenance.collect(snakemake)
@@ -20,7 +21,7 @@ with logged(snakemake.log[0], snakemake) as log:
     tableio.write_tables([(imported.pairs, snakemake.output.pairs, "pairs"),
                           (imported.judgments, snakemake.output.judgments, "judgments"),
                           (imported.verdicts, snakemake.output.verdicts, "judge_verdicts"),
-                          (judging.flip_rates(imported.combined, judgment_import.AXES), snakemake.output.flips,
+                          (judging.flip_rates(imported.combined, AXES), snakemake.output.flips,
                            "flip_rates"),
                           (pd.DataFrame(sources), snakemake.output.sources, "judge_sources")],
                          {**job, "imported_path": path, "imported_sha256": sha256_file(path)})

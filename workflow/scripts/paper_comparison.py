@@ -1,6 +1,7 @@
 """rule paper_comparison: every headline number of the HEART paper beside this run's (CSV, LaTeX, Parquet)."""
 
-from heart.stats import external, leaderboard
+from heart.stats import external
+from heart.stats import leaderboard
 from heart.tables import paper_comparison, paper_tables as tables
 from heart.common import provenance, tableio
 from heart.common.runtime import logged

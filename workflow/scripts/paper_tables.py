@@ -1,5 +1,6 @@
 """rule paper_tables: Table 1, the leaderboard, agreement, strategy diversity, factors and all tests (CSV + LaTeX)."""
-from heart.stats import external, leaderboard
+from heart.stats import external
+from heart.stats import leaderboard
 from heart.common import tableio
 from heart.tables import paper_tables as tables
 from heart.common.runtime import logged

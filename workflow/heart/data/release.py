@@ -40,9 +40,9 @@ from heart.items import screening
 from heart.common.atomic import sha256_file
 from heart.common.tableio import format_path
 from heart import WORKFLOW_DIR
+from heart.common.vocabulary import SUBSETS
 
 SCHEMA_PATH = WORKFLOW_DIR / "schemas" / "release.schema.yaml"
-SUBSETS = ("regular", "adversarial")
 #: an entry that differs from ESConv counts as damaged (not another text) above this similarity
 NEAR = 0.9
 #: shared entries needed to attribute a rewritten (adversarial) context to an ESConv conversation

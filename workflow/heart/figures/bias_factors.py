@@ -10,7 +10,8 @@ import pandas as pd
 from matplotlib.colors import Normalize
 from matplotlib.figure import Figure
 
-from heart.figures.style import (AXES, FONT, absent_axes, absent_rect, first_note, label_grid, new_figure,
+from heart.common.vocabulary import AXES
+from heart.figures.style import (FONT, absent_axes, absent_rect, first_note, label_grid, new_figure,
                                  num, ok_mask, suptitle, text_color)
 
 

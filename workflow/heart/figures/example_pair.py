@@ -11,7 +11,8 @@ import pandas as pd
 from matplotlib.figure import Figure
 from matplotlib.patches import Rectangle
 
-from heart.figures.style import AXES, FONT, headline, new_figure, num, status_word
+from heart.common.vocabulary import AXES
+from heart.figures.style import FONT, headline, new_figure, num, status_word
 
 
 def format_mark(value) -> str:

@@ -26,7 +26,6 @@ from matplotlib.transforms import Bbox
 
 from heart.common.atomic import atomic_path
 
-AXES = ("H", "E", "A", "R", "T")
 
 #: Base font size (points); titles are a little larger, notes a little smaller.
 FONT = 9

@@ -38,12 +38,13 @@ import pandas as pd
 
 from heart.common.config import load_resource
 from heart.llm.request import SPEAKER, Request, json_messages
+from heart.common.vocabulary import AXES
 
 ORDERS = ("AB", "BA")
 VERDICT_COLUMNS = ["pair_id", "judge", "order", "shown_a", "parse_ok", "parse_error", "winner_shown", "signed",
                    "rationale", "raw_text", "cache_key", "from_cache", "neutralised_tokens", "latency_s", "cost_usd"]
 #: a letter judge's margins (log P(A) - log P(B) as shown), overall and per axis; null for other judges
-MARGIN_COLUMNS = ["margin", *(f"margin_{k}" for k in ("H", "E", "A", "R", "T"))]
+MARGIN_COLUMNS = ["margin", *(f"margin_{k}" for k in AXES)]
 
 
 # --- the rubric and the prompt ----------------------------------------------------------------
@@ -334,7 +335,7 @@ def source_row(judge: str, verdicts: pd.DataFrame, combined: pd.DataFrame, n_exc
 # material (system turn, one JSON user turn) is the verdict judge's; the question is a second user turn,
 # so that consecutive questions share the model's evaluated prefix (llama.cpp reuses it).
 
-LETTER_QUESTIONS = ("overall", "H", "E", "A", "R", "T")
+LETTER_QUESTIONS = ("overall", *AXES)
 LETTER_STRENGTH_NATS = (0.5, 1.0, 2.0, 3.0)
 AXIS_NONE_NATS = 0.25
 TOP_LOGPROBS = 20

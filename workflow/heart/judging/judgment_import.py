@@ -46,10 +46,9 @@ from heart.judging import human_judgments as hj
 from heart import judging
 from heart.common import tableio
 from heart.judging import pairs as pairs_mod
+from heart.common.vocabulary import AXES, AXIS_COLUMNS
 
 REQUIRED = ["item", "system_a", "system_b", "judge", "judge_kind", "winner"]
-AXES = ["H", "E", "A", "R", "T"]
-AXIS_COLUMNS = [f"axis_{k}" for k in AXES]
 OPTIONAL = ["contributor_a", "contributor_b", "conversation", "subset", "strength", "order", *AXIS_COLUMNS,
             "rationale", "seconds_spent"]
 COLUMNS = [*REQUIRED, *OPTIONAL]

@@ -17,8 +17,8 @@ import numpy as np
 import pandas as pd
 
 from heart.judging import JUDGMENT_COLUMNS
+from heart.common.vocabulary import AXES
 
-AXES = ("H", "E", "A", "R", "T")
 
 
 def _sigmoid(x):

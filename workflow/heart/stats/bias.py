@@ -15,7 +15,7 @@ Position (:func:`position_bias`)
 Length (:func:`length_bias`)
     Per LLM judge, for the LLM-ensemble majority and for the human majority (one verdict per pair, so
     rows stay independent across raters): the share of pairs with a winner and unequal lengths
-    (:func:`heart.stats.agreement.pair_lengths`, words) in which the longer response wins; same test and
+    (:func:`heart.stats.agreement.trivial.pair_lengths`, words) in which the longer response wins; same test and
     interval. A descriptive audit: a real correlation of quality and length also moves it.
 
 Self-preference (:func:`self_preference`)
@@ -38,7 +38,9 @@ import pandas as pd
 from scipy import stats
 
 from heart.stats import bootstrap
-from heart.stats.agreement import ENSEMBLE, HUMAN_MAJORITY, majority, pair_lengths, pair_meta
+from heart.stats.agreement.majority import ENSEMBLE, HUMAN_MAJORITY, majority
+from heart.stats.agreement.orientation import pair_meta
+from heart.stats.agreement.trivial import pair_lengths
 from heart.stats.multiple_testing import adjust_within_families
 
 POSITION_COLUMNS = ["judge", "n_verdicts", "n_shown_a_wins", "share_shown_a", "ci_low", "ci_high", "p_value",

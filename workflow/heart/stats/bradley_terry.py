@@ -75,8 +75,8 @@ import numpy as np
 import pandas as pd
 
 from heart.stats import bootstrap as cluster_bootstrap
+from heart.common.vocabulary import AXES
 
-AXES = ("H", "E", "A", "R", "T")
 DEFAULT_ALPHA = 1e-2
 ELO_SCALE = 400.0 / math.log(10.0)
 ELO_BASE = 1500.0

@@ -67,7 +67,8 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-AXES = ("H", "E", "A", "R", "T")
+from heart.common.vocabulary import AXES
+
 USABLE_STATUS = ("ok", "inconsistent")
 TEST_FAMILY = "factor_win_correlation"
 CORR_COLUMNS = ["family", "measure", "status", "n", "r", "ci_low", "ci_high", "p_value", "note"]

@@ -111,9 +111,9 @@ from scipy.special import expit
 
 from heart.stats import bradley_terry as bt
 from heart.judging import pairs
+from heart.common.vocabulary import AXES, SUBSET_SCOPES
 
-AXES = ("H", "E", "A", "R", "T")
-SUBSETS = ("all", "regular", "adversarial")
+SUBSETS = SUBSET_SCOPES
 COLUMNS = ["axis", "subset", "source", "status", "note", "derived", *bt.RATING_COLUMNS]
 HEADLINE_COLUMNS = ["system", "status", "derived", "note", "elo", "elo_lo_asym", "elo_hi_asym", "elo_lo_boot",
                     "elo_hi_boot", "n_comparisons", "win_pct", *(f"{a}_pct" for a in AXES)]

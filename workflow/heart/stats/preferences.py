@@ -63,11 +63,12 @@ import math
 import numpy as np
 import pandas as pd
 
-from heart.stats import agreement, bootstrap
+from heart.stats import bootstrap
+from heart.stats.agreement.orientation import axis_marks, pair_axis_votes
 from heart.judging.judgment_import import source_of
+from heart.common.vocabulary import AXES, SUBSET_SCOPES
 
-AXES = ("H", "E", "A", "R", "T")
-SUBSETS = ("all", "regular", "adversarial")
+SUBSETS = SUBSET_SCOPES
 KIND = "human-model"
 HUMAN_RATERS = "human raters"
 LLM_JUDGES = "llm judges"
@@ -115,7 +116,7 @@ def human_side(judgments: pd.DataFrame, sources: dict | None = None) -> pd.Serie
 def _marks_toward_model(rows: pd.DataFrame, model_sign: np.ndarray) -> np.ndarray:
     """Signed axis marks turned toward the model (positive = the model's side), shape (n, 5); a missing
     mark (or a missing axis column) is NaN."""
-    return agreement.axis_marks(rows, [f"axis_{k}" for k in AXES]) * model_sign[:, None]
+    return axis_marks(rows, [f"axis_{k}" for k in AXES]) * model_sign[:, None]
 
 
 def _all_axes_outcome(toward_model: np.ndarray) -> np.ndarray:
@@ -174,7 +175,7 @@ def _units(judgments: pd.DataFrame, sources: dict | None) -> tuple[dict, dict, d
     base = lr[["pair_id", "conversation_id", "subset"]]
     units[(LLM_JUDGES, "per verdict")] = base.assign(outcome=_all_axes_outcome(toward))
     units[(LLM_JUDGES, "overall winner per verdict")] = base.assign(outcome=overall.astype(object))
-    per_pair = agreement.pair_axis_votes(toward, lr["pair_id"])
+    per_pair = pair_axis_votes(toward, lr["pair_id"])
     meta = base.drop_duplicates("pair_id").set_index("pair_id").reindex(per_pair.index)
     units[(LLM_JUDGES, "per pair, ensemble majority per axis")] = meta.assign(
         outcome=_all_axes_outcome(per_pair.to_numpy(float)))

@@ -51,7 +51,7 @@ import pandas as pd
 from scipy import stats
 
 from heart.stats import bootstrap
-from heart.stats.agreement import majority
+from heart.stats.agreement.majority import majority
 from heart.common.config import ResourceError, load_resource
 from heart.stats.factors import fisher_ci
 from heart.judging.pairs import completion_text

@@ -8,7 +8,7 @@ length and formatting). This module fits that model with two style covariates --
 difference and a warmth/politeness difference -- and reports its ratings beside the plain ones.
 
 Style features of a completion (:func:`completion_features`)
-    * length: words, whitespace-separated (as :func:`heart.stats.agreement.pair_lengths`);
+    * length: words, whitespace-separated (as :func:`heart.stats.agreement.trivial.pair_lengths`);
     * warmth: ``100 * hits / words`` -- lexicon hits per 100 words, 0 for an empty completion.
       ``hits`` counts the non-overlapping, case-insensitive, word-bounded matches of the versioned
       lexicon ``workflow/resources/style/warmth.yaml`` (formulaic sympathy, validation,
