@@ -13,19 +13,20 @@ import pytest
 import yaml
 
 from conftest import REPO
-from heart import completions as completions_mod
+from heart.completions import imported
 from heart.judging import human_judgments, pairs as pairs_mod
-from heart import tagging
+from heart.tagging import spot_checks
 from heart.annotation import app as app_mod
 from heart.annotation import export, store, tasks
 from heart.annotation.__main__ import _links
+from heart.tagging.taxonomy import load_taxonomy, strategy_keys
 
 with warnings.catch_warnings():  # starlette's notice that its TestClient will move to httpx2
     warnings.simplefilter("ignore")
     from fastapi.testclient import TestClient
 
 TAXONOMY = REPO / "workflow/resources/taxonomy/strategies.yaml"
-KEYS = tagging.keys(tagging.load_taxonomy(TAXONOMY))
+KEYS = strategy_keys(load_taxonomy(TAXONOMY))
 QC = yaml.safe_load((REPO / "workflow/resources/annotation/qc_replies.yaml").read_text())["replies"]
 HOSTILE = '<script>alert("x")</script> & </textarea>'
 
@@ -246,7 +247,7 @@ def test_export_round_trips_through_the_workflows_own_readers(study):
     summary = export.export(study["db"], *paths.values(), KEYS)
     assert summary["strategy_labels"]["adjudicated"] == 2 and summary["strategy_labels"]["rows"] == 2 * len(KEYS)
 
-    humans, problems = completions_mod.import_humans(paths["completions"], study["items"])
+    humans, problems = imported.import_humans(paths["completions"], study["items"])
     assert len(humans) == 3 and problems.empty and set(humans["contributor_id"]) == {"writer-01"}
     judged = human_judgments.read(paths["judgments"])
     n_rating = int(study["tasks"]["kind"].eq("rating").sum())
@@ -261,7 +262,7 @@ def test_export_round_trips_through_the_workflows_own_readers(study):
     real = judged[judged["qc_expected"].isna()]
     assert set(real["pair_id"]) <= set(study["pairs"]["pair_id"])
     tagged = study["comp"][["item_id", "system", "contributor_id"]]
-    labels = tagging.read_spot_checks(paths["labels"], tagging.load_taxonomy(TAXONOMY), completions=tagged)
+    labels = spot_checks.read_spot_checks(paths["labels"], load_taxonomy(TAXONOMY), completions=tagged)
     assert labels.groupby(["item_id", "system"])["present"].sum().tolist() == [1, 1]
     assert sum(expected_fail.values()) > 0  # rater-01 answers 2 on B-side checks, rater-02 5 on A-side ones
     failures = client.get(coord).text.split('id="qc-failures"')[1].split("</table>")[0]

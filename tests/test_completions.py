@@ -3,7 +3,7 @@
 import pandas as pd
 import pytest
 
-from heart import completions
+from heart.completions import generate, imported, summary
 from heart.llm.request import template
 from heart.common import tableio
 
@@ -15,13 +15,13 @@ def items():
 
 
 def test_chat_messages_map_roles():
-    msgs = completions.chat_messages("Be kind.", items().loc[0, "history"])
+    msgs = generate.chat_messages("Be kind.", items().loc[0, "history"])
     assert [m["role"] for m in msgs] == ["system", "assistant", "user"]
     assert msgs[-1]["content"] == "Not great, I lost my job."
 
 
 def test_requests_are_per_item_and_versioned():
-    reqs = completions.completion_requests(items(), "sys", "m", "Be kind.", "abc123")
+    reqs = generate.completion_requests(items(), "sys", "m", "Be kind.", "abc123")
     assert [r.id for r in reqs] == ["a1", "b2"] and reqs[0].template_version == "completion:abc123"
     # decoded the paper's way (heart.llm.decoding.decoding), not with the model's configured params as such
     assert all(r.paper_decoding and r.params is None for r in reqs)
@@ -31,9 +31,9 @@ def test_model_table_records_the_params_sent(tmp_path):
     """sent_params: the params of each answer as JSON with sorted keys; null where no model was called here."""
     results = {i: {"text": "I hear you.", "cache_key": f"k{i}", "from_cache": i == "b2", "usage": {},
                    "sent_params": {"top_p": 1, "reasoning_effort": "none", "temperature": 0}} for i in ("a1", "b2")}
-    table = completions.model_table(items(), "sys", results, "gemini/gemini-2.5-flash", "p", "v1")
+    table = generate.model_table(items(), "sys", results, "gemini/gemini-2.5-flash", "p", "v1")
     assert table["sent_params"].tolist() == ['{"reasoning_effort": "none", "temperature": 0, "top_p": 1}'] * 2
-    both = pd.concat([table, completions.original_table(items())], ignore_index=True)
+    both = pd.concat([table, generate.original_table(items())], ignore_index=True)
     tableio.write_table(both, tmp_path / "c.parquet", "completions")
     assert tableio.read_table(tmp_path / "c.parquet")["sent_params"].isna().tolist() == [False, False, True, True]
 
@@ -46,7 +46,7 @@ def test_model_table_records_the_params_sent(tmp_path):
     ('He said "no" and "never"', 'He said "no" and "never"', []),
 ])
 def test_postprocess(raw, text, steps):
-    assert completions.postprocess(raw) == (text, steps)
+    assert generate.postprocess(raw) == (text, steps)
 
 
 def test_template_version_is_content_hash(tmp_path):
@@ -58,7 +58,7 @@ def test_template_version_is_content_hash(tmp_path):
 
 
 def test_original_table():
-    t = completions.original_table(items())
+    t = generate.original_table(items())
     assert t["system"].unique().tolist() == ["original"] and t["text"].tolist() == ["I'm sorry to hear that.", "What happened?"]
 
 
@@ -71,7 +71,7 @@ def test_import_humans_reports_violations(tmp_path):
                    "zz,c3,Unknown context.\n"
                    "b2,c3,   \n"
                    "b2,c3,Sadness can be heavy.\n")
-    table, violations = completions.import_humans(csv, items())
+    table, violations = imported.import_humans(csv, items())
     assert table[["item_id", "contributor_id"]].values.tolist() == [["a1", "c1"], ["a1", "c2"], ["b2", "c3"]]
     assert violations[["line", "problem"]].values.tolist() == [
         [5, "unknown item (expected an item_id of results/items/items.parquet)"], [6, "empty text"],
@@ -83,7 +83,7 @@ def released_items():
 
 
 def test_original_table_leaves_out_items_without_a_reply():
-    assert completions.original_table(released_items())["item_id"].tolist() == ["a1"]
+    assert generate.original_table(released_items())["item_id"].tolist() == ["a1"]
 
 
 def test_import_humans_keyed_by_release_key(tmp_path):
@@ -91,7 +91,7 @@ def test_import_humans_keyed_by_release_key(tmp_path):
     # a release key and the item_id name the same context: the writer repeating it is caught
     csv.write_text("item_id,contributor_id,text\nregular:0,c1,Hard.\na1,c1,Again.\nregular:1,c2,Sad.\n"
                    "regular:7,c2,Nowhere.\n")
-    table, violations = completions.import_humans(csv, released_items())
+    table, violations = imported.import_humans(csv, released_items())
     assert table[["item_id", "contributor_id"]].values.tolist() == [["a1", "c1"], ["b2", "c2"]]
     assert violations["problem"].tolist() == [
         "unknown item (expected a release key such as 'regular:0' or an item_id of results/items/items.parquet)",
@@ -102,15 +102,15 @@ def test_human_protocol_checks_the_papers_design(tmp_path):
     csv = tmp_path / "completions.csv"
     csv.write_text("item_id,contributor_id,text\n" + "".join(f"a1,c{k},ok {k}\n" for k in range(3))
                    + "b2,c0,one\nb2,c0,twice\n")
-    table, violations = completions.import_humans(csv, items())
-    got = completions.human_protocol(table, violations, items(), per_context=3, pool_size=12)
+    table, violations = imported.import_humans(csv, items())
+    got = imported.human_protocol(table, violations, items(), per_context=3, pool_size=12)
     tableio.to_arrow(got, "human_protocol")
     got = got.set_index("measure")
     assert got.loc["contributors", ["value", "ok"]].tolist() == [3, False]
     assert got.loc["per_context_min", ["value", "ok"]].tolist() == [1, False]
     assert got.loc["per_context_max", ["value", "ok"]].tolist() == [3, True]
     assert got.loc["contexts_below", "value"] == 1 and got.loc["writer_repeats", ["value", "ok"]].tolist() == [1, False]
-    empty = completions.human_protocol(tableio.empty_like("completions"), tableio.empty_like("human_violations"),
+    empty = imported.human_protocol(tableio.empty_like("completions"), tableio.empty_like("human_violations"),
                                        items(), per_context=3, pool_size=None)
     assert empty["ok"].isna().all() and empty["note"].str.startswith("absent").all()
 
@@ -119,12 +119,12 @@ def test_import_humans_names_missing_column(tmp_path):
     csv = tmp_path / "h.csv"
     csv.write_text("item_id,text\na1,hello\n")
     with pytest.raises(ValueError, match=r"h.csv: missing column\(s\) contributor_id; expected item_id, contributor_id, text"):
-        completions.import_humans(csv, items())
+        imported.import_humans(csv, items())
 
 
 def test_summarize_says_humans_are_absent():
-    t = {"original": completions.original_table(items()), "human": tableio.empty_like("completions")}
-    s = completions.summarize(t, human_path="resources/human/completions.csv").set_index("system")
+    t = {"original": generate.original_table(items()), "human": tableio.empty_like("completions")}
+    s = summary.summarize(t, human_path="resources/human/completions.csv").set_index("system")
     assert s.loc["human", "status"] == "absent" and "no human completions file" in s.loc["human", "note"]
     assert s.loc["original", "n_completions"] == 2
 
@@ -133,13 +133,13 @@ def test_an_unquoted_comma_in_the_human_file_is_named(tmp_path):
     path = tmp_path / "completions.csv"
     path.write_text("item_id,contributor_id,text\ni1,p1,That sounds hard, really hard.\n")
     with pytest.raises(ValueError, match=r"completions.csv, line 2: has 4 fields, the header 3; .*double-quoted"):
-        completions.import_humans(path, items())
+        imported.import_humans(path, items())
 
 
 def test_an_absent_human_system_says_whether_there_was_a_file():
-    empty = {"human": completions._static_rows([], "human", "human", [])}
-    assert completions.summarize(empty, "h.csv")["note"].item() == "absent: no human completions file at h.csv"
-    note = completions.summarize(empty, "h.csv", human_file=True)["note"].item()
+    empty = {"human": generate.static_rows([], "human", "human", [])}
+    assert summary.summarize(empty, "h.csv")["note"].item() == "absent: no human completions file at h.csv"
+    note = summary.summarize(empty, "h.csv", human_file=True)["note"].item()
     assert note.startswith("absent: h.csv holds no usable completions")
 
 
@@ -157,7 +157,7 @@ def test_imported_system_from_any_format(tmp_path, fmt):
         frame.to_json(path, orient="records", lines=True)
     else:
         frame.to_parquet(path)
-    table, violations = completions.import_system(path, released_items(), "polaris-4.0")
+    table, violations = imported.import_system(path, released_items(), "polaris-4.0")
     tableio.to_arrow(table, "completions")
     assert table[["item_id", "system", "source", "text"]].values.tolist() == [
         ["a1", "polaris-4.0", "model", "Hi there."], ["b2", "polaris-4.0", "model", "Tell me more."]]
@@ -173,7 +173,7 @@ def test_imported_system_violations_are_listed_with_their_line(tmp_path):
                     "b2,  ,\n"
                     "b2,Slow.,fast\n"
                     "a1,Twice.,\n")
-    table, violations = completions.import_system(path, released_items(), "group-x")
+    table, violations = imported.import_system(path, released_items(), "group-x")
     tableio.to_arrow(violations, "imported_violations")
     assert table["text"].tolist() == ["Fine."]
     assert [(v.line, v.problem.split(" (")[0].split(";")[0]) for v in violations.itertuples()] == [
@@ -184,12 +184,12 @@ def test_imported_system_violations_are_listed_with_their_line(tmp_path):
 def test_imported_file_without_the_system_says_which_it_holds(tmp_path):
     path = tmp_path / "elsewhere.jsonl"
     path.write_text('{"item_id": "a1", "system": "gpt-x", "text": "Hi."}\n')
-    with pytest.raises(completions.CompletionImportError, match=r"holds completions of 'gpt-x', none of system 'polaris'"):
-        completions.import_system(path, released_items(), "polaris")
+    with pytest.raises(imported.CompletionImportError, match=r"holds completions of 'gpt-x', none of system 'polaris'"):
+        imported.import_system(path, released_items(), "polaris")
     path.write_text('{"item_id": "a1", "text": "Hi."}\n[1, 2]\n')
     with pytest.raises(tableio.RecordError, match=r"elsewhere.jsonl, line 2: is a JSON list, not an object"):
-        completions.import_system(path, released_items(), "polaris")
+        imported.import_system(path, released_items(), "polaris")
     path = tmp_path / "elsewhere.csv"
     path.write_text("item,text\na1,Hi.\n")
     with pytest.raises(tableio.RecordError, match=r"missing column\(s\) item_id"):
-        completions.import_system(path, released_items(), "polaris")
+        imported.import_system(path, released_items(), "polaris")

@@ -7,7 +7,7 @@ import os
 import pandas as pd
 import pytest
 
-from heart import completions
+from heart.completions import generate
 from heart.llm.cache import ResponseCache, cache_key
 from heart.llm.decoding import decoding, resolved_params
 from heart.llm.engine import run_requests
@@ -145,7 +145,7 @@ def test_default_run_cache_keys_are_unchanged():
     in config/paper.yaml: decoding sends the very same params, so every cached answer is still found."""
     items = pd.DataFrame({"item_id": ["a1"], "history": [[{"role": "supporter", "text": "Hi, how are you?"},
                                                             {"role": "seeker", "text": "Not great, I lost my job."}]]})
-    request = completions.completion_requests(items, "s", "smollm2", "Be kind.", "abc123")[0]
+    request = generate.completion_requests(items, "s", "smollm2", "Be kind.", "abc123")[0]
     assert request.paper_decoding
     smol = ModelSpec.from_config("smollm2", SMOLLM2)
     assert cache_key(smol, request) == "a6c1fdcfc5ac72351063a8c2346382c435bc55f349cd1fc8dbd386f90bb421f8"
@@ -187,20 +187,20 @@ def test_round_trip_sends_what_the_table_records(fake_llm, tmp_path, monkeypatch
     specs = {"m": ModelSpec(name="m", model=model, api_base=base, params={"max_tokens": 50},
                                 api_key_env="HEART_TEST_DECODING_KEY", timeout=5.0, max_retries=0)}
     items = pd.DataFrame({"item_id": ["a1"], "history": [[{"role": "seeker", "text": "I feel so alone."}]]})
-    requests = completions.completion_requests(items, "sys", "m", "Be kind.", "v1")
+    requests = generate.completion_requests(items, "sys", "m", "Be kind.", "v1")
     results = run_requests(specs, requests, ResponseCache(tmp_path / "cache"))
     body = state.bodies[-1]
     assert {k: body.get(k) for k in wire} == wire
     if "reasoning_effort" in wire:
         assert "temperature" not in body and "top_p" not in body
-    table = completions.model_table(items, "sys", results, model, "p", "v1")
+    table = generate.model_table(items, "sys", results, model, "p", "v1")
     tableio.write_table(table, tmp_path / "c.parquet", "completions")
     written = tableio.read_table(tmp_path / "c.parquet")
     assert json.loads(written.loc[0, "sent_params"]) == decoding(specs["m"]).params
     # what was sent is recorded, never the key (it travels as the Authorization header only)
     assert state.auth[f"Bearer {KEY}"] == 1 and KEY[:8] not in written.loc[0, "sent_params"]
     # a rerun answers from the cache and records the same params (they are part of the key)
-    again = completions.model_table(items, "sys", run_requests(specs, requests, ResponseCache(tmp_path / "cache")),
+    again = generate.model_table(items, "sys", run_requests(specs, requests, ResponseCache(tmp_path / "cache")),
                                     model, "p", "v1")
     assert bool(again.loc[0, "from_cache"]) and again.loc[0, "sent_params"] == written.loc[0, "sent_params"]
     assert os.environ["HEART_TEST_DECODING_KEY"] == KEY

@@ -19,7 +19,7 @@ from heart.stats.agreement.human_llm import human_llm_agreement
 from heart.stats import leaderboard
 from heart.stats import strategy_stats
 from heart.simulation import simulate
-from heart import tagging
+from heart.tagging.taxonomy import load_taxonomy, strategy_keys
 from heart.figures import agreement as agreement_figure
 from heart.figures import bias_factors, elo_forest, elo_ttft, example_pair, strategies, style
 from heart.figures import leaderboard as leaderboard_figure
@@ -43,7 +43,7 @@ def _scale(n_systems: int, n_items: int, pairs_per_item: int, human_pairs: int, 
                               human_pairs=human_pairs, seed=seed)
     ratings, _ = leaderboard.leaderboard(j, n_boot=20)
     systems = sorted(set(j["system_a"]) | set(j["system_b"]))
-    keys = tagging.keys(tagging.load_taxonomy(TAXONOMY))
+    keys = strategy_keys(load_taxonomy(TAXONOMY))
     tags = simulate.strategy_tags(systems, keys, n_items=min(n_items, 30), seed=seed)
     models = [s for s in systems if s.startswith("sim-model")]
     families = {s: f"sim-family-{k % 4}" for k, s in enumerate(models)}
@@ -483,7 +483,7 @@ def _all_figures(data) -> dict[str, Figure]:
     loadings = pd.DataFrame({"variable": [f"z_{a}" for a in AXES], "factor": "F1",
                              "loading": [0.5, 0.6, 0.4, 0.55, 0.3],
                              "communality": [0.25, 0.36, 0.16, 0.3, 0.09]})
-    names = {s["key"]: s["name"] for s in tagging.load_taxonomy(TAXONOMY)["strategies"]}
+    names = {s["key"]: s["name"] for s in load_taxonomy(TAXONOMY)["strategies"]}
     return {
         "leaderboard": leaderboard_figure.leaderboard_heatmap(lb, title_note=NOTE),
         "ttft": elo_ttft.elo_vs_ttft(pts, title_note=NOTE),

@@ -9,8 +9,8 @@ import re
 import pandas as pd
 import pytest
 
-from heart import completions
-from heart import tagging
+from heart.completions import imported
+from heart.tagging import spot_checks
 from heart.judging import human_judgments
 from heart.common import tableio
 
@@ -33,10 +33,10 @@ GOOD_ROW = {
 
 def read(kind, path):
     if kind == "completions":
-        return completions.import_humans(path, ITEMS)
+        return imported.import_humans(path, ITEMS)
     if kind == "judgments":
         return human_judgments.read(path)
-    return tagging.read_spot_checks(path, TAXONOMY, completions=TAGGED)
+    return spot_checks.read_spot_checks(path, TAXONOMY, completions=TAGGED)
 
 
 def fails(tmp_path, kind, content: bytes, expected: str):

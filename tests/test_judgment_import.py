@@ -11,7 +11,7 @@ import pytest
 
 from conftest import FIXTURES
 from heart.judging import human_judgments as hj
-from heart import judging
+from heart.judging import combine, llm_judge
 from heart.judging import pairs
 from heart.common import tableio
 from heart.judging import judgment_import as ji
@@ -258,9 +258,9 @@ def test_orders_combine_exactly_as_judging_combine(tmp_path):
                           ("BA", {"winner": "B", "strength": 1, "axes": {"H": "A+", "E": "none", "A": "none",
                                                                         "R": "none", "T": "none"}})):
         rows.append({"pair_id": pair["pair_id"].iloc[0], "judge": "j1", "order": order, "parse_ok": True,
-                     "rationale": None, **judging.orient(parsed, order, axes)})
-    expected = judging.combine(pd.DataFrame(rows), pair, axes)
-    got = judging.combine(out.verdicts, pair, axes)
+                     "rationale": None, **llm_judge.orient(parsed, order, axes)})
+    expected = combine.combine(pd.DataFrame(rows), pair, axes)
+    got = combine.combine(out.verdicts, pair, axes)
     cols = ["winner", "strength", "status", "flipped", "n_orders", *AXIS_COLUMNS]
     assert got[cols].to_dict("records") == expected[cols].to_dict("records")
     row = out.judgments.iloc[0]

@@ -15,17 +15,18 @@ import urllib.request
 import jsonschema
 import pytest
 from conftest import REPO
-from heart import judging
+from heart.judging import llm_judge
 from heart.llm.cache import ResponseCache
 from heart.llm.engine import run_requests
 from heart.llm.models import ModelSpec
 from heart.llm.pacing import parse_retry_after
 from heart.llm.request import Request
-from heart import tagging
+from heart.tagging import tagger
 from heart.simulation import simulator
+from heart.tagging.taxonomy import load_taxonomy
 
-JUDGE_SCHEMA = judging.response_schema(judging.load_rubric(REPO / "workflow/resources/rubric/heart.yaml"), 240)
-TAG_SCHEMA = tagging.response_schema(tagging.load_taxonomy(REPO / "workflow/resources/taxonomy/strategies.yaml"), 60)
+JUDGE_SCHEMA = llm_judge.response_schema(llm_judge.load_rubric(REPO / "workflow/resources/rubric/heart.yaml"), 240)
+TAG_SCHEMA = tagger.response_schema(load_taxonomy(REPO / "workflow/resources/taxonomy/strategies.yaml"), 60)
 HISTORY = [{"role": "seeker", "text": "I lost my job last week and I can't sleep."},
            {"role": "supporter", "text": "That sounds very stressful. What has been hardest?"},
            {"role": "seeker", "text": "Telling my family."}]
@@ -62,7 +63,7 @@ def chat(text: str, model: str = "sim-model", **extra) -> dict:
 
 
 def judge_body(a: str, b: str, model: str = "sim-judge") -> dict:
-    messages = judging.messages("You are a careful judge.", HISTORY, a, b)
+    messages = llm_judge.messages("You are a careful judge.", HISTORY, a, b)
     return {"model": model, "messages": list(messages),
             "response_format": {"type": "json_object", "schema": JUDGE_SCHEMA}}
 
@@ -274,7 +275,7 @@ def test_run_requests_end_to_end_and_a_rerun_calls_nothing(sim, faulty, tmp_path
     for i in range(12):
         a, b = rng.sample(pool, 2)
         reqs.append(Request(id=f"pair{i}", model="judge", template_version="t1", schema=JUDGE_SCHEMA,
-                                messages=judging.messages(f"Judge pair {i}.", HISTORY, a, b), stream=stream))
+                                messages=llm_judge.messages(f"Judge pair {i}.", HISTORY, a, b), stream=stream))
     for server, retries in ((sim, 0), (faulty, 2)):  # the faulty server needs two retries, no more
         spec = ModelSpec(name="judge", model="openai/sim-judge", api_base=server.api_base, stream=stream,
                              params={"temperature": 0, "max_tokens": 300}, max_concurrency=8, timeout=10,

@@ -56,8 +56,8 @@ def test_atomic_path_leaves_old_file_on_failure(tmp_path):
 
 
 @pytest.mark.parametrize("resource, listed, field, load", [
-    ("rubric/heart.yaml", "axes", "high", "heart.judging:load_rubric"),
-    ("taxonomy/strategies.yaml", "strategies", "definition", "heart.tagging:load_taxonomy"),
+    ("rubric/heart.yaml", "axes", "high", "heart.judging.llm_judge:load_rubric"),
+    ("taxonomy/strategies.yaml", "strategies", "definition", "heart.tagging.taxonomy:load_taxonomy"),
     ("codebook/rationales.yaml", "codes", "micro_skill", "heart.stats.rationales:load_codebook"),
 ])
 def test_a_blank_field_of_a_versioned_resource_names_file_entry_and_field(tmp_path, resource, listed, field, load):

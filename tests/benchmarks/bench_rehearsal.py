@@ -647,7 +647,7 @@ class Rehearsal:
 
     def expected_judge_calls(self):
         sys.path.insert(0, str(self.wd / "workflow"))
-        from heart import judging
+        from heart.judging import llm_judge
 
         cfg = self.config
         families = {s: cfg["models"][c["model"]]["family"] for s, c in cfg["systems"].items()}
@@ -659,7 +659,7 @@ class Rehearsal:
         per = {}
         for name, j in cfg["judging"]["judges"].items():
             fam = cfg["models"][j["model"]]["family"]
-            n = int(judging.eligible(pairs, fam, families, cfg["judging"]["exclude_own_family"]).sum()) * orders
+            n = int(llm_judge.eligible(pairs, fam, families, cfg["judging"]["exclude_own_family"]).sum()) * orders
             per[name] = n
             total += n
         self.out["pairs"] = len(pairs)

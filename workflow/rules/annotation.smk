@@ -10,7 +10,7 @@ rule annotation_tasks:
     input:
         item_table="results/items/items.parquet",
         pair_table="results/judging/pairs.parquet",
-        completions=expand("results/completions/{system}.parquet", system=SYSTEMS),
+        completions=COMPLETIONS,
         qc_replies=workflow.source_path("../resources/annotation/qc_replies.yaml"),
     output:
         tasks="results/annotation/tasks.parquet",

@@ -14,6 +14,8 @@ os.environ.update(PYTHONPATH=os.pathsep.join([HEART_PATH, *_others]))
 
 from heart.llm import shards  # noqa: E402
 from heart.common.config import validate_config  # noqa: E402
+from heart.judging.judge import Judge  # noqa: E402
+from heart.tagging.tagger import Tagger  # noqa: E402
 
 validate_config(config, source="config (config/config.yaml and any --configfile/--config)")
 
@@ -62,6 +64,8 @@ TTFT_COMPLETIONS = expand("results/completions/{system}.parquet",
                           system=[] if ANALYSIS_ONLY else MODEL_SYSTEMS + IMPORTED_SYSTEMS)
 # the systems with completion tables (an analysis-only run has none: only judgments)
 SYSTEMS = [] if ANALYSIS_ONLY else MODEL_SYSTEMS + IMPORTED_SYSTEMS + ["original", "human"]
+# every system's completion table: the input of whatever reads replies (pairs, judging, tagging, statistics)
+COMPLETIONS = expand("results/completions/{system}.parquet", system=SYSTEMS)
 
 for _name in IMPORTED_SYSTEMS:
     if _name in MODEL_SYSTEMS or _name in ("original", "human", "best-human"):
@@ -121,6 +125,26 @@ def model_params(name):
 def uses_local_model(name):
     """1 if model ``name`` is served locally (resource local_llm: one such job at a time)."""
     return int(bool(config["models"][name]["local_gguf"]))
+
+
+def judge_of(name):
+    """LLM judge ``name`` (config judging.judges.<name>) as one object, built here once for every rule."""
+    return Judge.from_config(name, config["judging"])
+
+
+def judge_prompt(name):
+    """The prompt template of judge ``name`` (a versioned input: editing it reruns that judge's jobs)."""
+    return workflow.source_path(f"../resources/prompts/judge/{judge_of(name).prompt}.md")
+
+
+def tagger_of(name):
+    """LLM tagger ``name`` (config tagging.taggers.<name>) as one object, built here once for every rule."""
+    return Tagger.from_config(name, config["tagging"])
+
+
+def tagger_prompt(name):
+    """The prompt template of tagger ``name``."""
+    return workflow.source_path(f"../resources/prompts/tagging/{tagger_of(name).prompt}.md")
 
 
 def judge_families():

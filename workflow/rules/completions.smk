@@ -102,7 +102,7 @@ rule human_completions:
 
 rule summarize_systems:
     input:
-        expand("results/completions/{system}.parquet", system=SYSTEMS),
+        COMPLETIONS,
     output:
         "results/completions/systems.parquet",
     params:

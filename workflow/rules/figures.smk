@@ -134,7 +134,7 @@ rule figure_example_pair:
     input:
         judgments="results/judging/judgments.parquet",
         item_table="results/items/items.parquet",
-        completions=expand("results/completions/{system}.parquet", system=SYSTEMS),
+        completions=COMPLETIONS,
         style=workflow.source_path("../resources/figures/example_pair.yaml"),
     output:
         png=report("results/figures/example_pair.png", caption="../report/example_pair.rst",

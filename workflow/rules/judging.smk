@@ -28,7 +28,7 @@ else:
     rule design_pairs:
         input:
             item_table="results/items/items.parquet",
-            completions=expand("results/completions/{system}.parquet", system=SYSTEMS),
+            completions=COMPLETIONS,
         output:
             "results/judging/pairs.parquet",
         params:
@@ -47,29 +47,22 @@ else:
         input:
             pair_table="results/judging/pairs.parquet",
             item_table="results/items/items.parquet",
-            completions=expand("results/completions/{system}.parquet", system=SYSTEMS),
+            completions=COMPLETIONS,
             rubric=workflow.source_path(f"../resources/rubric/{config['judging']['rubric']}.yaml"),
-            prompt=lambda wc: workflow.source_path(
-                f"../resources/prompts/judge/{config['judging']['judges'][wc.judge]['prompt']}.md"
-            ),
+            prompt=lambda wc: judge_prompt(wc.judge),
             replay=replay_input(),
         output:
             "results/judging/shards/{judge}/{shard}.parquet",
         params:
-            judge=lambda wc: wc.judge,
+            judge=lambda wc: judge_of(wc.judge).as_params(),  # heart.judging.judge.Judge, as a plain dict
+            model=lambda wc: model_params(judge_of(wc.judge).model),
             shard=lambda wc: wc.shard,
-            model=lambda wc: model_params(config["judging"]["judges"][wc.judge]["model"]),
-            call_params=lambda wc: config["judging"]["judges"][wc.judge]["params"],
-            answer=lambda wc: config["judging"]["judges"][wc.judge]["answer"],
-            axes=lambda wc: config["judging"]["judges"][wc.judge]["axes"],
-            context_turns=lambda wc: config["judging"]["judges"][wc.judge]["context_turns"],
             families=system_families(),
             exclude_own_family=config["judging"]["exclude_own_family"],
             both_orders=config["judging"]["both_orders"],
-            rationale_max_chars=config["judging"]["rationale_max_chars"],
             llm=ENGINE,
         resources:
-            local_llm=lambda wc: uses_local_model(config["judging"]["judges"][wc.judge]["model"]),
+            local_llm=lambda wc: uses_local_model(judge_of(wc.judge).model),
         log:
             "logs/judging/{judge}/{shard}.log",
         benchmark:
@@ -79,32 +72,25 @@ else:
         script:
             "../scripts/judge_pairs.py"
 
-
     rule judge_qc:
         # known-answer pairs (the real reply vs an unhelpful one, or vs another conversation's), both orders
         input:
             item_table="results/items/items.parquet",
             replies=workflow.source_path("../resources/annotation/qc_replies.yaml"),
             rubric=workflow.source_path(f"../resources/rubric/{config['judging']['rubric']}.yaml"),
-            prompt=lambda wc: workflow.source_path(
-                f"../resources/prompts/judge/{config['judging']['judges'][wc.judge]['prompt']}.md"
-            ),
+            prompt=lambda wc: judge_prompt(wc.judge),
             replay=replay_input(),
         output:
             "results/judging/qc/{judge}.parquet",
         params:
-            judge=lambda wc: wc.judge,
+            judge=lambda wc: judge_of(wc.judge).for_quality_checks().as_params(),
+            model=lambda wc: model_params(judge_of(wc.judge).model),
             shard="1of1",
-            model=lambda wc: model_params(config["judging"]["judges"][wc.judge]["model"]),
-            call_params=lambda wc: config["judging"]["judges"][wc.judge]["params"],
-            answer=lambda wc: config["judging"]["judges"][wc.judge]["answer"],
-            context_turns=lambda wc: config["judging"]["judges"][wc.judge]["context_turns"],
-            rationale_max_chars=config["judging"]["rationale_max_chars"],
             seed=config["judging"]["seed"],
             kinds=config["judging"]["qc"]["kinds"],
             llm=ENGINE,
         resources:
-            local_llm=lambda wc: uses_local_model(config["judging"]["judges"][wc.judge]["model"]),
+            local_llm=lambda wc: uses_local_model(judge_of(wc.judge).model),
         log:
             "logs/judging/qc/{judge}.log",
         benchmark:
@@ -113,7 +99,6 @@ else:
             "../../envs/llm.yaml"
         script:
             "../scripts/judge_qc.py"
-
 
     rule judge_quality:
         input:
@@ -176,7 +161,7 @@ else:
             human="results/judging/human.parquet",
             raters="results/judging/human_raters.parquet",
             item_table="results/items/items.parquet",
-            completions=expand("results/completions/{system}.parquet", system=SYSTEMS),
+            completions=COMPLETIONS,
             imported=optional_file(config["imported_judgments"]["path"]),
         output:
             judgments="results/judging/judgments.parquet",

@@ -39,23 +39,20 @@ rule preview_llm_calls:
             for s in config["systems"].values()
         ],
         rubric=workflow.source_path(f"../resources/rubric/{config['judging']['rubric']}.yaml"),
-        judge_prompts=[
-            workflow.source_path(f"../resources/prompts/judge/{j['prompt']}.md")
-            for j in config["judging"]["judges"].values()
-        ],
+        judge_prompts=[judge_prompt(name) for name in JUDGES],
         taxonomy=taxonomy_file(),
-        tagging_prompts=[
-            workflow.source_path(f"../resources/prompts/tagging/{t['prompt']}.md")
-            for t in config["tagging"]["taggers"].values()
-        ],
+        tagging_prompts=[tagger_prompt(name) for name in TAGGERS],
     output:
         "results/llm/calls_preview.parquet",
     params:
         systems=config["systems"],
         imported=IMPORTED_SYSTEMS,
-        judging=config["judging"],
+        judges=[judge_of(name).as_params() for name in JUDGES],
+        taggers=[tagger_of(name).as_params() for name in TAGGERS],
+        pair_design=dict(seed=config["judging"]["seed"], sample=config["judging"]["pair_sample"]),
+        both_orders=config["judging"]["both_orders"],
+        exclude_own_family=config["judging"]["exclude_own_family"],
         human_per_context=config["human_completions"]["per_context"],
-        tagging=config["tagging"],
         families=system_families(),
         models={name: model_params(name) for name in used_models()},
         adversarial={"n": 0} if RELEASED_ITEMS else config["adversarial_items"],

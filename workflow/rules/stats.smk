@@ -30,7 +30,7 @@ rule ratings:
 rule agreement:
     input:
         judgments="results/judging/judgments.parquet",
-        completions=expand("results/completions/{system}.parquet", system=SYSTEMS),
+        completions=COMPLETIONS,
     output:
         human_llm="results/stats/agreement_human_llm.parquet",
         cross_judge="results/stats/agreement_cross_judge.parquet",
@@ -58,7 +58,7 @@ rule bias_audits:
             *expand("results/judging/llm/{judge}.parquet", judge=[] if ANALYSIS_ONLY else JUDGES),
             "results/judging/imported_verdicts.parquet",
         ],
-        completions=expand("results/completions/{system}.parquet", system=SYSTEMS),
+        completions=COMPLETIONS,
     output:
         position="results/stats/bias_position.parquet",
         length="results/stats/bias_length.parquet",
@@ -159,7 +159,7 @@ rule multiple_testing:
 rule rationale_codes:
     input:
         judgments="results/judging/judgments.parquet",
-        completions=expand("results/completions/{system}.parquet", system=SYSTEMS),
+        completions=COMPLETIONS,
         codebook=workflow.source_path("../resources/codebook/rationales.yaml"),
     output:
         summary="results/stats/rationale_concordance.parquet",
@@ -194,7 +194,7 @@ rule style_ratings:
     # beyond the paper: Bradley-Terry with style covariates (length, warmth), beside the plain ratings
     input:
         judgments="results/judging/judgments.parquet",
-        completions=expand("results/completions/{system}.parquet", system=SYSTEMS),
+        completions=COMPLETIONS,
         lexicon=workflow.source_path("../resources/style/warmth.yaml"),
     output:
         ratings="results/stats/style_ratings.parquet",

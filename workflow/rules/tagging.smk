@@ -2,26 +2,21 @@
 
 
 rule tag_strategies:
-    # the completions of one shard of the items (llm.shards); merge_tags joins the shards
+    # the completions of one shard (split by reply text, llm.shards); merge_tags joins the shards
     input:
-        completions=expand("results/completions/{system}.parquet", system=SYSTEMS),
+        completions=COMPLETIONS,
         taxonomy=taxonomy_file(),
-        prompt=lambda wc: workflow.source_path(
-            f"../resources/prompts/tagging/{config['tagging']['taggers'][wc.tagger]['prompt']}.md"
-        ),
+        prompt=lambda wc: tagger_prompt(wc.tagger),
         replay=replay_input(),
     output:
         "results/tagging/shards/{tagger}/{shard}.parquet",
     params:
-        tagger=lambda wc: wc.tagger,
+        tagger=lambda wc: tagger_of(wc.tagger).as_params(),  # heart.tagging.tagger.Tagger, as a plain dict
+        model=lambda wc: model_params(tagger_of(wc.tagger).model),
         shard=lambda wc: wc.shard,
-        model=lambda wc: model_params(config["tagging"]["taggers"][wc.tagger]["model"]),
-        call_params=lambda wc: config["tagging"]["taggers"][wc.tagger]["params"],
-        answer=lambda wc: config["tagging"]["taggers"][wc.tagger]["answer"],
-        evidence_max_chars=config["tagging"]["evidence_max_chars"],
         llm=ENGINE,
     resources:
-        local_llm=lambda wc: uses_local_model(config["tagging"]["taggers"][wc.tagger]["model"]),
+        local_llm=lambda wc: uses_local_model(tagger_of(wc.tagger).model),
     log:
         "logs/tagging/{tagger}/{shard}.log",
     benchmark:

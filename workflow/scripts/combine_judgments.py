@@ -2,7 +2,7 @@
 added; flip rates; sources."""
 import pandas as pd
 
-from heart import judging
+from heart.judging import combine
 from heart.judging import judgment_import
 from heart.common import provenance, tableio
 from heart.common.runtime import logged
@@ -14,9 +14,9 @@ with logged(snakemake.log[0], snakemake) as log:
     combined, sources = [], []
     for judge, path in zip(snakemake.params.judges, snakemake.input.llm):
         verdicts = tableio.read_table(path)
-        c = judging.combine(verdicts, pairs, AXES)
+        c = combine.combine(verdicts, pairs, AXES)
         combined.append(c)
-        sources.append(judging.source_row(judge, verdicts, c, tableio.provenance_of(path).get("n_excluded_family", 0)))
+        sources.append(combine.source_row(judge, verdicts, c, tableio.provenance_of(path).get("n_excluded_family", 0)))
     human = tableio.read_table(snakemake.input.human)
     raters = tableio.read_table(snakemake.input.raters)
     if raters.empty:
@@ -50,11 +50,11 @@ with logged(snakemake.log[0], snakemake) as log:
         imported_verdicts = imported.verdicts
         log.info("%s: %d judgments imported (%s)", path, len(imported.judgments),
                  imported.judgments["judge_kind"].value_counts().to_dict())
-    combined = pd.concat(combined, ignore_index=True) if combined else judging.combine(
+    combined = pd.concat(combined, ignore_index=True) if combined else combine.combine(
         tableio.empty_like("judge_verdicts"), pairs, AXES)
-    table = judging.judgments(pairs, combined, human)
+    table = combine.judgments(pairs, combined, human)
     tableio.write_tables([(table, snakemake.output.judgments, "judgments"),
-                          (judging.flip_rates(combined, AXES), snakemake.output.flips, "flip_rates"),
+                          (combine.flip_rates(combined, AXES), snakemake.output.flips, "flip_rates"),
                           (pd.DataFrame(sources), snakemake.output.sources, "judge_sources"),
                           (imported_verdicts, snakemake.output.imported_verdicts, "judge_verdicts")], job)
     for s in sources:

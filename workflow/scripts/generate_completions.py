@@ -1,5 +1,5 @@
 """rule generate_completions: one completion per item of a shard from a model system."""
-from heart import completions
+from heart.completions import generate
 from heart.llm.decoding import decoding
 from heart.llm.stage import Stage
 from heart.llm import shards
@@ -15,9 +15,9 @@ with logged(snakemake.log[0], snakemake) as log:
     decided = decoding(spec)
     log.info("%s: decoding of %s (%s): %s\n  %s", system, spec.name, spec.model, decided.params,
              "\n  ".join(decided.notes))
-    requests = completions.completion_requests(items, system, spec.name, stage.template, version)
+    requests = generate.completion_requests(items, system, spec.name, stage.template, version)
     results = stage.engine.run(requests, desc=f"completions {system} [{shard}]")
-    table = completions.model_table(items, system, results, spec.model, snakemake.params.prompt_name, version)
+    table = generate.model_table(items, system, results, spec.model, snakemake.params.prompt_name, version)
     record = {**stage.provenance, "decoding": {"params": decided.params, "notes": list(decided.notes)}}
     tableio.write_table(table, snakemake.output[0], "completions", record)
     log.info("%s [%s]: %d completions (%d from cache), %d post-processed", system, shard, len(table),

@@ -1,5 +1,5 @@
 """rule human_completions: import human completions, or record that there are none."""
-from heart import completions
+from heart.completions import imported
 from heart.common import provenance, tableio
 from heart.common.runtime import logged
 
@@ -7,7 +7,7 @@ with logged(snakemake.log[0], snakemake) as log:
     job = provenance.collect(snakemake)
     items = tableio.read_table(snakemake.input.item_table)
     if snakemake.input.humans:
-        table, violations = completions.import_humans(snakemake.input.humans[0], items)
+        table, violations = imported.import_humans(snakemake.input.humans[0], items)
         for v in violations.itertuples():
             log.warning("%s line %d: %s (item %s, contributor %s) - left out",
                         v.file, v.line, v.problem, v.item_id, v.contributor_id)
@@ -15,7 +15,7 @@ with logged(snakemake.log[0], snakemake) as log:
         log.warning("no human completions: %s does not exist; human systems are absent",
                     snakemake.params.path)
         table, violations = tableio.empty_like("completions"), tableio.empty_like("human_violations")
-    protocol = completions.human_protocol(table, violations, items, snakemake.params.per_context,
+    protocol = imported.human_protocol(table, violations, items, snakemake.params.per_context,
                                           snakemake.params.pool_size)
     tableio.write_tables([(table, snakemake.output.completions, "completions"),
                           (violations, snakemake.output.violations, "human_violations"),

@@ -1,5 +1,5 @@
 """rule import_completions: an imported system's completions (made elsewhere) and the rows left out."""
-from heart import completions
+from heart.completions import imported
 from heart.common import provenance, tableio
 from heart.common.atomic import sha256_file
 from heart.common.runtime import logged
@@ -8,7 +8,7 @@ with logged(snakemake.log[0], snakemake) as log:
     job = provenance.collect(snakemake)
     system, path = snakemake.wildcards.system, snakemake.input.completions
     items = tableio.read_table(snakemake.input.item_table)
-    table, violations = completions.import_system(path, items, system)
+    table, violations = imported.import_system(path, items, system)
     for v in violations.itertuples():
         log.warning("%s %s: %s (item %s) - left out", v.file, tableio.record_label(v.file, v.line), v.problem,
                     v.item_id)

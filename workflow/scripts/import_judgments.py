@@ -1,7 +1,7 @@
 """rule import_judgments: pairwise judgments made elsewhere -> pairs, judgments, verdicts, flips, sources."""
 import pandas as pd
 
-from heart import judging
+from heart.judging import combine
 from heart.judging import judgment_import
 from heart.common import provenance, tableio
 from heart.common.atomic import sha256_file
@@ -21,7 +21,7 @@ with logged(snakemake.log[0], snakemake) as log:
     tableio.write_tables([(imported.pairs, snakemake.output.pairs, "pairs"),
                           (imported.judgments, snakemake.output.judgments, "judgments"),
                           (imported.verdicts, snakemake.output.verdicts, "judge_verdicts"),
-                          (judging.flip_rates(imported.combined, AXES), snakemake.output.flips,
+                          (combine.flip_rates(imported.combined, AXES), snakemake.output.flips,
                            "flip_rates"),
                           (pd.DataFrame(sources), snakemake.output.sources, "judge_sources")],
                          {**job, "imported_path": path, "imported_sha256": sha256_file(path)})

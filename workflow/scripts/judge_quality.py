@@ -1,6 +1,6 @@
 """rule judge_quality: each LLM judge's QC accuracy and flip rates (heart/judging/judge_qc.py)."""
 from heart.judging import judge_qc
-from heart import judging
+from heart.judging import combine, llm_judge
 from heart.common import provenance, tableio
 from heart.common.runtime import logged
 
@@ -8,9 +8,9 @@ with logged(snakemake.log[0], snakemake) as log:
     items = tableio.read_table(snakemake.input.item_table)
     design, _ = judge_qc.design(items, judge_qc.load_replies(snakemake.input.replies), snakemake.params.seed,
                                 snakemake.params.kinds)
-    axes = judging.axis_keys(judging.load_rubric(snakemake.input.rubric))
+    axes = llm_judge.axis_keys(llm_judge.load_rubric(snakemake.input.rubric))
     verdicts = tableio.read_tables(snakemake.input.qc, "judge_verdicts")
-    combined = judging.combine(verdicts, design, axes) if len(verdicts) else design.iloc[:0].assign(judge=None)
+    combined = combine.combine(verdicts, design, axes) if len(verdicts) else design.iloc[:0].assign(judge=None)
     table = judge_qc.summary(combined, verdicts, tableio.read_table(snakemake.input.flips))
     tableio.write_table(table, snakemake.output[0], "judge_quality", provenance.collect(snakemake))
     for r in table[table["kind"] == "all"].itertuples():

@@ -4,14 +4,14 @@ import pandas as pd
 from heart.items import item_table as items_mod
 from heart.common import provenance, tableio
 from heart.stats import strategy_stats
-from heart import tagging
+from heart.tagging.taxonomy import load_taxonomy, strategy_keys
 from heart.common.runtime import logged
 
 with logged(snakemake.log[0], snakemake) as log:
     job = provenance.collect(snakemake)
     tags = [tableio.read_table(p) for p in snakemake.input.tags]  # no tagger configured: no tags, every row "absent"
     tags = pd.concat(tags, ignore_index=True) if tags else tableio.empty_like("strategy_tags")
-    strategies = tagging.keys(tagging.load_taxonomy(snakemake.input.taxonomy))
+    strategies = strategy_keys(load_taxonomy(snakemake.input.taxonomy))
     systems = tableio.read_table(snakemake.input.systems)
     sources = dict(zip(systems["system"], systems["source"]))
     families = snakemake.params.families

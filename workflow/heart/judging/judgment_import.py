@@ -43,7 +43,7 @@ import pandas as pd
 
 from heart.items import item_table as items_mod
 from heart.judging import human_judgments as hj
-from heart import judging
+from heart.judging import combine, llm_judge
 from heart.common import tableio
 from heart.judging import pairs as pairs_mod
 from heart.common.vocabulary import AXES, AXIS_COLUMNS
@@ -433,7 +433,7 @@ class Imported(NamedTuple):
 
     def source_rows(self, path) -> list[dict]:
         """Each imported LLM judge's line in results/judging/sources.parquet (heart.judging.source_row)."""
-        return [judging.source_row(judge, v, self.combined[self.combined["judge"] == judge], 0)
+        return [combine.source_row(judge, v, self.combined[self.combined["judge"] == judge], 0)
                 | {"note": f"imported from {path}"} for judge, v in self.verdicts.groupby("judge", sort=True)]
 
 
@@ -504,10 +504,10 @@ def convert(table, items: pd.DataFrame | None = None, pairs: pd.DataFrame | None
                           "winner": None if side == 0 else ("a" if side > 0 else "b"),
                           "strength": levels[level],
                           "rationale": r.rationale, "seconds_spent": r.seconds_spent, **axes})
-    verdict_table = pd.DataFrame(verdicts, columns=[*judging.VERDICT_COLUMNS, *AXIS_COLUMNS, *judging.MARGIN_COLUMNS])
+    verdict_table = pd.DataFrame(verdicts, columns=[*llm_judge.VERDICT_COLUMNS, *AXIS_COLUMNS, *llm_judge.MARGIN_COLUMNS])
     for col in ("signed", *AXIS_COLUMNS):
         verdict_table[col] = verdict_table[col].astype("Int64")
-    for col in judging.MARGIN_COLUMNS:  # imported verdicts are verdicts, never letter margins
+    for col in llm_judge.MARGIN_COLUMNS:  # imported verdicts are verdicts, never letter margins
         verdict_table[col] = verdict_table[col].astype("float64")
     verdict_table = verdict_table.sort_values(["pair_id", "judge", "order"], ignore_index=True)
     human_table = pd.DataFrame(human, columns=[*hj.JUDGMENT_COLUMNS, *AXIS_COLUMNS])
@@ -515,8 +515,8 @@ def convert(table, items: pd.DataFrame | None = None, pairs: pd.DataFrame | None
         human_table[col] = human_table[col].astype("Int64")
     human_table["seconds_spent"] = human_table["seconds_spent"].astype(float)
     human_table = human_table.sort_values(["pair_id", "judge"], ignore_index=True)
-    combined = judging.combine(verdict_table, pair_table, AXES)
-    table = judging.judgments(pair_table, combined, human_table)
+    combined = combine.combine(verdict_table, pair_table, AXES)
+    table = combine.judgments(pair_table, combined, human_table)
     return Imported(pair_table, verdict_table, human_table, table, combined)
 
 

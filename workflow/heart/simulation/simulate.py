@@ -16,7 +16,7 @@ import hashlib
 import numpy as np
 import pandas as pd
 
-from heart.judging import JUDGMENT_COLUMNS
+from heart.judging.combine import JUDGMENT_COLUMNS
 from heart.common.vocabulary import AXES
 
 

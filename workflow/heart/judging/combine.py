@@ -1,0 +1,138 @@
+"""Both orders of an LLM judge combined into one judgment per pair, and the judgments table.
+
+Combining the two orders (:func:`combine_signed`), documented rule:
+
+1. Only one order parsed: that verdict.
+2. Both: s = s_AB + s_BA. If s != 0 the winner is sign(s) and the strength is
+   ceil(|s| / 2) (both orders agree on a: the mean strength, rounded up; they
+   disagree: the margin, halved, rounded up).
+3. s == 0 (equal and opposite: a pure position effect): broken by the sum of the
+   signed axis marks of both orders; if that is 0 too, the pair has no combined
+   verdict (``winner`` null, status "inconsistent") and is left out of ratings.
+   Ties are never invented.
+
+The same rule combines each axis over the parsed orders ("none" counts as 0), except
+that an axis with s == 0 is simply "no clear advantage" (0). A *flip* is a pair whose two orders name different
+winners (overall, or per axis among orders that marked it). A letter judge's orders are combined by their
+margins (:func:`combine_margins`). :func:`judgments` stacks the combined LLM verdicts and the human
+judgments into the statistics' input (rule combine_judgments).
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pandas as pd
+
+from heart.common.vocabulary import AXIS_COLUMNS
+from heart.judging.letter_judge import margin_strength
+
+
+def combine_signed(values, tiebreak: int = 0) -> int | None:
+    """The documented rule (module docstring) for one pair: signed verdicts -> one signed verdict."""
+    vals = [int(v) for v in values if v is not None and not pd.isna(v)]
+    if not vals:
+        return None
+    if len(vals) == 1:
+        return vals[0]
+    s = sum(vals)
+    if s == 0:
+        s = tiebreak
+        if s == 0:
+            return None
+        return int(np.sign(s))  # broken by the axes: the smallest strength
+    return int(np.sign(s)) * math.ceil(abs(s) / len(vals))
+
+
+def combine_margins(margins, orders, none_below: float = 0.0) -> int | None:
+    """A letter judge's orders combined by their margins (log P(A) - log P(B) as shown): oriented to the
+    pair (an order "BA" margin negated) and averaged; the sign is the winner and the mean's size the
+    strength (:func:`margin_strength`). A judge that prefers the first letter by the same margin in both orders
+    cancels out, and what is left is the content signal. A mean below ``none_below`` in size: None."""
+    oriented = [float(m) * (1 if o == "AB" else -1) for m, o in zip(margins, orders)]
+    if not oriented:
+        return None
+    mean = sum(oriented) / len(oriented)
+    if mean == 0 or abs(mean) < none_below:
+        return None
+    return int(np.sign(mean)) * margin_strength(mean)
+
+
+def combine(verdicts: pd.DataFrame, pairs: pd.DataFrame, axes: list[str]) -> pd.DataFrame:
+    """One row per (pair, judge): the combined verdict, per-axis marks and whether the orders flipped.
+
+    A letter judge's orders (rows with a ``margin``) combine by their margins (:func:`combine_margins`);
+    every other judge's by :func:`combine_signed` (module docstring)."""
+    rows = []
+    has_margins = "margin" in verdicts.columns
+    for (pid, judge), g in verdicts.groupby(["pair_id", "judge"], sort=True):
+        ok = g[g["parse_ok"]]
+        by_margin = has_margins and len(ok) and ok["margin"].notna().all()
+        axis_sum = int(sum(ok[f"axis_{k}"].fillna(0).sum() for k in axes))
+        signed = (combine_margins(ok["margin"], ok["order"]) if by_margin
+                  else combine_signed(ok["signed"].tolist(), tiebreak=axis_sum))
+        row = {"pair_id": pid, "judge": judge, "n_orders": len(ok),
+               "flipped": bool(len(ok) == 2 and np.sign(ok["signed"]).nunique() == 2) if len(ok) == 2 else None,
+               "status": "ok" if signed is not None else ("unparsed" if ok.empty else "inconsistent"),
+               "winner": None if signed is None else ("a" if signed > 0 else "b"),
+               "strength": None if signed is None else abs(signed),
+               "rationale": " | ".join(f"{o}: {t}" for o, t in zip(ok["order"], ok["rationale"])
+                                       if isinstance(t, str)) or None}  # imported verdicts may have none
+        for k in axes:
+            marks = ok[f"axis_{k}"].dropna().astype(int).tolist()  # 0 = that order saw no clear edge
+            if by_margin and ok[f"margin_{k}"].notna().all():
+                row[f"axis_{k}"] = combine_margins(ok[f"margin_{k}"], ok["order"]) or 0
+            else:
+                row[f"axis_{k}"] = combine_signed(marks) or 0
+            row[f"flipped_{k}"] = bool(len(marks) == 2 and marks[0] * marks[1] < 0)
+        rows.append(row)
+    out = pd.DataFrame(rows)
+    if out.empty:
+        out = pd.DataFrame(columns=["pair_id", "judge", "n_orders", "flipped", "status", "winner", "strength",
+                                    "rationale",
+                                    *(f"axis_{k}" for k in axes), *(f"flipped_{k}" for k in axes)])
+    out["strength"] = out["strength"].astype("Int64")
+    return pairs.merge(out, on="pair_id", how="inner")
+
+
+def flip_rates(combined: pd.DataFrame, axes: list[str]) -> pd.DataFrame:
+    """Per judge: share of pairs judged in both orders whose winner flipped, overall and per axis."""
+    rows = []
+    for judge, g in combined.groupby("judge", sort=True):
+        both = g[g["n_orders"] == 2]
+        rows.append({"judge": judge, "axis": "overall", "n_pairs": len(both),
+                     "flip_rate": float(both["flipped"].astype(bool).mean()) if len(both) else None})
+        for k in axes:
+            rows.append({"judge": judge, "axis": k, "n_pairs": len(both),
+                         "flip_rate": float(both[f"flipped_{k}"].mean()) if len(both) else None})
+    return pd.DataFrame(rows, columns=["judge", "axis", "n_pairs", "flip_rate"])
+
+
+JUDGMENT_COLUMNS = ["pair_id", "item_id", "conversation_id", "subset", "system_a", "contributor_a", "system_b",
+                    "contributor_b", "kind", "judge", "judge_kind", "status", "winner", "strength", "preference",
+                    "n_orders", "flipped", *AXIS_COLUMNS, "rationale"]
+
+
+def judgments(pairs: pd.DataFrame, combined: pd.DataFrame, human: pd.DataFrame) -> pd.DataFrame:
+    """The statistics' input: combined LLM verdicts and human judgments, one schema."""
+    llm = combined.assign(judge_kind="llm", preference=pd.NA)
+    hum = pairs.merge(human, on="pair_id", how="inner").assign(
+        judge_kind="human", status=lambda d: np.where(d["winner"].isna(), "tie", "ok"),
+        n_orders=pd.NA, flipped=pd.NA)
+    parts = [t.reindex(columns=JUDGMENT_COLUMNS) for t in (llm, hum) if not t.empty]
+    out = pd.concat(parts, ignore_index=True) if parts else pd.DataFrame(columns=JUDGMENT_COLUMNS)
+    for col in ("strength", "preference", "n_orders", *AXIS_COLUMNS):
+        out[col] = out[col].astype("Int64")
+    out["flipped"] = out["flipped"].astype("boolean")
+    return out.sort_values(["pair_id", "judge_kind", "judge"], ignore_index=True)
+
+
+def source_row(judge: str, verdicts: pd.DataFrame, combined: pd.DataFrame, n_excluded: int) -> dict:
+    """An LLM judge's line in results/judging/sources.parquet."""
+    n = int(combined["status"].eq("ok").sum())
+    note = (f"{n} pairs judged; {n_excluded} left out by family exclusion" if n
+            else "no pair judged" + (f" ({n_excluded} left out by family exclusion)" if n_excluded else ""))
+    return {"judge": judge, "judge_kind": "llm", "status": "present" if n else "absent", "n_pairs": n,
+            "n_excluded_family": int(n_excluded), "n_unparsed": int((~verdicts["parse_ok"]).sum()),
+            "n_inconsistent": int(combined["status"].eq("inconsistent").sum()), "note": note}

@@ -1,0 +1,103 @@
+"""One LLM judge of the ensemble, carried whole from its config entry to its requests and answers.
+
+A judge is configured once (config ``judging.judges.<name>``, plus the block's ``rationale_max_chars``);
+``rules/common.smk`` builds its :class:`Judge` and hands it to the judging rules as :meth:`Judge.as_params`
+(a plain dict: Snakemake compares only plain values to decide that a changed setting reruns a rule; an
+object would be passed over), and the scripts and the call preview rebuild it with :meth:`Judge.from_params`.
+Everything a judge asks and how its answers are read is here: a JSON verdict judge
+(:mod:`heart.judging.llm_judge`) or a judge read by its log-probabilities
+(:mod:`heart.judging.letter_judge`).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+
+import pandas as pd
+
+from heart.judging import letter_judge, llm_judge
+from heart.llm.request import Request
+
+ANSWERS = ("verdict", "logprobs")
+
+
+@dataclass(frozen=True)
+class Judge:
+    """An LLM judge (config ``judging.judges.<name>``; the defaults are the config schema's).
+
+    Attributes
+    ----------
+    name : str
+        The judge's name (a key of ``judging.judges``; the ``judge`` column of every table).
+    model : str
+        The model it calls (a key of ``models``).
+    prompt : str
+        Its prompt template, ``workflow/resources/prompts/judge/<prompt>.md``.
+    answer : {"verdict", "logprobs"}
+        A JSON verdict (the paper's), or one question at a time read by log-probabilities.
+    axes : bool
+        A logprobs judge is asked each HEART axis's question too.
+    context_turns : int or None
+        The judge sees the last N turns of each dialogue (None: all of it).
+    params : dict
+        Decoding params of its calls, over the model's.
+    rationale_max_chars : int or None
+        The verdict's rationale is at most this long (``judging.rationale_max_chars``).
+    """
+
+    name: str
+    model: str
+    prompt: str = "heart_pairwise"
+    answer: str = "verdict"
+    axes: bool = True
+    context_turns: int | None = None
+    params: dict = field(default_factory=dict)
+    rationale_max_chars: int | None = None
+
+    def __post_init__(self):
+        if self.answer not in ANSWERS:
+            raise ValueError(f"judge {self.name}: answer {self.answer!r} is not one of {ANSWERS}")
+
+    @classmethod
+    def from_config(cls, name: str, judging: dict) -> "Judge":
+        """Judge ``name`` of a validated config's ``judging`` block (the schema filled in its defaults)."""
+        entry = judging["judges"][name]
+        return cls(name=name, model=entry["model"], prompt=entry["prompt"], answer=entry["answer"],
+                   axes=entry["axes"], context_turns=entry["context_turns"], params=dict(entry["params"]),
+                   rationale_max_chars=judging["rationale_max_chars"])
+
+    def as_params(self) -> dict:
+        """The judge as a rule's param: a plain dict (:meth:`from_params` rebuilds it)."""
+        return dataclasses.asdict(self)
+
+    @classmethod
+    def from_params(cls, params: dict) -> "Judge":
+        return cls(**params)
+
+    def for_quality_checks(self) -> "Judge":
+        """The judge as the known-answer checks ask it: the overall question only (the checks test the
+        overall verdict), so a change of ``axes`` does not rerun them."""
+        return dataclasses.replace(self, axes=False)
+
+    def requests(self, pairs: pd.DataFrame, items: pd.DataFrame, texts: dict, template: str, rubric: dict,
+                 version: str, both_orders: bool = True) -> list[Request]:
+        """The judge's requests on ``pairs`` from its prompt template, by its ``answer`` format ("verdict":
+        :func:`heart.judging.llm_judge.requests`; "logprobs": :func:`heart.judging.letter_judge.letter_requests`,
+        asking the axes' questions too when ``axes``): what rule judge_pairs sends and the call preview
+        counts. ``texts``: :func:`heart.judging.pairs.completion_text`."""
+        if self.answer == "logprobs":
+            instructions, questions = letter_judge.letter_prompt(template, rubric)
+            return letter_judge.letter_requests(pairs, items, texts, self.model, instructions, questions, version,
+                                                both_orders, self.params, letter_judge.asked_questions(self.axes),
+                                                self.context_turns)
+        return llm_judge.requests(pairs, items, texts, self.model, llm_judge.system_prompt(template, rubric), version,
+                                  llm_judge.response_schema(rubric, self.rationale_max_chars), both_orders,
+                                  self.params, self.context_turns)
+
+    def answers(self, pairs: pd.DataFrame, results: dict[str, dict], both_orders: bool = True) -> dict[str, dict]:
+        """:meth:`requests`' answers as one answer per ``<pair_id>:<order>``
+        (for :func:`heart.judging.llm_judge.verdict_table`)."""
+        if self.answer == "logprobs":
+            return letter_judge.letter_results(pairs, results, both_orders, letter_judge.asked_questions(self.axes))
+        return results
