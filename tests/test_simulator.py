@@ -22,7 +22,8 @@ from heart.llm.models import ModelSpec
 from heart.llm.pacing import parse_retry_after
 from heart.llm.request import Request
 from heart.tagging import tagger
-from heart.simulation import simulator
+from heart.simulation import answers, simulator
+from heart.simulation.handle import Simulator
 from heart.tagging.taxonomy import load_taxonomy
 
 JUDGE_SCHEMA = llm_judge.response_schema(llm_judge.load_rubric(REPO / "workflow/resources/rubric/heart.yaml"), 240)
@@ -35,14 +36,14 @@ HISTORY = [{"role": "seeker", "text": "I lost my job last week and I can't sleep
 @pytest.fixture(scope="module")
 def sim():
     # median latency 10 ms; "limited" has 5 requests per (scaled) minute of 0.6 s
-    with simulator.Simulator(time_scale=0.01, error_rate=0.0, rpm=None, rpm_model={"limited": 5}) as s:
+    with Simulator(time_scale=0.01, error_rate=0.0, rpm=None, rpm_model={"limited": 5}) as s:
         yield s
 
 
 @pytest.fixture(scope="module")
 def faulty():
     # every attempt but the third and later fails half the time; "solo*" takes one request at a time
-    with simulator.Simulator(time_scale=0.02, fixed_latency=True, error_rate=0.5, rpm=None, seed=7,
+    with Simulator(time_scale=0.02, fixed_latency=True, error_rate=0.5, rpm=None, seed=7,
                              max_concurrent_model={"solo*": 1}) as s:
         yield s
 
@@ -158,7 +159,7 @@ SCHEMAS = [
 
 @pytest.mark.parametrize("schema", SCHEMAS)
 def test_instances_are_valid_for_many_seeds(schema):
-    values = [simulator.instance(schema, random.Random(seed)) for seed in range(200)]
+    values = [answers.instance(schema, random.Random(seed)) for seed in range(200)]
     for value in values:
         jsonschema.validate(value, schema)
     assert len({json.dumps(v, sort_keys=True) for v in values}) > 1
@@ -200,7 +201,7 @@ def test_streaming_is_openai_sse_with_first_content_before_the_end(sim):
     assert text == content(post(sim.api_base, chat("Stream me a reply"))[2])  # same content, streamed or not
     finals = [c for c in chunks if c["choices"] and c["choices"][0]["finish_reason"]]
     assert [c["choices"][0]["finish_reason"] for c in finals] == ["stop"]
-    assert chunks[-1]["choices"] == [] and chunks[-1]["usage"]["completion_tokens"] == len(simulator.tokens(text))
+    assert chunks[-1]["choices"] == [] and chunks[-1]["usage"]["completion_tokens"] == len(answers.tokens(text))
     assert len(chunks) >= 5 and first_content is not None and first_content < total
 
 
@@ -300,7 +301,7 @@ def test_run_requests_end_to_end_and_a_rerun_calls_nothing(sim, faulty, tmp_path
 
 
 def test_the_process_never_outlives_its_owner(tmp_path):
-    with simulator.Simulator(time_scale=0.01) as s:
+    with Simulator(time_scale=0.01) as s:
         proc, base = s.proc, s.api_base
         assert urllib.request.urlopen(base.removesuffix("/v1") + "/health", timeout=5).status == 200
         assert json.loads(urllib.request.urlopen(base + "/models", timeout=5).read())["object"] == "list"
@@ -310,7 +311,7 @@ def test_the_process_never_outlives_its_owner(tmp_path):
     # an owner that dies without cleaning up (no atexit, no __exit__): the server notices and stops
     script = textwrap.dedent("""
         import os, sys
-        from heart.simulation.simulator import Simulator
+        from heart.simulation.handle import Simulator
         sim = Simulator(time_scale=0.01).__enter__()
         print(sim.proc.pid, flush=True)
         os._exit(0)

@@ -13,6 +13,7 @@ import statsmodels.api as sm
 
 from heart.stats import bradley_terry as bt
 from heart.stats import style_control as sc
+from heart.stats import style_features
 from heart.common import tableio
 
 LEXICON = Path(__file__).resolve().parents[1] / "workflow/resources/style/warmth.yaml"
@@ -20,7 +21,7 @@ LEXICON = Path(__file__).resolve().parents[1] / "workflow/resources/style/warmth
 
 @pytest.fixture(scope="module")
 def lexicon():
-    return sc.load_lexicon(LEXICON)
+    return style_features.load_lexicon(LEXICON)
 
 
 # --- the lexicon and the features -------------------------------------------------------------
@@ -48,7 +49,7 @@ def test_a_broken_lexicon_names_file_and_entry(tmp_path):
     bad = tmp_path / "w.yaml"
     bad.write_text("version: 0\ngroups:\n  a: {terms: [sorry, '  ']}\n  b: {patterns: ['(']}\n  c: {words: [x]}\n")
     with pytest.raises(ValueError) as err:
-        sc.load_lexicon(bad)
+        style_features.load_lexicon(bad)
     lines = str(err.value).splitlines()
     assert all(line.startswith(f"{bad}: ") for line in lines) and len(lines) == 4
     for problem in ("version must be a positive integer", "groups.a.terms[1] must be a non-empty string",
@@ -56,9 +57,9 @@ def test_a_broken_lexicon_names_file_and_entry(tmp_path):
         assert any(problem in line for line in lines), problem
     bad.write_text("version: 2\n")
     with pytest.raises(ValueError, match="groups must be a non-empty mapping"):
-        sc.load_lexicon(bad)
+        style_features.load_lexicon(bad)
     bad.write_text("version: 2\ngroups:\n  a: {terms: [so sorry, sorry], patterns: ['\\bthat must hurt\\b']}\n")
-    lex = sc.load_lexicon(bad)
+    lex = style_features.load_lexicon(bad)
     # "so sorry" is one hit (the longer term first), "sorry" one, the pattern one: 3
     assert lex.version == 2 and lex.hits("So sorry. Sorry again, that must hurt.") == 3
 
@@ -71,7 +72,7 @@ def test_features_match_human_completions_by_contributor(lexicon):
         {"item_id": "i1", "system": "human", "contributor_id": "h2", "text": "Call her tonight and ask directly."},
         {"item_id": "i1", "system": "m1", "contributor_id": None, "text": "Thank you for sharing."},
     ])
-    feats = sc.completion_features(texts, lexicon)
+    feats = style_features.completion_features(texts, lexicon)
     assert feats["contributor"].tolist() == ["h1", "h2", ""]
     assert feats["words"].tolist() == [2, 6, 4] and feats["warmth_hits"].tolist() == [1, 0, 1]
     assert feats["warmth"].tolist() == pytest.approx([50.0, 0.0, 25.0])

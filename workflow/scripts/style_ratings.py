@@ -2,13 +2,13 @@
 import pandas as pd
 
 from heart.common import provenance, tableio
-from heart.stats import style_control
+from heart.stats import style_control, style_features
 from heart.common.atomic import atomic_path, sha256_file
 from heart.common.runtime import logged
 
 with logged(snakemake.log[0], snakemake) as log:
     job = provenance.collect(snakemake)
-    lexicon = style_control.load_lexicon(snakemake.input.lexicon)
+    lexicon = style_features.load_lexicon(snakemake.input.lexicon)
     judgments = tableio.read_table(snakemake.input.judgments)
     texts = tableio.read_tables(snakemake.input.completions, "completions")
     boot = snakemake.params.bootstrap

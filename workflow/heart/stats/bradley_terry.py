@@ -64,6 +64,10 @@ the comparisons has no data, only the prior; :func:`ratings` and
 rating of 1500 that means nothing. Likewise ratings across disconnected groups
 of systems (never compared with each other, even indirectly) are not
 comparable and :func:`ratings` raises.
+
+Longer than 500 lines: one model from its comparisons to its ranks, kept in one module as choix keeps one
+per algorithm (the comparisons, the fit, the two kinds of interval and the ratings table share its
+definitions); an eighth of it is this definition, and each public function has its numpydoc.
 """
 
 from __future__ import annotations
