@@ -102,6 +102,18 @@ def test_store_key_is_private_and_a_store_without_its_key_is_refused(tmp_path):
         store.create(db)
 
 
+def test_the_app_reads_the_taxonomy_through_the_workflows_one_checked_loader(tmp_path):
+    """A taxonomy the tagger would refuse is refused by the pages too, naming the file and the entry."""
+    db = tmp_path / "a.sqlite"
+    store.create(db)
+    doc = yaml.safe_load(TAXONOMY.read_text())
+    doc["strategies"][3]["key"] = "Collaborative planning"
+    bad = tmp_path / "strategies.yaml"
+    bad.write_text(yaml.safe_dump(doc))
+    with pytest.raises(ValueError, match=rf"{bad}.*strategies\[3\]\.key"):
+        app_mod.create_app(db, bad)
+
+
 def test_reloading_a_task_table_adds_keeps_and_retires_but_never_drops_an_answer(study):
     """A newer task table retires the unanswered tasks it no longer holds, never an answered one."""
     db, links = study["db"], study["links"]

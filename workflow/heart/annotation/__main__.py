@@ -16,10 +16,10 @@ from pathlib import Path
 
 import pandas as pd
 
+from heart import WORKFLOW_DIR
 from heart.annotation import store
 
-ROOT = Path(__file__).resolve().parents[3]
-DEFAULT_TAXONOMY = ROOT / "workflow/resources/taxonomy/strategies.yaml"
+DEFAULT_TAXONOMY = WORKFLOW_DIR / "resources/taxonomy/strategies.yaml"
 
 
 DEFAULT_DB = Path("resources/human/annotation.sqlite")
@@ -125,9 +125,9 @@ def main(argv=None) -> int:
             print(_links(args.db, args.base, args.person_id)[0][2])
         elif args.command == "export":
             from heart.annotation import export
-            from heart.annotation.app import load_taxonomy
+            from heart.tagging.taxonomy import load_taxonomy, strategy_keys
 
-            keys = [s["key"] for s in load_taxonomy(args.taxonomy)]
+            keys = strategy_keys(load_taxonomy(args.taxonomy))
             for name, info in export.export(args.db, args.completions, args.judgments, args.labels, keys).items():
                 print(f"{name}: {info}")
     except (store.StoreError, OSError, ValueError) as exc:

@@ -27,7 +27,6 @@ from collections import Counter
 from pathlib import Path
 from urllib.parse import urlsplit
 
-import yaml
 from fastapi import FastAPI, Request
 from fastapi.responses import HTMLResponse, RedirectResponse
 from fastapi.staticfiles import StaticFiles
@@ -36,6 +35,7 @@ from starlette.concurrency import run_in_threadpool
 
 from heart.annotation import store
 from heart.judging.human_judgments import qc_passed
+from heart.tagging.taxonomy import load_taxonomy
 
 HERE = Path(__file__).parent
 CHOICES = [(1, "A is significantly better"), (2, "A is slightly better"), (3, "A and B are about the same"),
@@ -58,10 +58,6 @@ def completion_id(key: str) -> str:
     return hashlib.sha256(key.encode()).hexdigest()[:16]
 
 
-def load_taxonomy(path) -> list[dict]:
-    return yaml.safe_load(Path(path).read_text())["strategies"]
-
-
 def create_app(db_path, taxonomy_path, title: str = "HEART annotation", public_url: str | None = None) -> FastAPI:
     """The app over one store (created by ``heart-annotate init``); ``public_url`` is the address people
     use (behind a reverse proxy), for the links on the coordinator page."""
@@ -69,7 +65,7 @@ def create_app(db_path, taxonomy_path, title: str = "HEART annotation", public_u
     if not db_path.exists():
         raise store.StoreError(f"{db_path} does not exist; run `python -m heart.annotation init` first")
     key = store.read_key(db_path)
-    strategies = load_taxonomy(taxonomy_path)
+    strategies = load_taxonomy(taxonomy_path)["strategies"]
     strategy_keys = [s["key"] for s in strategies]
     templates = Jinja2Templates(directory=str(HERE / "templates"))
     templates.env.globals.update(title=title, choices=CHOICES, limits=LIMITS)

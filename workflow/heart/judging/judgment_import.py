@@ -46,6 +46,7 @@ from heart.judging import human_judgments as hj
 from heart.judging import combine, llm_judge
 from heart.common import tableio
 from heart.judging import pairs as pairs_mod
+from heart.judging.pairs import source_of
 from heart.common.vocabulary import AXES, AXIS_COLUMNS
 
 REQUIRED = ["item", "system_a", "system_b", "judge", "judge_kind", "winner"]
@@ -336,16 +337,6 @@ def resolve_items(table: pd.DataFrame, items: pd.DataFrame | None = None) -> pd.
 
 
 # --- the workflow's tables -----------------------------------------------------------------------
-
-def source_of(system: str, contributor, sources: dict | None = None) -> str:
-    """A completion's source: ``sources[system]`` if given, else human (a contributor, or system
-    'human'), dataset (system 'original') or model."""
-    if sources and system in sources:
-        return sources[system]
-    if not (contributor is None or pd.isna(contributor)) or system == "human":
-        return "human"
-    return "dataset" if system == "original" else "model"
-
 
 def _prepared(table, items) -> pd.DataFrame:
     if not isinstance(table, pd.DataFrame):

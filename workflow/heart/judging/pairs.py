@@ -69,6 +69,16 @@ def unit(seed: int, purpose: str, key: str) -> float:
     return int.from_bytes(digest[:8], "big") / 2**64
 
 
+def source_of(system: str, contributor, sources: dict | None = None) -> str:
+    """A completion's source: ``sources[system]`` if given, else human (a contributor, or system
+    'human'), dataset (system 'original') or model."""
+    if sources and system in sources:
+        return sources[system]
+    if not (contributor is None or pd.isna(contributor)) or system == "human":
+        return "human"
+    return "dataset" if system == "original" else "model"
+
+
 def _kind(source_a: str, source_b: str) -> str:
     return "-".join(sorted((source_a, source_b)))  # e.g. "model-model", "human-model", "dataset-model"
 

@@ -14,7 +14,7 @@ oriented to the pair (``winner`` "a" = the pair's ``system_a``; signed axis mark
 Which side is the human (:func:`human_side`)
     Only pairs of ``kind`` "human-model" are used. The human side is decided from each row's *own*
     ``system_a`` / ``contributor_a`` / ``system_b`` / ``contributor_b`` with
-    :func:`heart.judging.judgment_import.source_of` (a completion with a contributor, or of system "human", is a
+    :func:`heart.judging.pairs.source_of` (a completion with a contributor, or of system "human", is a
     human's; "original" is the dataset's; anything else a model's), never from another row of the pair,
     so a vote counts for the right side whichever A/B order it was given in. A row whose sides are not
     one human and one model is left out and counted (``n_excluded``).
@@ -65,7 +65,7 @@ import pandas as pd
 
 from heart.stats import bootstrap
 from heart.stats.agreement.orientation import axis_marks, pair_axis_votes
-from heart.judging.judgment_import import source_of
+from heart.judging.pairs import source_of
 from heart.common.vocabulary import AXES, SUBSET_SCOPES
 
 SUBSETS = SUBSET_SCOPES
@@ -97,7 +97,7 @@ def human_side(judgments: pd.DataFrame, sources: dict | None = None) -> pd.Serie
     judgments : pandas.DataFrame
         Rows with ``system_a``, ``contributor_a``, ``system_b``, ``contributor_b``.
     sources : dict, optional
-        system -> "model" / "human" / "dataset", overriding :func:`heart.judging.judgment_import.source_of`.
+        system -> "model" / "human" / "dataset", overriding :func:`heart.judging.pairs.source_of`.
 
     Returns
     -------
@@ -236,7 +236,7 @@ def preference_shares(judgments: pd.DataFrame, n_boot: int = 1000, seed: int = 0
     subsets : sequence of str
         Scopes: "all" (every item) or a value of ``subset``.
     sources : dict, optional
-        system -> source, overriding :func:`heart.judging.judgment_import.source_of` (:func:`human_side`).
+        system -> source, overriding :func:`heart.judging.pairs.source_of` (:func:`human_side`).
 
     Returns
     -------
