@@ -240,6 +240,42 @@ def test_a_statistics_setting_reruns_exactly_its_consumers(judged_workflow, sett
     assert jobs == dict.fromkeys(consumers, 1), sorted(jobs)  # each consumer once, nothing else
 
 
+# a judge's, a tagger's or a figure's setting (a config file over the test's), the rules that must rerun, and
+# rules that must not: each rule takes only the settings it reads (a judge or tagger as one object, common.smk)
+SETTINGS = {
+    "judge context_turns": ({"judging": {"judges": {"fake-judge": {"model": "remote", "context_turns": 2}}}},
+                            {"judge_pairs", "judge_qc", "combine_judgments"},
+                            {"generate_completions", "design_pairs", "tag_strategies"}),
+    "judge axes": ({"judging": {"judges": {"fake-judge": {"model": "remote", "axes": False}}}},
+                   {"judge_pairs"}, {"judge_qc", "tag_strategies"}),  # the quality checks never ask the axes
+    "rationale length": ({"judging": {"rationale_max_chars": 100}}, {"judge_pairs", "judge_qc"}, {"tag_strategies"}),
+    "tagger evidence": ({"tagging": {"evidence_max_chars": 30}}, {"tag_strategies", "strategy_stats"},
+                        {"judge_pairs", "judge_qc", "ratings"}),
+    "rater QC": ({"human_judgments": {"max_qc_fail_share": 0.9}}, {"human_judgments", "combine_judgments", "ratings"},
+                 {"judge_pairs", "tag_strategies"}),
+    "display names": ({"figures": {"fig4": {"display_names": {"remote-a": "Remote A"}}}},
+                      {"figure_leaderboard", "figure_elo_ttft", "paper_tables"},
+                      {"ratings", "external_correlations", "multiple_testing", "paper_comparison"}),
+}
+
+
+@pytest.mark.parametrize("setting", sorted(SETTINGS))
+def test_a_judge_tagger_or_figure_setting_reruns_what_reads_it_only(judged_workflow, tmp_path, setting):
+    import yaml
+
+    def merged(base, over):
+        return {**base, **{k: merged(base[k], v) if isinstance(v, dict) and isinstance(base.get(k), dict) else v
+                           for k, v in over.items()}}
+
+    wf = judged_workflow
+    change, must, must_not = SETTINGS[setting]
+    changed = tmp_path / "changed.yaml"  # the test's config with the one setting changed
+    changed.write_text(yaml.safe_dump(merged(yaml.safe_load((wf.root / "api.yaml").read_text()), change)))
+    jobs = wf.jobs("--configfile", str(changed), env=KEY_ENV)
+    assert must <= jobs.keys(), sorted(jobs)
+    assert not must_not & jobs.keys(), sorted(jobs)
+
+
 def test_a_figure_style_reruns_that_figure_only(judged_copy):
     wf = judged_copy
     style = wf.root / "workflow/resources/figures/fig4_leaderboard.yaml"

@@ -18,7 +18,7 @@ rule annotation_tasks:
         # where `python -m heart.annotation serve --tasks ...` finds this config's store and taxonomy
         serve="results/annotation/serve.json",
     params:
-        settings=config["annotation"],
+        settings=config["annotation"],  # every key: db, seed and the writing, rating and spot-check designs
         taxonomy=config["tagging"]["taxonomy"],
     log:
         "logs/annotation/tasks.log",

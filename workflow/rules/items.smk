@@ -30,7 +30,8 @@ else:
             audit="results/items/screening_audit.parquet",
             regular="results/items/regular.parquet",
         params:
-            screening=config["screening"],
+            # every screening setting but calibrate (which only asks for the calibration table)
+            screening={k: v for k, v in config["screening"].items() if k != "calibrate"},
             n=config["regular_items"]["n"],
             seed=config["regular_items"]["seed"],
         log:
@@ -69,7 +70,7 @@ else:
             adversarial="results/items/adversarial.parquet",
             attempts="results/items/adversarial_attempts.parquet",
         params:
-            settings=config["adversarial_items"],
+            settings={k: v for k, v in config["adversarial_items"].items() if k != "model"},  # the model: below
             model=model_params(config["adversarial_items"]["model"]),
             llm=ENGINE,
         resources:

@@ -60,7 +60,7 @@ rule paper_comparison:
         tex="results/tables/paper_comparison.tex",
     params:
         ci=config["stats"]["ci"],
-        fig4=config["figures"]["fig4"],
+        fig4={k: config["figures"]["fig4"][k] for k in ("source", "columns")},  # names: not shown
         label=RUN_LABEL,
     log:
         "logs/tables/paper_comparison.log",
