@@ -244,7 +244,7 @@ def test_two_orders_that_disagree_are_flipped_or_inconsistent(tmp_path):
 
 
 def test_orders_combine_exactly_as_judging_combine(tmp_path):
-    """The same two answers as workflow verdict rows (heart.judging.orient) and as imported records."""
+    """The same two answers as workflow verdict rows (heart.judging.llm_judge.orient) and as imported records."""
     out = imported(tmp_path,
                    {"order": "AB", "winner": "a", "strength": "4", "axis_H": "a", "axis_R": "tie"},
                    # written the other way round: system_a is m2, shown first; the judge prefers m1

@@ -423,7 +423,7 @@ class Imported(NamedTuple):
     combined: pd.DataFrame  #: heart.judging.combine of the verdicts: one row per (pair, LLM judge)
 
     def source_rows(self, path) -> list[dict]:
-        """Each imported LLM judge's line in results/judging/sources.parquet (heart.judging.source_row)."""
+        """Each imported LLM judge's line in results/judging/sources.parquet (heart.judging.combine.source_row)."""
         return [combine.source_row(judge, v, self.combined[self.combined["judge"] == judge], 0)
                 | {"note": f"imported from {path}"} for judge, v in self.verdicts.groupby("judge", sort=True)]
 
@@ -516,6 +516,6 @@ def to_judgments(table, items: pd.DataFrame | None = None, pairs: pd.DataFrame |
     """Imported judgments as rows of ``judgments.schema.yaml``: :func:`convert`'s ``judgments``.
 
     One row per (pair, LLM judge), its orders combined by :func:`heart.judging.combine`, and one row per
-    (pair, human rater) as judge ``human:<rater>``; sorted as :func:`heart.judging.judgments` sorts.
+    (pair, human rater) as judge ``human:<rater>``; sorted as :func:`heart.judging.combine.judgments` sorts.
     """
     return convert(table, items=items, pairs=pairs, sources=sources, strength_map=strength_map).judgments

@@ -3,7 +3,7 @@
 A shard is named ``"<k>of<n>"`` (1-based, e.g. ``"2of8"``). An item belongs to
 shard ``sha256(item_id) mod n``, so the split does not depend on the order or
 number of items, and a pair or a completion goes wherever its item goes. Tagging is split
-by the reply's text instead (:func:`heart.tagging.shard_rows`): a tagger's request holds only the
+by the reply's text instead (:func:`heart.tagging.tagger.shard_rows`): a tagger's request holds only the
 text, so identical replies land in one shard and are paid for once. Every
 shard of a stage reads the same inputs and keeps only its items; the merge
 concatenates the shards and puts the rows in one canonical order, so the merged

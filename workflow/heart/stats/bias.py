@@ -1,6 +1,6 @@
 """Bias audits of the judges: position, length and self-preference (HEART paper §9.12 "bias audits").
 
-Run by rule ``bias_audits``. Inputs are the judgments table (:func:`heart.judging.judgments`), the
+Run by rule ``bias_audits``. Inputs are the judgments table (:func:`heart.judging.combine.judgments`), the
 per-order LLM verdicts (``judge_verdicts`` schema) and the completions; every table returned carries
 ``status`` and ``note`` columns, and a missing kind of data gives "absent" rows with NaN values, never
 zeros. Each audit is one family of tests: its raw two-sided p-values are adjusted with

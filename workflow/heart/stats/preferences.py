@@ -7,7 +7,7 @@ dimensions in 53.3% of comparisons." Human raters use the 5-point scale of Figur
 same"); LLM judges name a winner (no ties) and mark each HEART axis (§9.5: "Axis-level icons are marked
 only when the advantage on that particular dimension is clear").
 
-Input is ``results/judging/judgments.parquet`` (:func:`heart.judging.judgments`): one row per (pair, LLM
+Input is ``results/judging/judgments.parquet`` (:func:`heart.judging.combine.judgments`): one row per (pair, LLM
 judge) with the two presentation orders combined, and one row per (pair, human rater), every verdict
 oriented to the pair (``winner`` "a" = the pair's ``system_a``; signed axis marks, positive = a).
 

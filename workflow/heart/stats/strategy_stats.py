@@ -1,6 +1,6 @@
 """Support-strategy usage, diversity and human–model differences (HEART paper §4.8, §9.10, §9.12).
 
-Input is the long tag table of :func:`heart.tagging.tag_table` (one row per
+Input is the long tag table of :func:`heart.tagging.tagger.tag_table` (one row per
 completion x strategy). A *completion* is ``(item_id, system, contributor_id)``
 within one tagger; it **uses** a strategy when the tagger's label is
 ``"present"`` ("uncertain" and "absent" both count as not used). Completions

@@ -1,6 +1,6 @@
 """Agreement of the judges: majorities, human–LLM, cross-judge, inter-human (paper §4.2-4.4, §4.9, §9.9).
 
-Input is ``results/judging/judgments.parquet`` (:func:`heart.judging.judgments`): one row per
+Input is ``results/judging/judgments.parquet`` (:func:`heart.judging.combine.judgments`): one row per
 (pair, LLM judge) with the two presentation orders combined, and one row per (pair, human rater).
 Every table returned here is tidy and carries ``status`` and ``note`` columns; when the data a
 statistic needs are absent (no human judgments, a single LLM judge, family exclusion, no axis
