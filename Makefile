@@ -2,9 +2,9 @@
 #   make run    set up .venv, run the workflow on the embedded default config, write results/report.html
 #   make test   set up .venv and run the test suite, every tier (what CI runs)
 #   make test-fast   the quick loop while working: the unit and dag tiers (no Snakemake run, no model)
-#   make annotate    make the human tasks and serve the annotation pages (README "Collect human data")
+#   make annotate    make the human tasks and serve the annotation pages (docs/human-data.md)
 #   make rehearsal   the paper's whole run against the provider simulator, in a scratch clone of HEAD
-#                    (README "Rehearse the paper's run"; a benchmark that prints its figures, ~1 hour)
+#                    (docs/reproducing-the-paper.md; a benchmark that prints its figures, ~30 min)
 # Variables: ESCONV=/path/to/ESConv.json (use a local copy instead of downloading),
 #            RELEASE=/path/to/folder (a local copy of the paper's released contexts),
 #            CONFIG=config/paper.yaml (another complete config instead of the embedded default),

@@ -285,6 +285,39 @@ def test_identical_requests_in_one_batch_are_paid_for_once(server, tmp_path):
     assert out["first"]["from_cache"] is False and out["second"]["from_cache"] is True
 
 
+CACHED_ONLY = """
+import json, sys
+sys.path.insert(0, sys.argv[1])
+from heart.llm.cache import ResponseCache
+from heart.llm.engine import run_requests
+from heart.llm.models import ModelSpec
+from heart.llm.request import Request
+spec = {"m": ModelSpec.from_config("m", dict(model="openai/test", api_base="http://127.0.0.1:9/v1", max_retries=0,
+                                             timeout=5.0))}
+reqs = [Request(id=t, model="m", messages=({"role": "user", "content": t},), template_version="t1")
+        for t in sys.argv[3:]]
+out = run_requests(spec, reqs, ResponseCache(sys.argv[2]))
+print(json.dumps({"cached": all(v["from_cache"] for v in out.values()), "litellm": "litellm" in sys.modules}))
+"""
+
+
+def test_a_batch_answered_from_the_cache_never_loads_litellm(server, tmp_path):
+    """Importing litellm costs a job ~3 s: a rerun or a replay whose every answer is cached does without it
+    (and without the provider: the spec points at a closed port); one miss needs it."""
+    import subprocess
+    import sys
+
+    state, base = server
+    cache = tmp_path / "cache"
+    run_requests(spec(base, params={}), [req("one", stream=False), req("two", stream=False)], ResponseCache(cache))
+    script = lambda *texts: json.loads(subprocess.run(  # noqa: E731
+        [sys.executable, "-c", CACHED_ONLY, str(WORKFLOW_DIR), str(cache), *texts], capture_output=True, text=True,
+        check=True, timeout=120).stdout.splitlines()[-1])
+    assert script("one", "two") == {"cached": True, "litellm": False}
+    with pytest.raises(subprocess.CalledProcessError):  # a miss calls (and fails on the closed port) with litellm
+        script("one", "three")
+
+
 WRITER = """
 import json, sys
 sys.path.insert(0, sys.argv[1])

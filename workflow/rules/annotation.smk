@@ -1,4 +1,4 @@
-# Human data collection (README "Collect human data") -> results/annotation/, resources/human/
+# Human data collection (docs/human-data.md) -> results/annotation/, resources/human/
 #
 # annotation_tasks writes the people's tasks; `python -m heart.annotation serve` (make annotate) serves
 # them and keeps every answer in the store (config annotation.db); export_annotations turns the store

@@ -242,10 +242,11 @@ def run_requests(specs: dict[str, ModelSpec], requests: list[Request], cache: Re
     if unknown:
         raise ValueError(f"requests name unconfigured models: {sorted(unknown)}")
     redactor = Redactor.from_env(s.api_key_env for s in specs.values())
-    _quiet_litellm()
     requests, neutralised = prepare_all(specs, requests)
     keys = {r.id: cache_key(specs[r.model], r) for r in requests}
     hits = {rid: entry for rid, key in keys.items() if (entry := cache.get(key)) is not None}
+    if len(hits) < len(requests) or "litellm" in sys.modules:
+        _quiet_litellm()  # importing litellm costs a job ~3 s: not done when every answer is in the cache
     for r in requests:
         if r.id in hits:  # a cache written before redaction, or someone else's, may hold a key
             hits[r.id] = clean_hit(hits[r.id], r.schema, redactor)
