@@ -233,6 +233,15 @@ def provider(judge_server):
 
 
 KEY_ENV = {"HEART_TEST_API_KEY": "sk-judge-test"}
+#: a key the redaction tests put where a provider may echo it (44 characters, like a real key)
+KEY = "sk-proj-Zq81vXc0LmN4tR7yWp2KdF9sGh3JbA6eUo5iQ"
+
+
+def key_pieces(text: str, key: str = KEY) -> list[str]:
+    """Every run of MIN_RUN characters of ``key`` that occurs in ``text`` (what must never be there)."""
+    from heart.common.redaction import MIN_RUN
+
+    return sorted({key[i:i + MIN_RUN] for i in range(len(key) - MIN_RUN + 1) if key[i:i + MIN_RUN] in text})
 
 
 def write_synthetic_human_files(wf) -> None:

@@ -88,7 +88,7 @@ def _controls(model: str) -> _Controls:
     """The reasoning and sampling controls of litellm model ``model`` (``provider/name``).
 
     Hand-kept per provider from the providers' documentation and litellm 1.x's own mapping (checked in
-    tests/test_decoding.py): OpenAI o-series take reasoning_effort low/medium/high and only temperature 1;
+    tests/llm/test_decoding.py): OpenAI o-series take reasoning_effort low/medium/high and only temperature 1;
     gpt-5 takes 'minimal' (gpt-5.1 and later 'none', after which temperature and top_p are accepted);
     Anthropic's extended thinking is off unless a ``thinking`` param is sent, and Claude Opus 4.1, Sonnet
     4.5, Haiku 4.5 and later refuse temperature and top_p together; Gemini 2.5 Flash (and Flash-Lite)

@@ -2,7 +2,7 @@
 
 Thin wrappers around well-kept libraries -- statsmodels (``cohens_kappa``, ``fleiss_kappa``) and
 ``krippendorff`` -- that agree on the input layout, say when a coefficient is undefined (NaN, never
-a zero) and are checked in tests/test_agreement.py against published worked examples.
+a zero) and are checked in tests/stats/test_agreement.py against published worked examples.
 
 Layout. Ratings come as one row per rating with columns ``unit`` and ``label``
 (:func:`unit_counts` turns them into a units x categories count table, dropping units with fewer

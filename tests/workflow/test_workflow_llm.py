@@ -153,7 +153,7 @@ def test_an_echoing_provider_leaves_no_key_fragment_in_any_file_or_output(workfl
     """A working and a failing keyed system, both against a provider that echoes the key (401 bodies, error
     JSON, headers, and the answer itself): no run of 8 key characters in any file the run wrote (results, logs,
     .snakemake, the cache, benchmarks) nor in what Snakemake printed."""
-    from test_redaction import KEY, key_pieces
+    from conftest import KEY, key_pieces
 
     state, base = api_server
     failing = {"e401": "echo401", "e429": "echo429", "e500": "echo500"}

@@ -21,7 +21,7 @@ from heart.llm.request import Request
 from heart.llm.stage import Stage
 from heart.common import tableio
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture

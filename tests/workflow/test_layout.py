@@ -122,6 +122,15 @@ def test_no_module_shadows_the_standard_library():
     assert not shadowing, shadowing
 
 
+def test_the_tests_follow_the_packages():
+    """tests/<package>/test_<module>.py for the library; tests/workflow/ for whole-workflow runs and plans."""
+    tests = REPO / "tests"
+    packages = {p.parent.name for p in HEART.glob("*/__init__.py")}
+    assert not list(tests.glob("test_*.py")), "a test file outside its package's folder"
+    folders = {p.parent.relative_to(tests).as_posix() for p in tests.rglob("test_*.py")}
+    assert folders - packages == {"workflow"}, folders - packages
+
+
 def test_scripts_import_heart_without_touching_sys_path():
     for script in sorted((REPO / "workflow" / "scripts").glob("*.py")):
         assert "sys.path" not in script.read_text(), script.name

@@ -6,6 +6,7 @@ import logging
 
 import pytest
 
+from conftest import KEY, key_pieces
 from heart.llm.answers import parse_structured
 from heart.llm.cache import ResponseCache, cache_key
 from heart.llm.engine import LLMStageError, error_text, run_requests
@@ -14,14 +15,6 @@ from heart.llm.pacing import parse_retry_after
 from heart.llm.request import Request
 from heart.common.runtime import key_env_names, logged
 from heart.common.redaction import MASK, MIN_RUN, RedactingStream, Redactor, secret_names
-
-KEY = "sk-proj-Zq81vXc0LmN4tR7yWp2KdF9sGh3JbA6eUo5iQ"  # 44 characters, like a real key
-
-
-def key_pieces(text: str, key: str = KEY) -> list[str]:
-    """Every run of MIN_RUN characters of ``key`` that occurs in ``text`` (what must never be there)."""
-    return sorted({key[i:i + MIN_RUN] for i in range(len(key) - MIN_RUN + 1) if key[i:i + MIN_RUN] in text})
-
 
 def test_whole_and_partial_echoes_are_masked():
     r = Redactor([KEY])
@@ -272,13 +265,11 @@ def test_cached_answers_and_the_published_cache_are_redacted_too(tmp_path, monke
 
 INTERRUPTED_SCRIPT = """
 import sys
-from heart.llm.answers import parse_structured
-from heart.llm.cache import ResponseCache, cache_key
-from heart.llm.engine import LLMStageError, error_text, run_requests
-from heart.llm.models import ModelSpec
-from heart.llm.pacing import parse_retry_after
-from heart.llm.request import Request
 from heart.common.runtime import logged
+from heart.llm.cache import ResponseCache
+from heart.llm.engine import run_requests
+from heart.llm.models import ModelSpec
+from heart.llm.request import Request
 
 base, log = sys.argv[1], sys.argv[2]
 with logged(log):

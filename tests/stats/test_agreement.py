@@ -1,12 +1,11 @@
-"""heart.stats.agreement, heart.stats.reliability, heart.stats.bias and Benjamini-Hochberg (heart.stats.multiple_testing): published
-worked examples, hand-made tables and synthetic bias checks."""
+"""heart.stats.agreement on hand-made and random tables: majorities, agreement with the human majority,
+cross-judge and inter-human agreement, judge subsampling, trivial judges (reliability, bias audits and
+Benjamini-Hochberg have their own test files)."""
 
-import math
 
 import numpy as np
 import pandas as pd
 import pytest
-from statsmodels.stats.multitest import multipletests
 
 from conftest import JUDGMENT_AXES as AXES, judgments_frame as table
 from heart.stats.agreement.cross_judge import cross_judge_agreement
@@ -15,9 +14,6 @@ from heart.stats.agreement.inter_human import inter_human
 from heart.stats.agreement.majority import majority
 from heart.stats.agreement.stability import subsampling_stability
 from heart.stats.agreement.trivial import trivial_judges
-from heart.stats import bias
-from heart.stats import multiple_testing
-from heart.stats import reliability
 
 
 
@@ -46,118 +42,12 @@ def row(frame, **where):
     return frame[mask].iloc[0]
 
 
-# --- published worked examples ------------------------------------------------------------------
-
-def test_cohen_kappa_textbook_two_by_two():
-    # Wikipedia "Cohen's kappa", worked example: 50 grant proposals, readers A and B.
-    # Yes/Yes 20, A Yes & B No 5, A No & B Yes 10, No/No 15  ->  p_o = 0.70, p_e = 0.50, kappa = 0.40.
-    pairs = [("a", "a")] * 20 + [("a", "b")] * 5 + [("b", "a")] * 10 + [("b", "b")] * 15
-    res = reliability.cohen_kappa([p[0] for p in pairs], [p[1] for p in pairs], categories=["a", "b"])
-    assert res["p_observed"] == pytest.approx(0.70)
-    assert res["kappa"] == pytest.approx(0.40)
-    assert res["kappa_ci_low"] < 0.40 < res["kappa_ci_high"]
-    # the same data through cross_judge_agreement: two LLM judges on 50 pairs
-    rows = []
-    for i, (x, y) in enumerate(pairs):
-        rows += [judgment(f"p{i}", i, "reader-A", x), judgment(f"p{i}", i, "reader-B", y)]
-    out = cross_judge_agreement(table(rows), n_boot=200, seed=0)
-    pw = row(out, scope="pairwise")
-    assert (pw["judge_1"], pw["judge_2"], pw["n_pairs"], pw["n_agree"]) == ("reader-A", "reader-B", 50, 35)
-    assert pw["agreement"] == pytest.approx(0.70)
-    assert pw["kappa"] == pytest.approx(0.40)
-    assert pw["ci_low"] < 0.70 < pw["ci_high"]
-
-
-# Wikipedia "Fleiss' kappa", worked example: 10 subjects, 14 raters, 5 categories; kappa = 0.210
-FLEISS_TABLE = [[0, 0, 0, 0, 14], [0, 2, 6, 4, 2], [0, 0, 3, 5, 6], [0, 3, 9, 2, 0], [2, 2, 8, 1, 1],
-                [7, 7, 0, 0, 0], [3, 2, 6, 3, 0], [2, 5, 3, 2, 2], [6, 5, 2, 1, 0], [0, 2, 2, 3, 7]]
-
-
-def test_fleiss_kappa_wikipedia_worked_example():
-    ratings = pd.DataFrame([{"unit": i, "label": c} for i, counts in enumerate(FLEISS_TABLE)
-                            for c, n in enumerate(counts, start=1) for _ in range(n)])
-    res = reliability.fleiss_kappa(ratings, categories=[1, 2, 3, 4, 5])
-    assert round(res["kappa"], 3) == 0.210
-    assert (res["n_units"], res["n_per_unit"], res["n_units_dropped"]) == (10, 14, 0)
-    # the same data as human judgments: category c is the preference c - 3, rater k gives the k-th rating
-    rows = []
-    for i, counts in enumerate(FLEISS_TABLE):
-        labels = [c for c, n in enumerate(counts, start=1) for _ in range(n)]
-        for k, c in enumerate(labels):
-            pref = c - 3
-            rows.append(judgment(f"p{i}", i, f"human:r{k}", "a" if pref > 0 else "b" if pref < 0 else None,
-                                 preference=pref))
-    out = inter_human(table(rows), n_boot=100, seed=0)
-    fk = row(out, measure="fleiss_kappa", labels="preference (-2..2)")
-    assert round(fk["value"], 3) == 0.210
-    assert fk["status"] == "ok" and fk["n_units"] == 10 and fk["n_ratings"] == 140
-    assert fk["ci_low"] <= fk["value"] <= fk["ci_high"]
-
-
-# Krippendorff (2011) "Computing Krippendorff's Alpha-Reliability", section on nominal data with
-# missing values: 4 observers, 12 units, values 1-5; published alpha (nominal) = 0.743, (ordinal) = 0.815.
-KRIPP = {"A": [1, 2, 3, 3, 2, 1, 4, 1, 2, None, None, None],
-         "B": [1, 2, 3, 3, 2, 2, 4, 1, 2, 5, None, 3],
-         "C": [None, 3, 3, 3, 2, 3, 4, 2, 2, 5, 1, None],
-         "D": [1, 2, 3, 3, 2, 4, 4, 1, 2, 5, 1, None]}
-
-
-def test_krippendorff_alpha_published_example():
-    ratings = pd.DataFrame([{"unit": u, "label": v} for vals in KRIPP.values() for u, v in enumerate(vals)
-                            if v is not None])
-    assert round(reliability.krippendorff_alpha(ratings, "nominal", [1, 2, 3, 4, 5])["alpha"], 3) == 0.743
-    assert round(reliability.krippendorff_alpha(ratings, "ordinal", [1, 2, 3, 4, 5])["alpha"], 3) == 0.815
-    # through inter_human: value v -> preference v - 3 (nominal and ordinal alpha are invariant to the shift)
-    rows = [judgment(f"p{u}", u, f"human:{obs}", "a" if v > 3 else "b" if v < 3 else None, preference=v - 3)
-            for obs, vals in KRIPP.items() for u, v in enumerate(vals) if v is not None]
-    out = inter_human(table(rows), n_boot=50, seed=0)
-    nominal = row(out, measure="krippendorff_alpha", labels="preference (-2..2)", level="nominal")
-    ordinal = row(out, measure="krippendorff_alpha", labels="preference (-2..2)", level="ordinal")
-    assert round(nominal["value"], 3) == 0.743 and round(ordinal["value"], 3) == 0.815
-    assert nominal["n_units"] == 11  # unit 12 has a single value: not pairable
-    fleiss = row(out, measure="fleiss_kappa", labels="preference (-2..2)")
-    assert fleiss["n_units"] == 8 and "4 ratings" in fleiss["note"]  # units with 4 ratings only
-    axis = row(out, labels="per-axis")
-    assert axis["status"] == "unavailable" and math.isnan(axis["value"])
-
-
 def test_inter_human_absent():
     rows = [judgment("p1", 1, "j1", "a"), judgment("p1", 1, "j2", "b")]
     out = inter_human(table(rows), n_boot=10)
     assert set(out["status"]) == {"absent", "unavailable"}
     assert out["value"].isna().all()
     assert out.loc[out["status"] == "absent", "note"].str.contains("human judgments are absent").all()
-
-
-# --- Benjamini-Hochberg ---------------------------------------------------------------------------
-
-def test_bh_matches_statsmodels_on_random_pvalues():
-    rng = np.random.default_rng(3)
-    p = np.concatenate([rng.uniform(0, 0.005, size=10), rng.uniform(0, 1, size=30)])
-    adj, rej = multiple_testing.bh(p, alpha=0.05)
-    ref_rej, ref_adj, _, _ = multipletests(p, alpha=0.05, method="fdr_bh")
-    np.testing.assert_allclose(adj, ref_adj)
-    np.testing.assert_array_equal(rej, ref_rej)
-    assert 0 < rej.sum() < len(p)
-
-
-def test_bh_hand_checked():
-    # sorted 0.01, 0.02, 0.03, 0.5 (m = 4): p*m/rank = 0.04, 0.04, 0.04, 0.5
-    adj, rej = multiple_testing.bh([0.03, 0.5, 0.01, 0.02])
-    np.testing.assert_allclose(adj, [0.04, 0.5, 0.04, 0.04])
-    assert rej.tolist() == [True, False, True, True]
-    # step-up monotonicity: 0.005*4/1 = 0.02, 0.01*4/2 = 0.02, 0.03*4/3 = 0.04, 0.04*4/4 = 0.04
-    adj, _ = multiple_testing.bh([0.01, 0.04, 0.03, 0.005])
-    np.testing.assert_allclose(adj, [0.02, 0.04, 0.04, 0.02])
-    adj, rej = multiple_testing.bh([0.01, np.nan])  # NaN stays out of the correction
-    assert adj[0] == pytest.approx(0.01) and np.isnan(adj[1]) and rej.tolist() == [True, False]
-
-
-def test_bh_within_families():
-    t = pd.DataFrame({"family": ["x", "x", "y", "y"], "p_value": [0.01, 0.04, 0.04, 0.5]})
-    out = multiple_testing.adjust_within_families(t)
-    np.testing.assert_allclose(out["p_adj"], [0.02, 0.04, 0.08, 0.5])  # not [0.04, 0.0533, 0.0533, 0.5]
-    assert out["reject"].tolist() == [True, True, False, False]
 
 
 # --- majorities and agreement on hand-made tables ------------------------------------------------
@@ -355,68 +245,3 @@ def test_trivial_judges_and_human_ceiling():
     absent = no_humans[no_humans["reference"] == "human-majority"]
     assert (absent["status"] == "absent").all() and absent["agreement"].isna().all()
     assert absent["note"].str.contains("human judgments are absent").all()
-
-
-# --- bias audits (synthetic tables) --------------------------------------------------------------
-
-def test_position_bias_detects_planted_bias_only():
-    """Synthetic verdicts: 'biased' picks the response shown as A 65% of the time, 'fair' 50%."""
-    rng = np.random.default_rng(0)
-    rows = []
-    for judge, p_a in (("biased", 0.65), ("fair", 0.5)):
-        for i in range(600):
-            rows.append({"pair_id": f"p{i}", "judge": judge, "order": "AB" if i % 2 else "BA",
-                         "shown_a": "m1", "parse_ok": True,
-                         "winner_shown": "A" if rng.random() < p_a else "B"})
-    rows.append({"pair_id": "x", "judge": "fair", "order": "AB", "shown_a": "m1", "parse_ok": False,
-                 "winner_shown": None})
-    out = bias.position_bias(pd.DataFrame(rows)).set_index("judge")
-    assert out.loc["biased", "reject"] and out.loc["biased", "p_value"] < 1e-6
-    assert out.loc["biased", "ci_low"] > 0.5
-    assert not out.loc["fair", "reject"] and out.loc["fair", "p_value"] > 0.05
-    assert out.loc["fair", "n_verdicts"] == 600  # the unparsed verdict is left out
-    assert out.loc["fair", "ci_low"] < 0.5 < out.loc["fair", "ci_high"]
-    assert (out["family"] == "position_bias").all()
-
-
-def test_length_bias_detects_planted_bias_only():
-    """Synthetic pairs with random A/B lengths; 'verbose' picks the longer reply 75%, 'fair' at random."""
-    rng = np.random.default_rng(1)
-    texts, rows = [], []
-    for i in range(400):
-        la, lb = rng.choice(np.arange(1, 60), size=2, replace=False)
-        texts += [{"item_id": f"item-p{i}", "system": s, "contributor_id": None, "text": " ".join(["w"] * n)}
-                  for s, n in (("m1", la), ("m2", lb))]
-        longer, shorter = ("a", "b") if la > lb else ("b", "a")
-        rows.append(judgment(f"p{i}", i, "verbose", longer if rng.random() < 0.75 else shorter))
-        rows.append(judgment(f"p{i}", i, "fair", "ab"[rng.integers(2)]))
-    out = bias.length_bias(table(rows), pd.DataFrame(texts)).set_index("judge")
-    assert out.loc["verbose", "reject"] and out.loc["verbose", "share_longer_wins"] > 0.65
-    assert not out.loc["fair", "reject"] and out.loc["fair", "p_value"] > 0.05
-    assert out.loc["fair", "n_pairs"] == 400
-    assert out.loc["human-majority", "status"] == "absent"
-    assert out.loc["human-majority", "note"] == "human judgments are absent"
-
-
-def test_self_preference_planted_and_family_exclusion():
-    """Synthetic: 'gpt-judge' always picks its family's system; 'claude-judge' picks at random."""
-    rng = np.random.default_rng(2)
-    rows = []
-    for i in range(300):
-        gpt_side = "a" if i % 2 else "b"
-        sa, sb = ("gpt-x", "llama-y") if gpt_side == "a" else ("llama-y", "gpt-x")
-        rows.append(judgment(f"p{i}", i // 3, "gpt-judge", gpt_side, system_a=sa, system_b=sb))
-        rows.append(judgment(f"p{i}", i // 3, "claude-judge", "ab"[rng.integers(2)], system_a=sa,
-                             system_b=sb))
-    judge_fam = {"gpt-judge": "gpt", "claude-judge": "claude"}
-    sys_fam = {"gpt-x": "gpt", "llama-y": "llama"}
-    out = bias.self_preference(table(rows), judge_fam, sys_fam, n_boot=400, seed=0).set_index("judge")
-    g = out.loc["gpt-judge"]
-    assert g["win_rate_self"] == 1.0 and 0.4 < g["win_rate_others"] < 0.6
-    assert g["ci_low"] > 0.3 and g["reject"]
-    assert out.loc["claude-judge", "status"] == "absent"  # never saw a claude system
-    # the unbiased case: a gpt judge that picks at random is not flagged
-    fair = [dict(r, winner="ab"[rng.integers(2)]) if r["judge"] == "gpt-judge" else r for r in rows]
-    out = bias.self_preference(table(fair), judge_fam, sys_fam, n_boot=400, seed=0).set_index("judge")
-    assert out.loc["gpt-judge", "ci_low"] < 0 < out.loc["gpt-judge", "ci_high"]
-    assert not out.loc["gpt-judge", "reject"]

@@ -30,7 +30,7 @@ from matplotlib.figure import Figure
 from matplotlib.patches import Rectangle
 from matplotlib.text import Text
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 TAXONOMY = REPO / "workflow" / "resources" / "taxonomy" / "strategies.yaml"
 NOTE = "SIMULATED data"
 

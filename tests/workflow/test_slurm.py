@@ -3,7 +3,7 @@
 Opt-in: HEART_SLURM_TEST=1 (run as root on a throwaway machine; it apt-installs and starts
 slurmctld, slurmd and munge through tests/slurm/slurm-local.sh, and stops them at the end).
 
-    HEART_SLURM_TEST=1 .venv/bin/python -m pytest tests/test_slurm.py -p no:cacheprovider -x -q -s
+    HEART_SLURM_TEST=1 .venv/bin/python -m pytest tests/workflow/test_slurm.py -p no:cacheprovider -x -q -s
 
 Options (environment): HEART_SLURM_WITH_DBD=1 also starts slurmdbd + MariaDB and reads the
 job records with sacct instead of the jobcomp file; HEART_SLURM_TARGET=<file> runs only up to
@@ -44,7 +44,7 @@ pytestmark = [
     ),
 ]
 
-SCRIPT = Path(__file__).resolve().parent / "slurm" / "slurm-local.sh"
+SCRIPT = Path(__file__).resolve().parents[1] / "slurm" / "slurm-local.sh"
 PROFILE = REPO / "profiles" / "slurm" / "config.yaml"
 # two shards per LLM stage, so the cluster run also shows shards merging to a local run's tables
 CFG = ["--config", f"esconv={{local_copy: {TINY}}}", "regular_items={n: 3, seed: 1}", "adversarial_items={n: 2}",

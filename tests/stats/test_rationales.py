@@ -8,7 +8,7 @@ import pytest
 
 from heart.stats import rationales
 
-CODEBOOK = Path(__file__).resolve().parents[1] / "workflow/resources/codebook/rationales.yaml"
+CODEBOOK = Path(__file__).resolve().parents[2] / "workflow/resources/codebook/rationales.yaml"
 
 
 @pytest.fixture(scope="module")

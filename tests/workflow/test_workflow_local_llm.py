@@ -16,8 +16,10 @@ pytestmark = pytest.mark.local_llm
 
 def test_default_pipeline_on_the_local_model(workflow_copy):
     wf = workflow_copy
-    # the smallest run that still has every stage: 1 regular item, 1 adversarial conversation
-    cfg = ["--config", f"esconv={{local_copy: {TINY}}}", "regular_items={n: 1, seed: 1}", "adversarial_items={n: 1}"]
+    # the smallest run that still has every stage: 1 regular item, 1 adversarial conversation of the shortest
+    # window the validator admits (4 turns: two seeker turns to rewrite)
+    cfg = ["--config", f"esconv={{local_copy: {TINY}}}", "regular_items={n: 1, seed: 1}",
+           "adversarial_items={n: 1, max_turns: 4}"]
     wf.snakemake(*cfg)
     r = lambda p: tableio.read_table(wf.root / p)  # noqa: E731
     items, attempts = r("results/items/items.parquet"), r("results/items/adversarial_attempts.parquet")

@@ -1,6 +1,6 @@
 """The fast part of the SLURM check that runs in CI: the profile loads and plans the whole DAG.
 
-(The real cluster run is tests/test_slurm.py, opt-in with HEART_SLURM_TEST=1.)
+(The real cluster run is tests/workflow/test_slurm.py, opt-in with HEART_SLURM_TEST=1.)
 """
 
 import pytest

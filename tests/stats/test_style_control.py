@@ -16,7 +16,7 @@ from heart.stats import style_control as sc
 from heart.stats import style_features
 from heart.common import tableio
 
-LEXICON = Path(__file__).resolve().parents[1] / "workflow/resources/style/warmth.yaml"
+LEXICON = Path(__file__).resolve().parents[2] / "workflow/resources/style/warmth.yaml"
 
 
 @pytest.fixture(scope="module")

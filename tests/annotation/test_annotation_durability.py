@@ -26,7 +26,7 @@ from heart.annotation import tasks as tasks_mod
 
 pytestmark = pytest.mark.e2e
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 NONCE = re.compile(r'name="nonce" value="([^"]+)"')
 RESPONSE = re.compile(r'<article class="response" id="response-([ab])"><h2>Response [AB]</h2><p>(.*?)</p>',
                       re.S)

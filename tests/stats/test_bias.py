@@ -1,0 +1,71 @@
+"""heart.stats.bias: position, length and self-preference audits detect a planted bias and only that (SYNTHETIC
+tables, made by the tests)."""
+
+import numpy as np
+import pandas as pd
+
+from heart.stats import bias
+from test_agreement import judgment, table
+
+
+def test_position_bias_detects_planted_bias_only():
+    """Synthetic verdicts: 'biased' picks the response shown as A 65% of the time, 'fair' 50%."""
+    rng = np.random.default_rng(0)
+    rows = []
+    for judge, p_a in (("biased", 0.65), ("fair", 0.5)):
+        for i in range(600):
+            rows.append({"pair_id": f"p{i}", "judge": judge, "order": "AB" if i % 2 else "BA",
+                         "shown_a": "m1", "parse_ok": True,
+                         "winner_shown": "A" if rng.random() < p_a else "B"})
+    rows.append({"pair_id": "x", "judge": "fair", "order": "AB", "shown_a": "m1", "parse_ok": False,
+                 "winner_shown": None})
+    out = bias.position_bias(pd.DataFrame(rows)).set_index("judge")
+    assert out.loc["biased", "reject"] and out.loc["biased", "p_value"] < 1e-6
+    assert out.loc["biased", "ci_low"] > 0.5
+    assert not out.loc["fair", "reject"] and out.loc["fair", "p_value"] > 0.05
+    assert out.loc["fair", "n_verdicts"] == 600  # the unparsed verdict is left out
+    assert out.loc["fair", "ci_low"] < 0.5 < out.loc["fair", "ci_high"]
+    assert (out["family"] == "position_bias").all()
+
+
+def test_length_bias_detects_planted_bias_only():
+    """Synthetic pairs with random A/B lengths; 'verbose' picks the longer reply 75%, 'fair' at random."""
+    rng = np.random.default_rng(1)
+    texts, rows = [], []
+    for i in range(400):
+        la, lb = rng.choice(np.arange(1, 60), size=2, replace=False)
+        texts += [{"item_id": f"item-p{i}", "system": s, "contributor_id": None, "text": " ".join(["w"] * n)}
+                  for s, n in (("m1", la), ("m2", lb))]
+        longer, shorter = ("a", "b") if la > lb else ("b", "a")
+        rows.append(judgment(f"p{i}", i, "verbose", longer if rng.random() < 0.75 else shorter))
+        rows.append(judgment(f"p{i}", i, "fair", "ab"[rng.integers(2)]))
+    out = bias.length_bias(table(rows), pd.DataFrame(texts)).set_index("judge")
+    assert out.loc["verbose", "reject"] and out.loc["verbose", "share_longer_wins"] > 0.65
+    assert not out.loc["fair", "reject"] and out.loc["fair", "p_value"] > 0.05
+    assert out.loc["fair", "n_pairs"] == 400
+    assert out.loc["human-majority", "status"] == "absent"
+    assert out.loc["human-majority", "note"] == "human judgments are absent"
+
+
+def test_self_preference_planted_and_family_exclusion():
+    """Synthetic: 'gpt-judge' always picks its family's system; 'claude-judge' picks at random."""
+    rng = np.random.default_rng(2)
+    rows = []
+    for i in range(300):
+        gpt_side = "a" if i % 2 else "b"
+        sa, sb = ("gpt-x", "llama-y") if gpt_side == "a" else ("llama-y", "gpt-x")
+        rows.append(judgment(f"p{i}", i // 3, "gpt-judge", gpt_side, system_a=sa, system_b=sb))
+        rows.append(judgment(f"p{i}", i // 3, "claude-judge", "ab"[rng.integers(2)], system_a=sa,
+                             system_b=sb))
+    judge_fam = {"gpt-judge": "gpt", "claude-judge": "claude"}
+    sys_fam = {"gpt-x": "gpt", "llama-y": "llama"}
+    out = bias.self_preference(table(rows), judge_fam, sys_fam, n_boot=400, seed=0).set_index("judge")
+    g = out.loc["gpt-judge"]
+    assert g["win_rate_self"] == 1.0 and 0.4 < g["win_rate_others"] < 0.6
+    assert g["ci_low"] > 0.3 and g["reject"]
+    assert out.loc["claude-judge", "status"] == "absent"  # never saw a claude system
+    # the unbiased case: a gpt judge that picks at random is not flagged
+    fair = [dict(r, winner="ab"[rng.integers(2)]) if r["judge"] == "gpt-judge" else r for r in rows]
+    out = bias.self_preference(table(fair), judge_fam, sys_fam, n_boot=400, seed=0).set_index("judge")
+    assert out.loc["gpt-judge", "ci_low"] < 0 < out.loc["gpt-judge", "ci_high"]
+    assert not out.loc["gpt-judge", "reject"]
