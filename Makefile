@@ -1,7 +1,8 @@
 # heart — the two commands:
 #   make run    set up .venv, run the workflow on the embedded default config, write results/report.html
 #   make test   set up .venv and run the test suite, every tier (what CI runs)
-#   make test-fast   the quick loop while working: the unit and dag tiers (no Snakemake run, no model)
+#   make test-fast   the quick loop while working: the unit and dag tiers on the project's own fixtures
+#                    (no Snakemake run, no model, not the real data of ../shared)
 #   make annotate    make the human tasks and serve the annotation pages (docs/human-data.md)
 #   make rehearsal   the paper's whole run against the provider simulator, in a scratch clone of HEAD
 #                    (docs/reproducing-the-paper.md; a benchmark that prints its figures, ~30 min)
@@ -60,8 +61,9 @@ run: setup
 test: setup browser
 	$(VENV)/bin/python -m pytest -n 2 --dist loadfile $(PYTEST_ARGS)
 
+# the unit and dag tiers on the project's own fixtures (tests on the real data of ../shared run in make test)
 test-fast: setup
-	$(VENV)/bin/python -m pytest -n 2 --dist loadfile -m "not e2e and not local_llm" $(PYTEST_ARGS)
+	$(VENV)/bin/python -m pytest -n 2 --dist load -m "not e2e and not local_llm and not shared_data" $(PYTEST_ARGS)
 
 # installs the browser tests' apt packages when absent (as root), else says what to install
 browser:

@@ -34,20 +34,31 @@ TINY = FIXTURES / "esconv_tiny.json"  # the tiny ESConv fixture written for this
 SHARED_ESCONV_DIR = Path(os.environ.get("HEART_SHARED_ESCONV", REPO.parent / "shared" / "data" / "esconv"))
 SNAKEMAKE = str(Path(sys.executable).parent / "snakemake")
 
-needs_shared = pytest.mark.skipif(
+_shared_esconv = pytest.mark.skipif(
     not (SHARED_ESCONV_DIR / "ESConv.json").is_file(),
     reason=f"real ESConv not found at {SHARED_ESCONV_DIR} (set HEART_SHARED_ESCONV)",
 )
+
+
+def needs_shared(test):
+    """A test on the real ESConv of ../shared: marked shared_data (make test runs it; make test-fast, the quick
+    loop on the project's own fixtures, does not), skipped where the data are absent."""
+    return pytest.mark.shared_data(_shared_esconv(test))
 # placeholders for the paper config's key variables (dry runs and key-free stages only)
 PAPER_KEYS = {k: "dry-run-placeholder" for k in
               ("OPENAI_API_KEY", "ANTHROPIC_API_KEY", "GEMINI_API_KEY", "TOGETHERAI_API_KEY", "DEEPINFRA_API_KEY")}
 TINY_RELEASE = FIXTURES / "release_tiny"  # a tiny release (two files) mapping onto the tiny ESConv fixture
 SHARED_RELEASE_DIR = Path(os.environ.get("HEART_SHARED_RELEASE", REPO.parent / "shared" / "data" / "heart-release"))
-needs_release = pytest.mark.skipif(
+_shared_release = pytest.mark.skipif(
     not (SHARED_RELEASE_DIR / "dialogues_regular.json").is_file()
     or not (SHARED_ESCONV_DIR / "ESConv.json").is_file(),
     reason=f"the paper's release not found at {SHARED_RELEASE_DIR} (set HEART_SHARED_RELEASE) or ESConv missing",
 )
+
+
+def needs_release(test):
+    """A test on the paper's release (and the real ESConv) of ../shared: as :func:`needs_shared`."""
+    return pytest.mark.shared_data(_shared_release(test))
 
 
 @pytest.fixture

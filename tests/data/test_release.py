@@ -141,7 +141,6 @@ def test_release_without_local_copy_is_downloaded_and_a_bad_folder_is_named(work
 
 
 @pytest.mark.e2e
-@pytest.mark.shared_data
 @needs_release
 def test_paper_config_builds_the_300_released_items(workflow_copy):
     """snakemake --configfile config/paper.yaml (with the local copies) builds exactly the released items."""
@@ -193,7 +192,6 @@ def test_paper_config_builds_the_300_released_items(workflow_copy):
 
 
 @pytest.mark.e2e
-@pytest.mark.shared_data
 @needs_release
 def test_screening_config_calibration_table_shows_the_recall(workflow_copy):
     """config/screening.yaml (a new study screened from ESConv) writes its calibration against the release."""

@@ -121,10 +121,26 @@ def test_too_many_items_is_a_clear_error(tiny_esconv):
         _screen(tiny_esconv, n=500)
 
 
+@pytest.fixture(scope="module")
+def real_esconv():
+    """The real ESConv, ingested once for this file's tests: (conversations, turns)."""
+    conversations, turns, _ = esconv.ingest(SHARED_ESCONV_DIR / "ESConv.json")
+    return conversations, turns
+
+
 @needs_shared
-def test_real_esconv_280_items():
+def test_real_esconv_280_items(real_esconv):
     path = SHARED_ESCONV_DIR / "ESConv.json"
-    audit, items = _screen(path, n=280, seed=20251122)
+    conversations, turns = real_esconv
+    pairs = screening.enumerate_couplets(conversations, turns)
+    scored = screening.score_couplets(pairs, screening.Lexicon.from_file(LEXICON), SETTINGS)
+
+    def screen():  # screening.screen from the scored couplets: the cap and the stratified sample
+        audit = screening.select(scored, n=280, seed=20251122, max_per_conversation=SETTINGS["max_items_per_conversation"],
+                                 min_per_stratum=SETTINGS["min_per_stratum"])
+        return audit[screening.AUDIT_COLUMNS], screening.build_items(pairs, audit)
+
+    audit, items = screen()
     assert len(items) == 280 and items["item_id"].is_unique
     assert items.groupby("conversation_id").size().max() <= 2
     # every stratum with candidates is represented, in proportion (within one item of its quota)
@@ -144,8 +160,8 @@ def test_real_esconv_280_items():
     # nothing kept trips a safety or clinical rule
     kept_rows = audit[audit["decision"] == "kept"]
     assert kept_rows["safety"].map(len).eq(0).all() and kept_rows["clinical"].map(len).eq(0).all()
-    # rerun: identical ids
-    _, again = _screen(path, n=280, seed=20251122)
+    # rerun: identical ids (the scores are a pure function of the text; the sample is seeded)
+    _, again = screen()
     assert again["item_id"].tolist() == items["item_id"].tolist()
 
 
@@ -273,12 +289,11 @@ def test_calibration_length_distributions():
 SCREENING_CONFIG = REPO / "config" / "screening.yaml"
 
 
-@pytest.mark.shared_data
 @needs_release
-def test_calibrated_screen_finds_the_released_couplets():
+def test_calibrated_screen_finds_the_released_couplets(real_esconv):
     """config/screening.yaml's screen finds >= 80 % of the paper's 280 released couplets and still screens."""
     settings = yaml.safe_load(SCREENING_CONFIG.read_text())["screening"]
-    conversations, turns, _ = esconv.ingest(SHARED_ESCONV_DIR / "ESConv.json")
+    conversations, turns = real_esconv
     records = release.read(SHARED_RELEASE_DIR / "dialogues_regular.json", "regular")
     mapping = release.map_regular(records, conversations, turns)
     couplets = screening.enumerate_couplets(conversations, turns)
