@@ -18,6 +18,8 @@ expected as ``<field> <errorMessage>; it is missing``.
 
 from __future__ import annotations
 
+import dataclasses
+
 import functools
 from pathlib import Path
 
@@ -228,3 +230,26 @@ def _dangling_references(config: dict) -> list[str]:
         if model not in models:
             lines.append(f"{key}: {model!r} is not a configured model (models: {', '.join(sorted(models)) or 'none'})")
     return lines
+
+
+class PlainParams:
+    """A frozen dataclass that a rule takes as one param (a judge, a tagger): Snakemake compares only plain
+    values (dicts, lists, strings, numbers) to decide that a changed setting reruns a rule, and passes an
+    object over, so the object travels as :meth:`as_params` and a script rebuilds it with :meth:`from_params`.
+    A subclass with an ``answer`` field names the formats it accepts in ``answer_formats``."""
+
+    answer_formats: tuple = ()  # (a class attribute: not a dataclass field, having no annotation in the subclass)
+
+    def __post_init__(self):
+        if self.answer_formats and self.answer not in self.answer_formats:
+            raise ValueError(f"{type(self).__name__.lower()} {self.name}: answer {self.answer!r} is not one of "
+                             f"{self.answer_formats}")
+
+    def as_params(self) -> dict:
+        """The object as a rule's param: a plain dict."""
+        return dataclasses.asdict(self)
+
+    @classmethod
+    def from_params(cls, params: dict):
+        """The object back from :meth:`as_params`."""
+        return cls(**params)

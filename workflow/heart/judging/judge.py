@@ -17,13 +17,14 @@ from dataclasses import dataclass, field
 import pandas as pd
 
 from heart.judging import letter_judge, llm_judge
+from heart.common.config import PlainParams
 from heart.llm.request import Request
 
 ANSWERS = ("verdict", "logprobs")
 
 
 @dataclass(frozen=True)
-class Judge:
+class Judge(PlainParams):
     """An LLM judge (config ``judging.judges.<name>``; the defaults are the config schema's).
 
     Attributes
@@ -54,26 +55,14 @@ class Judge:
     context_turns: int | None = None
     params: dict = field(default_factory=dict)
     rationale_max_chars: int | None = None
-
-    def __post_init__(self):
-        if self.answer not in ANSWERS:
-            raise ValueError(f"judge {self.name}: answer {self.answer!r} is not one of {ANSWERS}")
+    answer_formats = ANSWERS
 
     @classmethod
     def from_config(cls, name: str, judging: dict) -> "Judge":
         """Judge ``name`` of a validated config's ``judging`` block (the schema filled in its defaults)."""
         entry = judging["judges"][name]
-        return cls(name=name, model=entry["model"], prompt=entry["prompt"], answer=entry["answer"],
-                   axes=entry["axes"], context_turns=entry["context_turns"], params=dict(entry["params"]),
+        return cls(name, **{**entry, "params": dict(entry["params"])},
                    rationale_max_chars=judging["rationale_max_chars"])
-
-    def as_params(self) -> dict:
-        """The judge as a rule's param: a plain dict (:meth:`from_params` rebuilds it)."""
-        return dataclasses.asdict(self)
-
-    @classmethod
-    def from_params(cls, params: dict) -> "Judge":
-        return cls(**params)
 
     def for_quality_checks(self) -> "Judge":
         """The judge as the known-answer checks ask it: the overall question only (the checks test the

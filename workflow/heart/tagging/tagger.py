@@ -14,12 +14,12 @@ judge is: :mod:`heart.judging.judge`).
 
 from __future__ import annotations
 
-import dataclasses
 from dataclasses import dataclass, field
 
 import pandas as pd
 
 from heart.llm import shards
+from heart.common.config import PlainParams
 from heart.llm.request import Request, json_messages
 from heart.tagging.taxonomy import strategy_keys
 
@@ -137,7 +137,7 @@ def tag_table(completions: pd.DataFrame, tagger: str, results: dict, taxonomy: d
 
 
 @dataclass(frozen=True)
-class Tagger:
+class Tagger(PlainParams):
     """An LLM tagger (config ``tagging.taggers.<name>``, with the block's ``evidence_max_chars``; the defaults
     are the config schema's): its ``model`` (a key of ``models``), its prompt template
     (``workflow/resources/prompts/tagging/<prompt>.md``), its answer format (:data:`ANSWERS`), its calls'
@@ -149,25 +149,12 @@ class Tagger:
     answer: str = "per_strategy"
     params: dict = field(default_factory=dict)
     evidence_max_chars: int | None = None
-
-    def __post_init__(self):
-        if self.answer not in ANSWERS:
-            raise ValueError(f"tagger {self.name}: answer {self.answer!r} is not one of {ANSWERS}")
+    answer_formats = ANSWERS
 
     @classmethod
     def from_config(cls, name: str, tagging: dict) -> "Tagger":
         """Tagger ``name`` of a validated config's ``tagging`` block."""
-        entry = tagging["taggers"][name]
-        return cls(name=name, model=entry["model"], prompt=entry["prompt"], answer=entry["answer"],
-                   params=dict(entry["params"]), evidence_max_chars=tagging["evidence_max_chars"])
-
-    def as_params(self) -> dict:
-        """The tagger as a rule's param: a plain dict (:meth:`from_params` rebuilds it)."""
-        return dataclasses.asdict(self)
-
-    @classmethod
-    def from_params(cls, params: dict) -> "Tagger":
-        return cls(**params)
+        return cls(name, **tagging["taggers"][name], evidence_max_chars=tagging["evidence_max_chars"])
 
     def requests(self, completions: pd.DataFrame, template: str, taxonomy: dict, version: str) -> list[Request]:
         """One request per completion (:func:`requests`), with the instructions filled from ``taxonomy``."""
