@@ -47,9 +47,7 @@ $(STAMP): envs/requirements.txt envs/constraints.txt
 	  CMAKE_ARGS="$(LLAMA_CMAKE_ARGS)" $(VENV)/bin/python -m pip wheel --quiet --no-deps --no-cache-dir \
 	    --no-binary llama-cpp-python -w $(WHEELHOUSE) "$(LLAMA_CPP)"; }
 	$(VENV)/bin/python -m pip install --quiet --no-deps --no-index --find-links $(WHEELHOUSE) "$(LLAMA_CPP)"
-	# --no-compile: Python compiles a module the first time it is imported (~30 s less here than compiling
-	# every module of every package at install, most of which the workflow never imports)
-	$(VENV)/bin/python -m pip install --quiet --no-compile -r envs/requirements.txt -c envs/constraints.txt
+	$(VENV)/bin/python -m pip install --quiet -r envs/requirements.txt -c envs/constraints.txt
 	touch $@
 
 RUN_ARGS = $(if $(CONFIG),--configfile $(CONFIG)) $(if $(ESCONV)$(RELEASE),--config) \
@@ -59,9 +57,10 @@ run: setup
 	$(VENV)/bin/snakemake --cores $(CORES) $(RUN_ARGS) $(SNAKEMAKE_ARGS)
 	$(VENV)/bin/snakemake --cores $(CORES) $(RUN_ARGS) $(SNAKEMAKE_ARGS) --report results/report.html
 
-# two workers, a test file's tests on one (tests/conftest.py: the longest files first)
+# two workers, a test file's tests on one, the longest files first (tests/conftest.py; xdist would otherwise
+# start the files with the most tests first, and the one-test local-model file last)
 test: setup browser
-	$(VENV)/bin/python -m pytest -n 2 --dist loadfile $(PYTEST_ARGS)
+	$(VENV)/bin/python -m pytest -n 2 --dist loadfile --no-loadscope-reorder $(PYTEST_ARGS)
 
 # the unit and dag tiers on the project's own fixtures (tests on the real data of ../shared run in make test)
 test-fast: setup
