@@ -4,6 +4,8 @@
 #   make test-fast   the quick loop while working: the unit and dag tiers on the project's own fixtures
 #                    (no Snakemake run, no model, not the real data of ../shared)
 #   make annotate    make the human tasks and serve the annotation pages (docs/human-data.md)
+#   make clean-results  remove everything the workflow made (results/, logs/, benchmarks/), keeping the
+#                    response cache and the human-data store
 #   make rehearsal   the paper's whole run against the provider simulator, in a scratch clone of HEAD
 #                    (docs/reproducing-the-paper.md; a benchmark that prints its figures, ~30 min)
 # Variables: ESCONV=/path/to/ESConv.json (use a local copy instead of downloading),
@@ -90,5 +92,8 @@ rehearsal: setup
 	git -C "$(REHEARSAL_DIR)" fetch -q "$(CURDIR)" HEAD && git -C "$(REHEARSAL_DIR)" checkout -q --detach FETCH_HEAD
 	$(VENV)/bin/python tests/benchmarks/bench_rehearsal.py --workdir "$(REHEARSAL_DIR)" --data "$(abspath $(DATA))" $(REHEARSAL_ARGS)
 
+# everything the workflow made (results/ but its README, logs/, benchmarks/); never the response cache
+# (resources/llm_cache/: answers paid for) nor the human-data store
 clean-results:
-	rm -rf results/data results/items logs benchmarks
+	find results -mindepth 1 -maxdepth 1 ! -name README.md -exec rm -rf {} +
+	rm -rf logs benchmarks
