@@ -67,9 +67,12 @@ def test_default_pipeline_on_the_local_model(workflow_copy):
     assert sources.loc["human", "status"] == "absent"
     assert (wf.root / "results/figures/fig4_leaderboard.png").stat().st_size > 10_000
 
-    # nothing to do on a rerun; forced reruns of the LLM stages make no model call
+    # nothing to do on a rerun; forced reruns of the LLM stages make no model call (their tables asked for, not
+    # the statistics and figures after them)
     assert wf.jobs(*cfg) == {}
-    wf.snakemake(*cfg, "-R", "generate_completions", "judge_pairs", "tag_strategies")
+    wf.snakemake("results/completions/smollm2-brief.parquet", "results/judging/llm/smollm2-judge.parquet",
+                 "results/tagging/smollm2-tagger.parquet", *cfg, "-R", "generate_completions", "judge_pairs",
+                 "tag_strategies")
     assert r("results/completions/smollm2-brief.parquet")["from_cache"].all()
     assert r("results/judging/llm/smollm2-judge.parquet")["from_cache"].all()
     assert r("results/tagging/smollm2-tagger.parquet")["from_cache"].all()
