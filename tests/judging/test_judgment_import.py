@@ -114,7 +114,7 @@ BAD_ROWS = [
     ({"system_b": "m1"}, r"line 2: fields 'system_a' and 'system_b' name the same completion"),
     ({"system_a": "human", "contributor_a": "c1", "system_b": "human", "contributor_b": "c1"},
      r"line 2: fields 'system_a' and 'system_b' name the same completion \('human#c1'\)"),
-    ({"winner": "tie"}, r"line 2: field 'winner' is 'tie' from LLM judge 'j1'; the HEART rubric"),
+    ({"winner": "tie", "strength": "2"}, r"line 2: field 'strength' is '2' but the winner is a tie"),
     ({"axis_E": "A+"}, r"line 2: field 'axis_E' is 'A\+'; expected a, b, tie"),
     ({"judge_kind": "human", "seconds_spent": "-3"}, r"line 2: field 'seconds_spent' is '-3'"),
     ({"judge": " "}, r"line 2: field 'judge' is empty"),
@@ -228,7 +228,7 @@ def combined(tmp_path, ab: dict, ba: dict):
 def test_two_orders_that_agree_combine_to_ok(tmp_path):
     row = combined(tmp_path, {"strength": "5", "axis_E": "a"}, {"strength": "2", "axis_E": "a", "axis_T": "b"})
     assert (row["status"], row["winner"], row["strength"], row["n_orders"]) == ("ok", "a", 4, 2)  # ceil(7 / 2)
-    assert not row["flipped"] and row["axis_E"] == 1 and row["axis_T"] == -1 and row["axis_H"] == 0
+    assert not row["flipped"] and row["axis_E"] == 1 and row["axis_T"] == -1 and pd.isna(row["axis_H"])  # not marked: stays unmarked
     assert pd.isna(row["rationale"])  # no rationale given: none, not "AB: None | BA: None"
     one = imported(tmp_path, {"order": "AB", "rationale": "warmer"}, {"order": "BA"}).judgments.iloc[0]
     assert one["rationale"] == "AB: warmer"
@@ -243,13 +243,16 @@ def test_two_orders_that_disagree_are_flipped_or_inconsistent(tmp_path):
     assert (row["status"], row["winner"], row["strength"]) == ("ok", "b", 1)
 
 
+NONE_EAT = {"axis_E": "tie", "axis_A": "tie", "axis_T": "tie"}  # "none" on E, A, T: no clear advantage
+
+
 def test_orders_combine_exactly_as_judging_combine(tmp_path):
     """The same two answers as workflow verdict rows (heart.judging.llm_judge.orient) and as imported records."""
     out = imported(tmp_path,
-                   {"order": "AB", "winner": "a", "strength": "4", "axis_H": "a", "axis_R": "tie"},
+                   {"order": "AB", "winner": "a", "strength": "4", "axis_H": "a", **NONE_EAT, "axis_R": "tie"},
                    # written the other way round: system_a is m2, shown first; the judge prefers m1
                    {"system_a": "m2", "system_b": "m1", "order": "AB", "winner": "b", "strength": "1",
-                    "axis_H": "a"})
+                    "axis_H": "a", **NONE_EAT, "axis_R": "tie"})
     pair = out.pairs
     axes = list(ji.AXES)
     rows = []
@@ -270,9 +273,16 @@ def test_orders_combine_exactly_as_judging_combine(tmp_path):
 
 
 def test_one_order_and_a_missing_strength(tmp_path):
+    """Not given stays not given: the strength of a verdict whose records give none is null (the fit
+    weighs it 1, as any strength-less win)."""
     row = imported(tmp_path, {"winner": "b"}).judgments.iloc[0]
-    assert (row["status"], row["winner"], row["strength"], row["n_orders"]) == ("ok", "b", 1, 1)
-    assert pd.isna(row["flipped"])
+    assert (row["status"], row["winner"], row["n_orders"]) == ("ok", "b", 1)
+    assert pd.isna(row["strength"]) and pd.isna(row["flipped"])
+    row = imported(tmp_path, {"winner": "b", "order": "AB"}, {"winner": "b", "order": "BA"}).judgments.iloc[0]
+    assert (row["status"], row["winner"]) == ("ok", "b") and pd.isna(row["strength"])
+    row = imported(tmp_path, {"winner": "b", "order": "AB", "strength": "3"},
+                   {"winner": "b", "order": "BA"}).judgments.iloc[0]
+    assert row["strength"] == 2  # one order gave 3, the other none (counted 1 to combine): ceil(4 / 2)
 
 
 # --- human raters -----------------------------------------------------------------------------
@@ -295,7 +305,7 @@ def test_human_records_map_like_the_human_judgments_import(tmp_path):
     rec_b = {"system_a": p.system_b, "contributor_a": "" if pd.isna(p.contributor_b) else p.contributor_b,
              "system_b": p.system_a, "contributor_b": "" if pd.isna(p.contributor_a) else p.contributor_a}
     records = [{**rec_a, "judge": "r1", "order": "AB", "winner": "a", "strength": "5"},  # shown A much better
-               {**rec_b, "judge": "r2", "order": "AB", "winner": "a", "strength": ""},  # shown A (= b) slightly
+               {**rec_b, "judge": "r2", "order": "AB", "winner": "a", "strength": "2"},  # shown A (= b) slightly
                {**rec_a, "judge": "r3", "order": "AB", "winner": "tie", "strength": ""},
                {**rec_a, "judge": "r4", "order": "BA", "winner": "a", "strength": "4"}]  # shown B (= a) much
     out = imported(tmp_path, *[{**r, "item": p.item_id, "judge_kind": "human", "seconds_spent": "30"}
@@ -340,7 +350,8 @@ def test_release_keys_resolve_through_the_items_table(tmp_path):
     ([{"item": "regular:17", "subset": "adversarial"}],
      r"line 2: field 'subset' is 'adversarial' but item 'regular:17' has subset 'regular' in the items table"),
     ([{"item": "regular:17", "conversation": "17"}], r"line 2: field 'conversation' is '17' but item"),
-    ([{"item": "regular:17"}, {"item": "3f2a9c0d11aa22bb"}], r"lines 2 and 3: .*LLM judge 'j1' gave two verdicts"),
+    ([{"item": "regular:17", "order": "AB"}, {"item": "3f2a9c0d11aa22bb", "order": "AB"}],
+     r"lines 2 and 3: .*LLM judge 'j1' gave two verdicts"),
 ])
 def test_unknown_or_conflicting_item_keys_name_the_record(tmp_path, records, message):
     with pytest.raises(ji.JudgmentImportError, match=message):
@@ -421,3 +432,53 @@ def test_two_completions_of_one_system_are_no_judgment(tmp_path):
     with pytest.raises(ji.JudgmentImportError, match=r"votes.csv, line 2: fields 'system_a' and 'system_b' are both "
                                                     r"'human'"):
         ji.read(path)
+
+
+# --- real shapes: not given stays not given ---------------------------------------------------
+
+def test_verdicts_without_axis_marks_stay_unmarked(tmp_path):
+    """combine turned "no mark in any order" into 0 (no clear advantage) on every axis."""
+    row = combined(tmp_path, {}, {})
+    assert all(pd.isna(row[c]) for c in AXIS_COLUMNS)
+    out = imported(tmp_path, {"order": "AB", "axis_E": "a"}, {"order": "BA"})
+    assert out.judgments.iloc[0]["axis_E"] == 1 and pd.isna(out.judgments.iloc[0]["axis_H"])
+    flips = combine.flip_rates(out.combined, list(ji.AXES)).set_index("axis")
+    assert flips.loc["E", "n_pairs"] == 0 and pd.isna(flips.loc["E", "flip_rate"])  # one order marked E
+
+
+def test_a_record_without_an_order_has_an_unknown_order(tmp_path):
+    """order defaulted to AB, so unordered votes fed the position audit as if shown A-first."""
+    out = imported(tmp_path, {}, {"winner": "a"}, {**BASE, "judge": "r1", "judge_kind": "human"})
+    assert out.verdicts["order"].isna().all() and out.verdicts["winner_shown"].isna().all()
+    assert out.verdicts["shown_a"].isna().all() and out.human["order"].isna().all()
+    tableio.to_arrow(out.verdicts, "judge_verdicts")
+    tableio.to_arrow(out.judgments, "judgments")
+
+
+def test_two_records_of_unknown_order_are_the_two_orders_and_a_third_is_refused(tmp_path):
+    row = combined(tmp_path, {"order": ""}, {"order": "", "winner": "b"})
+    assert row["status"] == "inconsistent" and pd.isna(row["winner"])  # opposite: no verdict
+    with pytest.raises(ji.JudgmentImportError, match=r"lines 3 and 4: .*gave a third verdict"):
+        imported(tmp_path, {}, {"order": "AB"}, {})
+    with pytest.raises(ji.JudgmentImportError, match=r"lines 2 and 3: .*two verdicts .* with m1 shown first"):
+        imported(tmp_path, {"order": "AB"}, {"order": "AB"})
+
+
+def test_an_imported_llm_judge_may_tie_and_its_ties_stay_ties(tmp_path):
+    row = combined(tmp_path, {"winner": "tie"}, {"winner": "tie"})
+    assert (row["status"], row["n_orders"]) == ("tie", 2) and pd.isna(row["winner"]) and pd.isna(row["strength"])
+    row = imported(tmp_path, {"winner": "tie"}).judgments.iloc[0]
+    assert row["status"] == "tie" and pd.isna(row["winner"])  # one order, a tie: not a win for b
+    row = combined(tmp_path, {"winner": "tie"}, {"winner": "a", "strength": "3"})
+    assert (row["status"], row["winner"], row["strength"]) == ("ok", "a", 2)  # rule 2: ceil(3 / 2)
+
+
+def test_a_human_win_without_a_strength_has_no_strength(tmp_path):
+    """It was stored as strength_map["slight"] = 2, so a strength-less human vote weighed twice an LLM's."""
+    out = imported(tmp_path, {"judge": "r1", "judge_kind": "human"},
+                   {"judge": "r2", "judge_kind": "human", "winner": "b", "strength": "5"},
+                   {"judge": "r3", "judge_kind": "human", "winner": "tie"})
+    h = out.human.set_index("rater_id")
+    assert pd.isna(h.loc["r1", "preference"]) and pd.isna(h.loc["r1", "strength"]) and h.loc["r1", "winner"] == "a"
+    assert (h.loc["r2", "preference"], h.loc["r2", "strength"]) == (-2, 4)
+    assert h.loc["r3", "preference"] == 0 and pd.isna(h.loc["r3", "winner"])

@@ -69,3 +69,17 @@ def test_self_preference_planted_and_family_exclusion():
     out = bias.self_preference(table(fair), judge_fam, sys_fam, n_boot=400, seed=0).set_index("judge")
     assert out.loc["gpt-judge", "ci_low"] < 0 < out.loc["gpt-judge", "ci_high"]
     assert not out.loc["gpt-judge", "reject"]
+
+
+def test_position_bias_leaves_verdicts_of_unknown_order_out():
+    """Unordered imported verdicts were counted as shown A-first: a bias that was not there."""
+    n = 40
+    known = pd.DataFrame({"judge": "j1", "parse_ok": True, "order": ["AB", "BA"] * (n // 2),
+                          "winner_shown": ["A", "B"] * (n // 2)})
+    unknown = pd.DataFrame({"judge": ["j1"] * n + ["j2"] * n, "parse_ok": True, "order": None,
+                            "winner_shown": None})
+    out = bias.position_bias(pd.concat([known, unknown], ignore_index=True)).set_index("judge")
+    assert out.loc["j1", "n_verdicts"] == n and out.loc["j1", "share_shown_a"] == 0.5
+    assert "40 verdict(s) of unknown shown order left out" in out.loc["j1", "note"]
+    assert out.loc["j2", "status"] == "absent" and out.loc["j2", "note"].startswith("order unknown")
+    assert not out["reject"].fillna(False).any()

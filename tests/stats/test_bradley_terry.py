@@ -236,10 +236,26 @@ def test_string_conversation_ids_give_the_integer_ids_ratings():
     pd.testing.assert_frame_equal(r, bt.ratings(relabelled, n_boot=100, seed=2))
 
 
+def test_a_win_without_a_strength_weighs_one_whoever_gave_it():
+    """The rule for votes whose source gives no strength: weight 1, a human's as an LLM judge's, so the
+    combined fit of strength-less votes is the unweighted fit (it was 2 for a human win, 1 for an LLM's)."""
+    j = judgments_frame()
+    j["strength"] = pd.array([pd.NA] * len(j), dtype="Int64")
+    j["judge_kind"] = ["human", "llm"] * (len(j) // 2) + ["human"] * (len(j) % 2)
+    got = bt.comparisons(j)
+    assert len(got) == 3 and got["weight"].tolist() == [1.0] * len(got)
+    pd.testing.assert_frame_equal(got, bt.comparisons(j, weighted=False))
+    mixed = judgments_frame()
+    mixed.loc[0, "strength"] = pd.NA
+    assert bt.comparisons(mixed)["weight"].iloc[0] == 1.0
+    assert bt.comparisons(mixed)["weight"].iloc[1:].tolist() == bt.comparisons(judgments_frame())["weight"].iloc[1:].tolist()
+
+
 def test_comparisons_errors():
     bad = judgments_frame()
-    bad.loc[0, "strength"] = pd.NA
-    with pytest.raises(ValueError, match="strength 1-5"):
+    bad["strength"] = bad["strength"].astype("Int64")
+    bad.loc[0, "strength"] = 7
+    with pytest.raises(ValueError, match="strength must be 1-5"):
         bt.comparisons(bad)
     assert len(bt.comparisons(bad, weighted=False)) == 3
     with pytest.raises(ValueError, match="axis must be"):

@@ -169,3 +169,18 @@ def test_correlation_with_wins_planted():
     assert out.loc["F1", "r"] > 0.5 and (out["family"] == factors.TEST_FAMILY).all()
     small = factors.correlation_with_wins(data.head(3)).set_index("measure")
     assert small.loc["z_mean", "status"] == "insufficient" and math.isnan(small.loc["z_mean", "r"])
+
+
+def test_judgments_without_axis_marks_are_no_axis_marks_not_a_constant_axis():
+    """Imported verdicts without marks were reported "degenerate: constant axis"."""
+    table = hand_judgments()
+    for a in AXES:
+        table[f"axis_{a}"] = pd.array([pd.NA] * len(table), dtype="Int64")
+    scores = factors.response_scores(table)
+    assert scores.attrs["unmarked_axes"] == list(AXES) and scores.attrs["constant_axes"] == []
+    result = factors.efa(scores)
+    assert result.status == "absent" and result.note.startswith("no axis marks")
+    some = hand_judgments()
+    some["axis_H"] = pd.array([pd.NA] * len(some), dtype="Int64")  # one axis nobody marked
+    result = factors.efa(factors.response_scores(some))
+    assert result.status == "absent" and result.note == "no axis marks on z_H"

@@ -10,10 +10,13 @@ Combining the two orders (:func:`combine_signed`), documented rule:
    signed axis marks of both orders; if that is 0 too, the pair has no combined
    verdict (``winner`` null, status "inconsistent") and is left out of ratings.
    Ties are never invented.
+4. Every parsed order a tie (signed 0; only an imported judge whose scale has ties gives them): status
+   "tie", no winner. A tie in one order and a win in the other is combined by rule 2.
 
-The same rule combines each axis over the parsed orders ("none" counts as 0), except
-that an axis with s == 0 is simply "no clear advantage" (0). A *flip* is a pair whose two orders name different
-winners (overall, or per axis among orders that marked it). A letter judge's orders are combined by their
+The same rule combines each axis over the parsed orders that marked it ("none" counts as 0), except
+that an axis with s == 0 is simply "no clear advantage" (0). An axis that no parsed order marked stays
+unmarked (null): "not marked" is never turned into "no clear advantage". A *flip* is a pair whose two orders name different
+winners (overall, or per axis among the pairs whose axis both orders marked; otherwise null). A letter judge's orders are combined by their
 margins (:func:`combine_margins`). :func:`judgments` stacks the combined LLM verdicts and the human
 judgments into the statistics' input (rule combine_judgments).
 """
@@ -70,11 +73,13 @@ def combine(verdicts: pd.DataFrame, pairs: pd.DataFrame, axes: list[str]) -> pd.
         ok = g[g["parse_ok"]]
         by_margin = has_margins and len(ok) and ok["margin"].notna().all()
         axis_sum = int(sum(ok[f"axis_{k}"].fillna(0).sum() for k in axes))
+        tied = bool(len(ok)) and not by_margin and bool((ok["signed"] == 0).all())  # an imported judge's ties
         signed = (combine_margins(ok["margin"], ok["order"]) if by_margin
-                  else combine_signed(ok["signed"].tolist(), tiebreak=axis_sum))
+                  else None if tied else combine_signed(ok["signed"].tolist(), tiebreak=axis_sum))
         row = {"pair_id": pid, "judge": judge, "n_orders": len(ok),
                "flipped": bool(len(ok) == 2 and np.sign(ok["signed"]).nunique() == 2) if len(ok) == 2 else None,
-               "status": "ok" if signed is not None else ("unparsed" if ok.empty else "inconsistent"),
+               "status": ("ok" if signed is not None else "tie" if tied
+                          else "unparsed" if ok.empty else "inconsistent"),
                "winner": None if signed is None else ("a" if signed > 0 else "b"),
                "strength": None if signed is None else abs(signed),
                "rationale": " | ".join(f"{o}: {t}" for o, t in zip(ok["order"], ok["rationale"])
@@ -83,9 +88,11 @@ def combine(verdicts: pd.DataFrame, pairs: pd.DataFrame, axes: list[str]) -> pd.
             marks = ok[f"axis_{k}"].dropna().astype(int).tolist()  # 0 = that order saw no clear edge
             if by_margin and ok[f"margin_{k}"].notna().all():
                 row[f"axis_{k}"] = combine_margins(ok[f"margin_{k}"], ok["order"]) or 0
-            else:
+            elif marks:
                 row[f"axis_{k}"] = combine_signed(marks) or 0
-            row[f"flipped_{k}"] = bool(len(marks) == 2 and marks[0] * marks[1] < 0)
+            else:
+                row[f"axis_{k}"] = None  # no order marked the axis: it stays unmarked
+            row[f"flipped_{k}"] = bool(marks[0] * marks[1] < 0) if len(marks) == 2 else None  # both marked
         rows.append(row)
     out = pd.DataFrame(rows)
     if out.empty:
@@ -103,9 +110,10 @@ def flip_rates(combined: pd.DataFrame, axes: list[str]) -> pd.DataFrame:
         both = g[g["n_orders"] == 2]
         rows.append({"judge": judge, "axis": "overall", "n_pairs": len(both),
                      "flip_rate": float(both["flipped"].astype(bool).mean()) if len(both) else None})
-        for k in axes:
-            rows.append({"judge": judge, "axis": k, "n_pairs": len(both),
-                         "flip_rate": float(both[f"flipped_{k}"].mean()) if len(both) else None})
+        for k in axes:  # among the pairs whose axis both orders marked
+            marked = both[f"flipped_{k}"].dropna().astype(bool)
+            rows.append({"judge": judge, "axis": k, "n_pairs": len(marked),
+                         "flip_rate": float(marked.mean()) if len(marked) else None})
     return pd.DataFrame(rows, columns=["judge", "axis", "n_pairs", "flip_rate"])
 
 

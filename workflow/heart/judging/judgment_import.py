@@ -9,17 +9,28 @@ on screen (``order`` says which was shown first: AB = system_a, BA = system_b).
 
 Decisions (HEART paper §4.1, §9.5, Figure 2):
 
-* LLM judges give no ties: the HEART rubric makes judges "choose a winner (A or B; ties disallowed)",
-  so an LLM record with ``winner`` "tie" is an error. A missing LLM ``strength`` is the rubric's
-  smallest advantage, 1 ("+").
-* One LLM judge gives at most one verdict per pair and order; its two orders of a pair are combined
-  by :func:`heart.judging.combine` (the records are first turned into judge-verdict rows,
-  ``judge_verdicts.schema.yaml``), exactly as for the workflow's own judges.
+* The workflow's own LLM judges give no ties (the HEART rubric: "choose a winner (A or B; ties
+  disallowed)"), but a judge made elsewhere may have ties on its scale (MT-Bench's GPT-4 pair judge):
+  an imported LLM ``tie`` is kept as a tie (signed 0; a judge whose every order of a pair tied has the
+  combined status "tie", no winner, out of the ratings like a human tie).
+* One LLM judge gives at most one verdict per pair and order, so at most two per pair; its orders of
+  a pair are combined by :func:`heart.judging.combine` (the records are first turned into
+  judge-verdict rows, ``judge_verdicts.schema.yaml``), exactly as for the workflow's own judges.
+* ``order`` not given is *unknown*: the verdict's ``order``, ``shown_a`` and ``winner_shown`` stay null,
+  and it is left out of every statistic of the shown order (the position audit). Two records of one
+  judge and pair with unknown orders are its two orders (a source that ran both orders and did not
+  say which was which); with known orders they must differ.
+* A ``strength`` not given stays not given: the stored strength is null (a human win: preference
+  null too, only its direction is known). For combining an LLM judge's orders a strength-less win
+  counts as 1; the Bradley–Terry fit weighs a win without a strength 1, whoever gave it
+  (:func:`heart.stats.bradley_terry.comparisons`), so the votes of a source without strengths all
+  weigh the same.
 * Human raters judge a pair once (in either order). Their ``winner``/``strength`` become the
   Figure-2 preference -2..2 used by :func:`heart.judging.human_judgments.orient`: a tie is 0 (status "tie"),
   a win is +-2 ("significantly better") when its strength is at least ``strength_map["significant"]``
-  and +-1 ("slightly better") otherwise or when no strength is given; the stored strength is then
-  ``strength_map`` of that level, as for the workflow's human file. The judge is ``human:<rater>``.
+  and +-1 ("slightly better") otherwise; the stored strength is then ``strength_map`` of that level,
+  as for the workflow's human file. A win without a strength has preference and strength null. The
+  judge is ``human:<rater>``.
 * Axis marks (``axis_H`` ... ``axis_T``: a, b, tie or empty) become signed marks oriented to the
   pair: +1 for system_a, -1 for system_b, 0 for "no clear advantage" (tie); empty is "not marked".
 * The conversation (the bootstrap's cluster) and the subset come from the items table when one is
@@ -162,10 +173,10 @@ def check(records: list[dict], path, labels: list[str]) -> pd.DataFrame:
     Rejected, with the file, the record and the field named: an empty required field; a ``judge_kind``
     other than human/llm, a ``winner`` other than a/b/tie, an ``order`` other than AB/BA, an axis mark
     other than a/b/tie; a ``strength`` outside 1-5 or given with a tie; ``seconds_spent`` that is not a
-    number from 0 to 86400; a ``#`` in a system name; both sides naming the same completion; a tie from
-    an LLM judge; a judge id used as both kinds, or an LLM judge named ``human:...``; one item with two
-    conversations or two subsets; an LLM judge giving two verdicts for the same pair in the same order;
-    a human rater judging the same pair twice; two spellings of an id differing only in case.
+    number from 0 to 86400; a ``#`` in a system name; both sides naming the same completion; a judge
+    id used as both kinds, or an LLM judge named ``human:...``; one item with two conversations or two
+    subsets; an LLM judge giving two verdicts for the same pair in the same order, or more than two for
+    one pair; a human rater judging the same pair twice; two spellings of an id differing only in case.
     """
     rows = []
     for record, label in zip(records, labels):
@@ -207,7 +218,7 @@ def _check_values(row: dict, where: str) -> None:
         bad("winner", "a (system_a won), b (system_b won) or tie; a and b name the systems, not the position "
                       "on screen (that is 'order')")
     if row["order"] not in (None, *ORDERS):
-        bad("order", "AB (system_a shown first), BA (system_b shown first) or empty (AB)")
+        bad("order", "AB (system_a shown first), BA (system_b shown first) or empty (not known)")
     for col in AXIS_COLUMNS:
         if row[col] not in (None, *MARKS):
             bad(col, "a, b, tie (no clear advantage) or empty (not marked)")
@@ -232,14 +243,8 @@ def _check_values(row: dict, where: str) -> None:
         raise JudgmentImportError(f"{where}: fields 'system_a' and 'system_b' are both {row['system_a']!r}; the "
                                   "ratings compare systems, so two completions of one system (e.g. two human "
                                   "writers) cannot be a judgment here; leave such records out")
-    if row["judge_kind"] == "llm":
-        if row["winner"] == "tie":
-            raise JudgmentImportError(f"{where}: field 'winner' is 'tie' from LLM judge {row['judge']!r}; "
-                                      "the HEART rubric makes LLM judges choose a winner (no ties), so "
-                                      "leave such records out (or import the judge as judge_kind human if "
-                                      "its scale had ties)")
-        if row["judge"].startswith("human:"):
-            bad("judge", "an LLM judge's name; 'human:<id>' is how human raters are named")
+    if row["judge_kind"] == "llm" and row["judge"].startswith("human:"):
+        bad("judge", "an LLM judge's name; 'human:<id>' is how human raters are named")
 
 
 def _one_kind_per_judge(table: pd.DataFrame) -> None:
@@ -265,28 +270,37 @@ def _one_value_per_item(table: pd.DataFrame, item_col: str, col: str) -> None:
 
 
 def check_duplicates(table: pd.DataFrame, item_col: str = "item") -> None:
-    """An LLM judge may give one verdict per (pair, order), a human rater one per pair.
+    """An LLM judge may give one verdict per (pair, order) and so two per pair (a record of unknown order
+    takes one of the two), a human rater one per pair.
 
     ``item_col`` names the item column ("item" for the file's keys, "item_id" once resolved).
     """
-    seen: dict[tuple, str] = {}
+    seen: dict[tuple, list[tuple[str | None, str]]] = {}
     for r in table.itertuples():
         ref_a, ref_b = _ref(r.system_a, r.contributor_a), _ref(r.system_b, r.contributor_b)
-        key = (r.judge_kind, r.judge, getattr(r, item_col), *sorted((ref_a, ref_b)))
+        item = getattr(r, item_col)
+        key = (r.judge_kind, r.judge, item, *sorted((ref_a, ref_b)))
+        first = None if r.order is None else (ref_b if r.order == "BA" else ref_a)  # the completion shown first
+        earlier = seen.setdefault(key, [])
         if r.judge_kind == "llm":
-            key += ((ref_b if r.order == "BA" else ref_a),)  # the completion shown first
-        if key in seen:
-            item = getattr(r, item_col)
-            if r.judge_kind == "llm":
-                what = (f"LLM judge {r.judge!r} gave two verdicts for {ref_a} vs {ref_b} on item {item!r} "
-                        f"with {key[-1]} shown first; keep one per order (AB and BA are the two orders)")
-            else:
-                what = (f"rater {r.judge!r} judged {ref_a} vs {ref_b} on item {item!r} twice; keep one "
-                        "judgment per rater and pair")
-            fields = "'judge', 'item', 'system_a', 'system_b'" + (
-                ", 'order'" if r.judge_kind == "llm" else "")
-            raise JudgmentImportError(f"{r.file}, {tableio.two_records(seen[key], r.record)}: fields {fields}: {what}")
-        seen[key] = r.record
+            fields = "'judge', 'item', 'system_a', 'system_b', 'order'"
+            same = [label for shown, label in earlier if first is not None and shown == first]
+            if same:
+                raise JudgmentImportError(
+                    f"{r.file}, {tableio.two_records(same[0], r.record)}: fields {fields}: LLM judge {r.judge!r} "
+                    f"gave two verdicts for {ref_a} vs {ref_b} on item {item!r} with {first} shown first; "
+                    "keep one per order (AB and BA are the two orders)")
+            if len(earlier) >= 2:
+                raise JudgmentImportError(
+                    f"{r.file}, {tableio.two_records(earlier[-1][1], r.record)}: fields {fields}: LLM judge "
+                    f"{r.judge!r} gave a third verdict for {ref_a} vs {ref_b} on item {item!r} (also "
+                    f"{earlier[0][1]}); a judge gives one per order, two at most")
+        elif earlier:
+            raise JudgmentImportError(
+                f"{r.file}, {tableio.two_records(earlier[0][1], r.record)}: fields 'judge', 'item', 'system_a', "
+                f"'system_b': rater {r.judge!r} judged {ref_a} vs {ref_b} on item {item!r} twice; keep one "
+                "judgment per rater and pair")
+        earlier.append((first, r.record))
 
 
 # --- items -------------------------------------------------------------------------------------
@@ -343,8 +357,7 @@ def _prepared(table, items) -> pd.DataFrame:
         table = read(table)
     elif not {"file", "record"} <= set(table.columns):
         table = from_frame(table)
-    resolved = resolve_items(table, items)
-    resolved["order"] = resolved["order"].where(resolved["order"].notna(), "AB")
+    resolved = resolve_items(table, items)  # an order not given stays unknown (None)
     resolved["pair_id"] = [
         pairs_mod.pair_id(r.item_id, _ref(r.system_a, r.contributor_a), _ref(r.system_b, r.contributor_b))
         for r in resolved.itertuples()]
@@ -454,6 +467,7 @@ def convert(table, items: pd.DataFrame | None = None, pairs: pd.DataFrame | None
     """
     strength_map = strength_map or DEFAULT_STRENGTH_MAP
     levels = {0: None, 1: strength_map["slight"], 2: strength_map["significant"]}  # |preference| -> strength
+    weighted: set[tuple[str, str]] = set()  # (pair, LLM judge) of which some record gave a strength
     resolved = _prepared(table, items)
     if pairs is None:
         pair_table = _pairs_of(resolved, sources)
@@ -473,27 +487,33 @@ def convert(table, items: pd.DataFrame | None = None, pairs: pd.DataFrame | None
         a_ref, system_a, system_b = pair_a[r.pair_id]
         ref_a, ref_b = _ref(r.system_a, r.contributor_a), _ref(r.system_b, r.contributor_b)
         flip = 1 if ref_a == a_ref else -1  # 1: the record's system_a is the pair's system_a
-        shown_first = ref_a if r.order == "AB" else ref_b
-        pair_order = "AB" if shown_first == a_ref else "BA"
+        if r.order is None:  # not known which was shown first
+            shown_first = pair_order = None
+        else:
+            shown_first = ref_a if r.order == "AB" else ref_b
+            pair_order = "AB" if shown_first == a_ref else "BA"
         side = {"a": 1, "b": -1, "tie": 0}[r.winner] * flip  # +1: the pair's system_a won
         axes = {c: None if getattr(r, c) is None else MARKS[getattr(r, c)] * flip for c in AXIS_COLUMNS}
         if r.judge_kind == "llm":
-            strength = 1 if pd.isna(r.strength) else int(r.strength)
-            winner_ref = ref_a if r.winner == "a" else ref_b
+            if not pd.isna(r.strength):
+                weighted.add((r.pair_id, r.judge))
+            strength = 1 if pd.isna(r.strength) else int(r.strength)  # for the combining rule only
+            winner_ref = {"a": ref_a, "b": ref_b}.get(r.winner)
             verdicts.append({"pair_id": r.pair_id, "judge": r.judge, "order": pair_order,
-                             "shown_a": system_a if pair_order == "AB" else system_b,
+                             "shown_a": None if pair_order is None else (system_a if pair_order == "AB" else system_b),
                              "parse_ok": True, "parse_error": None,
-                             "winner_shown": "A" if winner_ref == shown_first else "B",
+                             "winner_shown": (None if shown_first is None or winner_ref is None
+                                              else "A" if winner_ref == shown_first else "B"),
                              "signed": side * strength, "rationale": r.rationale, "raw_text": "",
                              "cache_key": "", "from_cache": False, "neutralised_tokens": 0,
                              "latency_s": None, "cost_usd": None, **axes})
         else:
-            level = 0 if side == 0 else (
-                2 if not pd.isna(r.strength) and int(r.strength) >= strength_map["significant"] else 1)
+            level = 0 if side == 0 else (None if pd.isna(r.strength) else  # a win of unknown strength
+                                         2 if int(r.strength) >= strength_map["significant"] else 1)
             human.append({"pair_id": r.pair_id, "judge": f"human:{r.judge}", "rater_id": r.judge,
-                          "order": pair_order, "preference": side * level,
+                          "order": pair_order, "preference": None if level is None else side * level,
                           "winner": None if side == 0 else ("a" if side > 0 else "b"),
-                          "strength": levels[level],
+                          "strength": None if level is None else levels[level],
                           "rationale": r.rationale, "seconds_spent": r.seconds_spent, **axes})
     verdict_table = pd.DataFrame(verdicts, columns=[*llm_judge.VERDICT_COLUMNS, *AXIS_COLUMNS, *llm_judge.MARGIN_COLUMNS])
     for col in ("signed", *AXIS_COLUMNS):
@@ -507,6 +527,8 @@ def convert(table, items: pd.DataFrame | None = None, pairs: pd.DataFrame | None
     human_table["seconds_spent"] = human_table["seconds_spent"].astype(float)
     human_table = human_table.sort_values(["pair_id", "judge"], ignore_index=True)
     combined = combine.combine(verdict_table, pair_table, AXES)
+    none_given = [(p, j) not in weighted for p, j in zip(combined["pair_id"], combined["judge"])]
+    combined.loc[np.array(none_given, dtype=bool), "strength"] = pd.NA  # no order of it gave a strength
     table = combine.judgments(pair_table, combined, human_table)
     return Imported(pair_table, verdict_table, human_table, table, combined)
 

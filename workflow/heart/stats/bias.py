@@ -10,7 +10,9 @@ Benjamini–Hochberg within the audit (:func:`heart.stats.multiple_testing.adjus
 Position (:func:`position_bias`)
     Per LLM judge, the share of parsed single-order verdicts in which the response *shown* as A wins;
     exact binomial test against 1/2 (``scipy.stats.binomtest``) with a Clopper–Pearson interval at
-    level ``ci``. The two presentation orders of a pair are separate verdicts.
+    level ``ci``. The two presentation orders of a pair are separate verdicts. A verdict whose shown order
+    is not known (imported without ``order``) is left out and counted in the note; a judge with only
+    such verdicts is "absent" ("order unknown"), never tested as if shown A-first.
 
 Length (:func:`length_bias`)
     Per LLM judge, for the LLM-ensemble majority and for the human majority (one verdict per pair, so
@@ -87,14 +89,19 @@ def position_bias(verdicts: pd.DataFrame, alpha: float = 0.05, ci: float = 0.95)
              "ci_high": math.nan, "p_value": math.nan, "status": "absent"}
     rows = []
     for judge, g in (verdicts.groupby("judge", sort=True) if len(verdicts) else []):
-        parsed = g[g["parse_ok"].fillna(False).astype(bool) & g["winner_shown"].isin(["A", "B"])]
+        ok = g["parse_ok"].fillna(False).astype(bool)
+        unknown = ok & g["order"].isna() if "order" in g.columns else ok & False  # imported, order not given
+        parsed = g[ok & ~unknown & g["winner_shown"].isin(["A", "B"])]
         n, k = len(parsed), int((parsed["winner_shown"] == "A").sum())
+        left_out = (f"{int(unknown.sum())} verdict(s) of unknown shown order left out (the source does not "
+                    "say which response was shown first)") if unknown.any() else ""
         if n:
             share, test = _binomial(k, n, ci)
             rows.append({"judge": judge, "n_verdicts": n, "n_shown_a_wins": k, "share_shown_a": share, **test,
-                         "status": "ok", "note": ""})
+                         "status": "ok", "note": left_out})
         else:
-            rows.append({"judge": judge, **empty, "note": "no parsed verdict"})
+            rows.append({"judge": judge, **empty,
+                         "note": "order unknown: " + left_out if unknown.any() else "no parsed verdict"})
     if not rows:
         rows.append({"judge": None, **empty, "note": "LLM verdicts are absent"})
     return _adjusted(rows, "position_bias", POSITION_COLUMNS, alpha)
@@ -145,8 +152,10 @@ def length_bias(judgments: pd.DataFrame, texts: pd.DataFrame, alpha: float = 0.0
         else:
             row.update(n_pairs=0, n_longer_wins=0, share_longer_wins=math.nan, ci_low=math.nan,
                        ci_high=math.nan, p_value=math.nan, status="absent",
-                       note=f"no decided {label} verdict on a pair of unequal length"
-                       if len(win) else f"{label} judgments are absent")
+                       note=("no completion texts (analysis-only re-analyses judgments without the texts "
+                             "judged): lengths unknown" if texts is None or len(texts) == 0
+                             else f"no decided {label} verdict on a pair of unequal length"
+                             if len(win) else f"{label} judgments are absent"))
         rows.append(row)
     return _adjusted(rows, "length_bias", LENGTH_COLUMNS, alpha)
 

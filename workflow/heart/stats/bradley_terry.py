@@ -3,7 +3,7 @@
 Model. System ``i`` beats system ``j`` with probability
 ``sigmoid(theta_i - theta_j) = exp(theta_i) / (exp(theta_i) + exp(theta_j))``.
 Every comparison carries a weight ``w`` -- the judge's win strength 1-5 for the
-overall verdict, ``|mark|`` for a HEART axis -- and :func:`fit` maximises the
+overall verdict (1 where none was given), ``|mark|`` for a HEART axis -- and :func:`fit` maximises the
 weighted log-likelihood with a small ridge,
 
     l(theta) = sum_c w_c * log sigmoid(theta_winner(c) - theta_loser(c)) - alpha/2 * ||theta||^2,
@@ -101,7 +101,9 @@ def comparisons(judgments: pd.DataFrame, axis: str | None = None, weighted: bool
         first (judge kind, subset, ...) as the analysis needs.
     axis : {None, "H", "E", "A", "R", "T"}
         None: the overall verdict -- rows with ``status == "ok"`` and ``winner`` in
-        {"a", "b"}, weight ``strength`` (1-5). An axis letter: rows whose
+        {"a", "b"}, weight ``strength`` (1-5; a win whose strength was not given -- imported
+        votes of a source without strengths, human or LLM -- weighs 1, so such a source's votes all
+        weigh the same, in the combined fit too). An axis letter: rows whose
         ``axis_<k>`` mark is present and non-zero, the winner by its sign
         (positive = system_a), weight ``|mark|`` (1-5). Ties, inconsistent and
         unparsed verdicts and "no clear advantage" marks are left out.
@@ -121,8 +123,8 @@ def comparisons(judgments: pd.DataFrame, axis: str | None = None, weighted: bool
     Raises
     ------
     ValueError
-        Missing columns, an unknown axis, a verdict row without a strength
-        1-5 (when weighted), a mark outside -5..5, a missing conversation id,
+        Missing columns, an unknown axis, a strength outside 1-5 (when
+        weighted), a mark outside -5..5, a missing conversation id,
         conversation ids mixing strings and numbers, or a system compared
         with itself.
     """
@@ -140,8 +142,9 @@ def comparisons(judgments: pd.DataFrame, axis: str | None = None, weighted: bool
         rows = judgments[judgments["status"].eq("ok") & judgments["winner"].isin(["a", "b"])]
         a_won = rows["winner"].eq("a").to_numpy()
         strength = rows["strength"]
-        if weighted and (strength.isna().any() or not strength.dropna().between(1, 5).all()):
-            raise ValueError(f"judgments, {what}: rows with a winner need a strength 1-5")
+        if weighted and not strength.dropna().between(1, 5).all():
+            raise ValueError(f"judgments, {what}: a winner's strength must be 1-5 (or not given)")
+        strength = strength.astype("Float64").fillna(1.0)  # not given: weight 1, whoever judged
     else:
         mark = judgments[f"axis_{axis}"]
         rows = judgments[mark.notna() & mark.ne(0)]

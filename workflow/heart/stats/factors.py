@@ -69,7 +69,7 @@ from scipy import stats
 
 from heart.common.vocabulary import AXES
 
-USABLE_STATUS = ("ok", "inconsistent")
+USABLE_STATUS = ("ok", "inconsistent", "tie")
 TEST_FAMILY = "factor_win_correlation"
 CORR_COLUMNS = ["family", "measure", "status", "n", "r", "ci_low", "ci_high", "p_value", "note"]
 
@@ -96,7 +96,8 @@ def response_scores(judgments: pd.DataFrame, axes=AXES) -> pd.DataFrame:
     DataFrame
         One row per response: ``item_id``, ``system``, ``contributor_id``, ``n_judgments``,
         ``n_decided``, ``n_wins``, ``win_rate``, ``mean_<axis>``, ``z_<axis>`` and ``z_mean``.
-        ``z_<axis>`` is NaN when the axis does not vary (see ``attrs["constant_axes"]``).
+        ``z_<axis>`` is NaN when the axis does not vary (see ``attrs["constant_axes"]``) or when no LLM
+        judgment marked it (``attrs["unmarked_axes"]``: imported verdicts without axis marks).
     """
     axes = list(axes)
     mean_cols, z_cols = [f"mean_{a}" for a in axes], [f"z_{a}" for a in axes]
@@ -106,6 +107,7 @@ def response_scores(judgments: pd.DataFrame, axes=AXES) -> pd.DataFrame:
     if j.empty:
         out = pd.DataFrame(columns=columns)
         out.attrs["constant_axes"] = []
+        out.attrs["unmarked_axes"] = list(axes)
         return out
     decided = j["winner"].isin(["a", "b"]).to_numpy()
     parts = []
@@ -123,11 +125,14 @@ def response_scores(judgments: pd.DataFrame, axes=AXES) -> pd.DataFrame:
     out.insert(1, "n_decided", g["decided"].sum().astype(int))
     out.insert(2, "n_wins", g["won"].sum().astype(int))
     out.insert(3, "win_rate", (out["n_wins"] / out["n_decided"].where(out["n_decided"] > 0)).astype(float))
-    constant = []
+    constant, unmarked = [], []
     for a in axes:
         x = out[f"mean_{a}"]
         sd = x.std(ddof=1)
-        if not np.isfinite(sd) or sd == 0:
+        if x.isna().all():  # no LLM judgment marked the axis: unknown, not constant
+            unmarked.append(a)
+            out[f"z_{a}"] = np.nan
+        elif not np.isfinite(sd) or sd == 0:
             constant.append(a)
             out[f"z_{a}"] = np.nan
         else:
@@ -137,6 +142,7 @@ def response_scores(judgments: pd.DataFrame, axes=AXES) -> pd.DataFrame:
     out["contributor_id"] = out["contributor_id"].replace("", None)
     out = out[columns]
     out.attrs["constant_axes"] = constant
+    out.attrs["unmarked_axes"] = unmarked
     return out
 
 
@@ -146,10 +152,12 @@ def _matrix(scores: pd.DataFrame, columns) -> tuple[pd.DataFrame, list[str]]:
     return scores[list(columns)].astype(float), list(columns)
 
 
-def _check(x: pd.DataFrame, min_vars: int) -> tuple[str, str, pd.DataFrame]:
+def _check(x: pd.DataFrame, min_vars: int, unmarked=()) -> tuple[str, str, pd.DataFrame]:
     """(status, note, complete rows); status "ok" when the matrix can be analysed."""
     if x.shape[1] < min_vars:
         return "insufficient", f"{x.shape[1]} variable(s); at least {min_vars} needed", x
+    if any(c in unmarked for c in x.columns):
+        return "absent", f"no axis marks on {', '.join(c for c in x.columns if c in unmarked)}", x
     empty = [c for c in x.columns if x[c].notna().sum() == 0]
     if empty:
         return "degenerate", f"no values in {', '.join(empty)} (a constant axis is not z-scored)", x
@@ -238,10 +246,14 @@ def efa(scores: pd.DataFrame, n_factors: int | None = None, columns=None, rotati
     Returns
     -------
     EFAResult
-        With ``status`` "ok", "insufficient", "degenerate" or "failed".
+        With ``status`` "ok", "insufficient", "degenerate", "absent" (no axis marks) or "failed".
     """
     x, cols = _matrix(scores, columns)
-    status, note, complete = _check(x, min_vars=3)
+    unmarked = [f"z_{a}" for a in scores.attrs.get("unmarked_axes", [])]
+    if unmarked and set(cols) <= set(unmarked):
+        return EFAResult(status="absent", note="no axis marks: no LLM judgment marked a HEART axis "
+                         "(e.g. imported verdicts without axis marks)", n=0, variables=cols)
+    status, note, complete = _check(x, min_vars=3, unmarked=unmarked)
     result = EFAResult(status=status, note=note, n=len(complete), variables=cols)
     if status != "ok":
         return result
