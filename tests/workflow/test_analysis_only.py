@@ -57,3 +57,43 @@ def test_analysis_only_bad_table_names_record_and_field(workflow_copy, tmp_path)
     assert proc.returncode != 0
     log = (workflow_copy.root / "logs/judging/import_judgments.log").read_text()
     assert f"{bad}, line 2" in log and "winner" in log and "maybe" in log
+
+
+MT_BENCH = FIXTURES / "imported" / "mt_bench"  # MT-Bench's two splits in their published shape, written here
+
+
+@pytest.mark.e2e
+def test_mt_bench_shapes_run_through_the_recipe_and_analysis_only(workflow_copy, tmp_path):
+    """Two splits, a repeated vote, consistent and inconsistent ties, both-order verdicts, no axis marks and
+    no order: nothing spurious comes out, and agreement equals the values worked by hand
+    (tests/fixtures/imported/README.md)."""
+    from heart.judging import recipes
+
+    votes = tmp_path / "mt_bench.csv"
+    assert recipes.main(["mt-bench", "--human", str(MT_BENCH / "human.jsonl"),
+                         "--gpt4-pair", str(MT_BENCH / "gpt4_pair.jsonl"), "-o", str(votes)]) == 0
+    workflow_copy.snakemake(*analysis_args(votes))
+    res = workflow_copy.root / "results"
+    judgments = tableio.read_table(res / "judging/judgments.parquet")
+    llm = judgments[judgments["judge_kind"] == "llm"]
+    assert sorted(llm["status"]) == ["inconsistent", "ok", "ok", "tie"]
+    assert judgments[[c for c in judgments.columns if c.startswith("axis_")]].isna().all().all()
+    assert judgments["strength"].isna().all()  # no source gave a strength: none is invented
+    h = tableio.read_table(res / "stats/agreement_human_llm.parquet").set_index(["reference", "judge", "scope"])
+    per_vote = h.loc[("human-votes-with-ties", "gpt4-pair", "all")]
+    assert (per_vote["n_pairs"], per_vote["n_agree"]) == (8, 3)  # 3/8 by hand
+    per_vote = h.loc[("human-votes-without-ties", "gpt4-pair", "all")]
+    assert (per_vote["n_pairs"], per_vote["n_agree"], per_vote["n_no_reference"]) == (3, 2, 5)  # 2/3
+    majority = h.loc[("human-majority", "gpt4-pair", "all")]
+    assert (majority["n_pairs"], majority["n_agree"], majority["n_no_verdict"], majority["n_no_reference"]) \
+        == (2, 1, 1, 1)
+    ambiguous = h.loc[("human-majority", "gpt4-pair", "ambiguous")]
+    assert ambiguous["status"] == "absent" and "axis marks are absent" in ambiguous["note"]
+    position = tableio.read_table(res / "stats/bias_position.parquet")
+    assert position["status"].eq("absent").all() and not position["reject"].fillna(False).any()
+    assert position["note"].str.contains("order unknown").all()
+    summary = tableio.read_table(res / "stats/factor_summary.parquet").iloc[0]
+    assert summary["status"] == "absent" and "no axis marks" in summary["note"]
+    trivial = tableio.read_table(res / "stats/trivial_judges.parquet")
+    longer = trivial[trivial["judge"] == "always-longer"]
+    assert longer["status"].eq("absent").all() and longer["note"].str.contains("no completion texts").all()

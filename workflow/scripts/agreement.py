@@ -1,8 +1,11 @@
 """rule agreement: human–LLM, cross-judge and inter-human agreement, judge subsampling, trivial judges."""
+import pandas as pd
+
 from heart.stats.agreement.cross_judge import cross_judge_agreement
 from heart.stats.agreement.human_llm import human_llm_agreement
 from heart.stats.agreement.inter_human import inter_human
 from heart.stats.agreement.majority import consensus_fraction
+from heart.stats.agreement.per_vote import per_vote_agreement
 from heart.stats.agreement.stability import subsampling_stability
 from heart.stats.agreement.trivial import trivial_judges
 from heart.common import provenance, tableio
@@ -21,7 +24,9 @@ with logged(snakemake.log[0], snakemake) as log:
     # every function orients each pair's rows to its first row's A/B order (orient) first;
     # the majority winners of judge_stability and trivial_judges do not depend on consensus
     tables = {
-        "human_llm": human_llm_agreement(judgments, consensus=consensus, **boot),
+        # the majority-based rows (paper §4.4, §9.9), then FastChat's per-vote rows
+        "human_llm": pd.concat([human_llm_agreement(judgments, consensus=consensus, **boot),
+                                per_vote_agreement(judgments, **boot)], ignore_index=True),
         "cross_judge": cross_judge_agreement(judgments, **boot),
         "inter_human": inter_human(judgments, **boot),
         "stability": subsampling_stability(judgments, n_rep=p.subsample_reps, seed=boot["seed"],

@@ -82,6 +82,12 @@ Agreement with the human majority (§4.4, §4.9, §9.9; :func:`human_llm_agreeme
     on the same pairs; "all" is the share of pairs on which every judge (group) judged and all named
     the same winner (the paper's three-way agreement).
 
+Per-vote agreement (Zheng et al. 2023, Table 5; :func:`heart.stats.agreement.per_vote.per_vote_agreement`)
+    Beside the majority rows, FastChat's definition: every human vote against the judge's verdict on
+    the same pair, "with ties" (a / tie / b; a judge's tied or cancelling orders is a tie) and
+    "without ties" (comparisons with a tie on either side left out). References
+    "human-votes-with-ties" / "human-votes-without-ties" in ``agreement_human_llm``.
+
 Inter-human agreement and reliability (§4.2, §4.4, §9.9; :func:`inter_human`)
     Percent agreement (§4.4: "inter-human agreement of 79.5 %"): rater-to-rater agreement on the
     same pair -- over every pair with >= 2 human ratings and all unordered pairs of its ratings,
@@ -105,7 +111,9 @@ Stability under judge subsampling (§9.9)
 Trivial judges and the human ceiling (AlpacaEval style)
     "always-longer" picks the longer response (whitespace-separated words of the completion
     text; equal lengths give no verdict), "always-position-A" picks the pair's ``system_a``
-    (the stored order, which was randomised). The *leave-one-out* human ceiling
+    (randomised per pair by design_pairs in a study; in imported judgments the ``system_a`` of the
+    first record naming the pair). Without completion texts (analysis-only) "always-longer" is
+    "absent" and says so. The *leave-one-out* human ceiling
     ("human-loo-ceiling"): every rater's winner against the majority of the *other* raters of the
     pair, pooled over all (rater, pair) comparisons; it compares one rater with n-1 others, so it
     slightly understates what the full n-rater majority would reach, and it is not the paper's
@@ -123,7 +131,8 @@ Uncertainty (§9.12)
 
 The modules, one per section above: :mod:`.orientation` (orientation, pair metadata, axis marks),
 :mod:`.majority` (votes, majorities, consensus, ambiguous pairs; the helpers of every table),
-:mod:`.human_llm` (agreement with the human majority), :mod:`.cross_judge`, :mod:`.inter_human`,
+:mod:`.human_llm` (agreement with the human majority), :mod:`.per_vote` (FastChat's per-vote
+agreement), :mod:`.cross_judge`, :mod:`.inter_human`,
 :mod:`.stability` (judge subsampling) and :mod:`.trivial` (trivial judges, the human ceiling). Rule
 ``agreement`` (``rules/stats.smk``) writes their tables.
 """

@@ -120,7 +120,9 @@ def trivial_judges(judgments: pd.DataFrame, texts: pd.DataFrame, n_boot: int = 1
                 "n_no_verdict": 0, "status": "absent", "note": why}
 
     longer_note = "longer in words; equal lengths give no verdict"
-    pos_note = "always the pair's system_a (stored order, randomised)"
+    no_texts = texts is None or len(texts) == 0
+    pos_note = ("always the pair's system_a (the pairs table's side a: randomised per pair by design_pairs in a "
+                "study; in imported judgments the system_a of the first record naming the pair)")
     rows = []
     # reference: human majority
     why_h = ("human judgments are absent" if not (judgments["judge_kind"] == "human").any()
@@ -129,9 +131,12 @@ def trivial_judges(judgments: pd.DataFrame, texts: pd.DataFrame, n_boot: int = 1
                *((j, "llm", wide[j], shown[j], "") for j in llm_judges),
                (LONGER, "trivial", longer, every_pair, longer_note),
                (POSITION_A, "trivial", pos_a, every_pair, pos_note)]
+    no_texts_why = "no completion texts (analysis-only re-analyses judgments without the texts judged)"
     for judge, jtype, comp, judged, note in entries:
         if not has_human:
             rows.append(absent(HUMAN_MAJORITY, judge, jtype, why_h))
+        elif judge == LONGER and no_texts:
+            rows.append(absent(HUMAN_MAJORITY, judge, jtype, no_texts_why))
         elif jtype.startswith("llm") and not has_llm:
             rows.append(absent(HUMAN_MAJORITY, judge, jtype, "LLM judgments are absent"))
         else:
@@ -163,7 +168,8 @@ def trivial_judges(judgments: pd.DataFrame, texts: pd.DataFrame, n_boot: int = 1
             lj = loo_llm[loo_llm["judge"] == j].drop_duplicates("pair_id").set_index("pair_id")
             rows.append(row(LLM_MAJORITY, j, "llm", lj["other_winner"].reindex(meta.index), wide[j], shown[j],
                             "against the majority of the other LLM judges (leave-one-out)"))
-        rows.append(row(LLM_MAJORITY, LONGER, "trivial", ens, longer, every_pair, longer_note))
+        rows.append(absent(LLM_MAJORITY, LONGER, "trivial", no_texts_why) if no_texts
+                    else row(LLM_MAJORITY, LONGER, "trivial", ens, longer, every_pair, longer_note))
         rows.append(row(LLM_MAJORITY, POSITION_A, "trivial", ens, pos_a, every_pair, pos_note))
         if has_human:
             rows.append(row(LLM_MAJORITY, HUMAN_MAJORITY, "human", ens, human,

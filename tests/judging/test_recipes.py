@@ -1,0 +1,82 @@
+"""The MT-Bench and Arena recipes on the sources' real shapes (heart.judging.recipes)."""
+
+import json
+
+import pandas as pd
+import pytest
+
+from conftest import FIXTURES
+from heart.judging import judgment_import as ji
+from heart.judging import recipes
+
+MT = FIXTURES / "imported" / "mt_bench"
+
+
+def test_mt_bench_both_splits_become_the_public_format():
+    out = recipes.mt_bench(recipes.load(MT / "human.jsonl"), recipes.load(MT / "gpt4_pair.jsonl"))
+    assert out.report["human_repeated_votes_dropped"] == 1 and out.report["gpt4_inconsistent"] == 1
+    v = out.votes
+    assert v["order"].isna().all()  # neither split records which model was shown first
+    expert_0 = v[(v["judge"] == "expert_0") & (v["item"] == "81/turn1")]
+    assert len(expert_0) == 1 and expert_0.iloc[0]["system_b"] == "gpt-4" and expert_0.iloc[0]["winner"] == "b"
+    gpt4 = v[v["judge_kind"] == "llm"]
+    assert set(gpt4["judge"]) == {"gpt4-pair"} and len(gpt4) == 8
+    by_item = gpt4.groupby("item")["winner"].apply(list).to_dict()
+    assert by_item == {"81/turn1": ["a", "a"], "81/turn2": ["a", "b"], "82/turn1": ["tie", "tie"],
+                       "82/turn2": ["b", "b"]}
+    converted = ji.convert(ji.from_frame(v))
+    status = converted.combined.set_index("item_id")["status"].to_dict()
+    assert status == {"81/turn1": "ok", "81/turn2": "inconsistent", "82/turn1": "tie", "82/turn2": "ok"}
+
+
+def test_mt_bench_human_split_alone_and_the_real_parquet_shape(tmp_path):
+    human = recipes.load(MT / "human.jsonl")
+    human.to_parquet(tmp_path / "human.parquet")  # nested conversations survive the round trip
+    out = recipes.mt_bench(recipes.load(tmp_path / "human.parquet"))
+    assert len(out.votes) == 8 and set(out.votes["judge_kind"]) == {"human"}
+    ji.from_frame(out.votes)  # passes the importer's checks: one judgment per rater and pair
+
+
+def test_an_unknown_winner_names_the_split_row_and_field(tmp_path):
+    rows = [json.loads(line) for line in (MT / "gpt4_pair.jsonl").read_text().splitlines()]
+    rows[2]["winner"] = "tie (bothbad)"
+    with pytest.raises(recipes.RecipeError, match=r"gpt4_pair.jsonl, row 3: field 'winner' is 'tie \(bothbad\)'"):
+        recipes.mt_bench(gpt4_pair=pd.DataFrame(rows), gpt4_source=str(MT / "gpt4_pair.jsonl"))
+    with pytest.raises(recipes.RecipeError, match=r"human, row 2: field 'judge' is empty"):
+        bad = recipes.load(MT / "human.jsonl")
+        bad.loc[1, "judge"] = None
+        recipes.mt_bench(bad)
+    with pytest.raises(recipes.RecipeError, match=r"missing column\(s\) \['turn'\]"):
+        recipes.mt_bench(recipes.load(MT / "human.jsonl").drop(columns="turn"))
+
+
+def test_without_the_recipe_the_repeated_vote_is_still_refused():
+    raw = recipes.load(MT / "human.jsonl")
+    votes = pd.DataFrame({"item": raw["question_id"].astype(str) + "/turn" + raw["turn"].astype(str),
+                          "system_a": raw["model_a"], "system_b": raw["model_b"], "judge": raw["judge"],
+                          "judge_kind": "human", "winner": raw["winner"].map({"model_a": "a", "model_b": "b",
+                                                                              "tie": "tie"})})
+    with pytest.raises(ji.JudgmentImportError, match=r"rows 1 and 4: .*rater 'expert_0' judged .* twice"):
+        ji.from_frame(votes)
+
+
+def test_arena_battles_keep_the_last_vote_by_time_and_fold_both_ties():
+    battles = pd.DataFrame({
+        "question_id": ["q1", "q1", "q2", "q3"], "model_a": ["m1", "m2", "m1", "m2"],
+        "model_b": ["m2", "m1", "m3", "m3"], "winner": ["model_b", "model_a", "tie (bothbad)", "tie"],
+        "judge": ["u1", "u1", "u1", "u2"], "turn": [1, 1, 1, 2], "tstamp": [20.0, 10.0, 5.0, 6.0]})
+    out = recipes.arena(battles)
+    assert out.report["repeated_votes_dropped"] == 1
+    q1 = out.votes[out.votes["item"] == "q1"]
+    assert len(q1) == 1 and q1.iloc[0]["system_a"] == "m1"  # the later vote (t = 20) is kept
+    assert list(out.votes["winner"]) == ["b", "tie", "tie"] and set(out.votes["order"]) == {"AB"}
+    ji.from_frame(out.votes)
+
+
+def test_the_command_line_writes_the_votes(tmp_path, capsys):
+    dest = tmp_path / "votes.csv"
+    assert recipes.main(["mt-bench", "--gpt4-pair", str(MT / "gpt4_pair.jsonl"), "-o", str(dest)]) == 0
+    assert "8 records" in capsys.readouterr().out
+    assert len(ji.read(dest)) == 8
+    assert recipes.main(["arena", str(tmp_path / "nope.txt"), "-o", str(dest)]) == 2
+    assert "unknown file type" in capsys.readouterr().err

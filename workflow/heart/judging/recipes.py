@@ -1,0 +1,219 @@
+"""Public pairwise-vote datasets in their real shapes -> the imported-judgments format.
+
+Two sources are mapped (``resources/imported/README.md``, "Mapping other sources"), each as read from
+its published files (Parquet, JSON Lines, or FastChat's JSON list), never a tidied copy:
+
+MT-Bench (Zheng et al. 2023; ``lmsys/mt_bench_human_judgments``, CC-BY-4.0), :func:`mt_bench`
+    Splits ``human`` (expert and author votes) and ``gpt4_pair`` (GPT-4 as pairwise judge): columns
+    ``question_id``, ``model_a``, ``model_b``, ``winner``, ``judge``, ``turn`` (and the two
+    conversations, unused). A vote is of one turn, so the item is ``<question>/turn<turn>`` and the
+    question is the conversation (the bootstrap keeps a question's turns together).
+
+    * Human ``winner`` is ``model_a``, ``model_b`` or ``tie``. Which model was shown on the left is not
+      recorded, so ``order`` is left empty (unknown) and the votes stay out of every order statistic.
+    * A rater who voted on one pair more than once (in either A/B order) keeps the *last* vote in the
+      file's order -- the workflow's rule is one judgment per rater and pair; the count of dropped votes
+      is reported. (FastChat's own agreement script counts every repeated vote.)
+    * GPT-4's verdict in ``gpt4_pair`` is already combined over both presentation orders by FastChat:
+      ``model_a``/``model_b`` when both orders agreed, ``tie`` when both said tie, ``tie (inconsistent)``
+      when the two orders disagreed. It is encoded faithfully as the two orders it came from, with
+      which order was which unknown: two records with the same winner (a, a / b, b / tie, tie), an
+      inconsistent pair as two opposite records (a, b). :mod:`heart.judging.combine` then gives "ok",
+      "tie" and "inconsistent" (no verdict) respectively, and strength stays empty (every vote weighs 1).
+    * The judge's id is ``llm_judge`` (default "gpt4-pair", FastChat's name): the ``judge`` column names the prompt
+      (pair-v2, pair-math-v1, ...), which changes with the question's category, not the judge.
+
+Chatbot Arena (``lmsys/chatbot_arena_conversations``), :func:`arena`
+    Columns ``question_id``, ``model_a``, ``model_b``, ``winner`` (``model_a``, ``model_b``, ``tie``,
+    ``tie (bothbad)``), ``judge``, ``turn``, ``tstamp``. Each battle is its own item and conversation
+    (``question_id``). Arena shows model_a as "Model A" on the left, so ``order`` is AB. Both tie values
+    are ties. A voter's repeated votes on one battle keep the last by ``tstamp`` (the file's order
+    where there is none).
+
+Every value outside these vocabularies is an error naming the file (or split), the row (counted from 1)
+and the field. ``python -m heart.judging.recipes`` runs the two from the command line.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import NamedTuple
+
+import pandas as pd
+
+from heart.common.atomic import atomic_path
+
+MT_BENCH_WINNERS = {"model_a": "a", "model_b": "b", "tie": "tie"}
+#: gpt4_pair: the verdict FastChat combined over both orders -> the two orders' winners
+MT_BENCH_GPT4_ORDERS = {"model_a": ("a", "a"), "model_b": ("b", "b"), "tie": ("tie", "tie"),
+                        "tie (inconsistent)": ("a", "b")}
+ARENA_WINNERS = {"model_a": "a", "model_b": "b", "tie": "tie", "tie (bothbad)": "tie"}
+VOTE_COLUMNS = ["item", "conversation", "system_a", "system_b", "judge", "judge_kind", "winner", "order"]
+
+
+class RecipeError(ValueError):
+    """A source row outside the source's documented shape; names the file, the row and the field."""
+
+
+class Votes(NamedTuple):
+    """Records in the imported-judgments format and what was done to get them."""
+
+    votes: pd.DataFrame
+    report: dict
+
+    def describe(self) -> str:
+        return "; ".join(f"{k.replace('_', ' ')}: {v}" for k, v in self.report.items())
+
+
+def load(path) -> pd.DataFrame:
+    """A source file as published: ``.parquet``, ``.jsonl``/``.ndjson`` or ``.json`` (a JSON list)."""
+    path = Path(path)
+    suffix = path.suffix.lower()
+    if suffix == ".parquet":
+        return pd.read_parquet(path)
+    if suffix in (".jsonl", ".ndjson"):
+        return pd.read_json(path, lines=True, dtype=False)
+    if suffix == ".json":
+        with path.open(encoding="utf-8") as f:
+            return pd.DataFrame(json.load(f))
+    raise RecipeError(f"{path}: unknown file type {path.suffix!r}; expected .parquet, .jsonl or .json")
+
+
+def _need(frame: pd.DataFrame, columns: list[str], where: str) -> None:
+    missing = [c for c in columns if c not in frame.columns]
+    if missing:
+        raise RecipeError(f"{where}: missing column(s) {missing}; expected the source's columns "
+                          f"{', '.join(columns)}")
+
+
+def _text(frame: pd.DataFrame, col: str, where: str) -> pd.Series:
+    values = frame[col]
+    for i, v in enumerate(values):
+        if v is None or (isinstance(v, float) and v != v) or (isinstance(v, str) and not v.strip()):
+            raise RecipeError(f"{where}, row {i + 1}: field {col!r} is empty")
+    return values.astype(str)
+
+
+def _mapped(frame: pd.DataFrame, vocab: dict, where: str) -> list:
+    out = []
+    for i, v in enumerate(frame["winner"]):
+        if v not in vocab:
+            raise RecipeError(f"{where}, row {i + 1}: field 'winner' is {v!r}; expected one of "
+                              f"{', '.join(map(repr, vocab))}")
+        out.append(vocab[v])
+    return out
+
+
+def _last_vote_per_pair(votes: pd.DataFrame, order_key: pd.Series | None = None) -> tuple[pd.DataFrame, int]:
+    """One vote per (rater, item, unordered pair of systems): the last (by ``order_key``, else file order)."""
+    key = votes["judge"] + "\x1f" + votes["item"] + "\x1f" + [
+        "\x1f".join(sorted(p)) for p in zip(votes["system_a"], votes["system_b"])]
+    rank = pd.Series(range(len(votes)), index=votes.index) if order_key is None else order_key
+    ordered = votes.assign(_key=key.to_numpy(), _rank=rank.to_numpy()).sort_values("_rank", kind="stable")
+    kept = ordered.drop_duplicates("_key", keep="last").sort_index()
+    return kept.drop(columns=["_key", "_rank"]), len(votes) - len(kept)
+
+
+def _turn_items(frame: pd.DataFrame, where: str) -> tuple[pd.Series, pd.Series]:
+    question = _text(frame, "question_id", where)
+    turn = _text(frame, "turn", where)
+    return question + "/turn" + turn, question
+
+
+def mt_bench(human: pd.DataFrame | None = None, gpt4_pair: pd.DataFrame | None = None,
+             llm_judge: str = "gpt4-pair", human_source: str = "human", gpt4_source: str = "gpt4_pair") -> Votes:
+    """MT-Bench's two splits as imported-judgment records (module docstring for every rule).
+
+    Parameters
+    ----------
+    human, gpt4_pair : pandas.DataFrame, optional
+        The splits as published (:func:`load`); either may be left out.
+    llm_judge : str
+        The id the GPT-4 pair judge gets.
+    human_source, gpt4_source : str
+        How errors name the two inputs (their file paths, when read from files).
+    """
+    parts, report = [], {}
+    if human is not None:
+        _need(human, ["question_id", "model_a", "model_b", "winner", "judge", "turn"], human_source)
+        item, question = _turn_items(human, human_source)
+        votes = pd.DataFrame({"item": item, "conversation": question,
+                              "system_a": _text(human, "model_a", human_source),
+                              "system_b": _text(human, "model_b", human_source),
+                              "judge": _text(human, "judge", human_source), "judge_kind": "human",
+                              "winner": _mapped(human, MT_BENCH_WINNERS, human_source), "order": None})
+        votes, dropped = _last_vote_per_pair(votes)
+        parts.append(votes)
+        report.update(human_votes=len(human), human_repeated_votes_dropped=dropped,
+                      human_raters=int(votes["judge"].nunique()))
+    if gpt4_pair is not None:
+        _need(gpt4_pair, ["question_id", "model_a", "model_b", "winner", "turn"], gpt4_source)
+        item, question = _turn_items(gpt4_pair, gpt4_source)
+        orders = _mapped(gpt4_pair, MT_BENCH_GPT4_ORDERS, gpt4_source)
+        base = pd.DataFrame({"item": item, "conversation": question,
+                             "system_a": _text(gpt4_pair, "model_a", gpt4_source),
+                             "system_b": _text(gpt4_pair, "model_b", gpt4_source),
+                             "judge": llm_judge, "judge_kind": "llm", "order": None})
+        first = base.assign(winner=[o[0] for o in orders])
+        second = base.assign(winner=[o[1] for o in orders])
+        both = pd.concat([first, second]).sort_index(kind="stable")  # a verdict's two records together
+        parts.append(both)
+        verdicts = pd.Series(list(gpt4_pair["winner"]))
+        report.update(gpt4_verdicts=len(gpt4_pair), gpt4_records=len(both),
+                      gpt4_wins=int(verdicts.isin(["model_a", "model_b"]).sum()),
+                      gpt4_ties=int((verdicts == "tie").sum()),
+                      gpt4_inconsistent=int((verdicts == "tie (inconsistent)").sum()))
+    votes = pd.concat(parts, ignore_index=True) if parts else pd.DataFrame(columns=VOTE_COLUMNS)
+    return Votes(votes.reindex(columns=VOTE_COLUMNS), report)
+
+
+def arena(battles: pd.DataFrame, source: str = "arena") -> Votes:
+    """Chatbot-Arena battles as imported-judgment records (module docstring for every rule)."""
+    _need(battles, ["question_id", "model_a", "model_b", "winner", "judge"], source)
+    item = _text(battles, "question_id", source)
+    votes = pd.DataFrame({"item": item, "conversation": item,
+                          "system_a": _text(battles, "model_a", source),
+                          "system_b": _text(battles, "model_b", source),
+                          "judge": _text(battles, "judge", source), "judge_kind": "human",
+                          "winner": _mapped(battles, ARENA_WINNERS, source), "order": "AB"})
+    stamp = pd.to_numeric(battles["tstamp"], errors="raise") if "tstamp" in battles.columns else None
+    votes, dropped = _last_vote_per_pair(votes, stamp)
+    report = {"battles": len(battles), "repeated_votes_dropped": dropped, "voters": int(votes["judge"].nunique())}
+    return Votes(votes.reindex(columns=VOTE_COLUMNS).reset_index(drop=True), report)
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m heart.judging.recipes", description=__doc__.split("\n")[0])
+    sub = parser.add_subparsers(dest="source", required=True)
+    mt = sub.add_parser("mt-bench", help="MT-Bench human and/or gpt4_pair splits")
+    mt.add_argument("--human", type=Path, help="the human split (.parquet, .jsonl or .json)")
+    mt.add_argument("--gpt4-pair", type=Path, help="the gpt4_pair split")
+    mt.add_argument("--llm-judge", default="gpt4-pair", help="the GPT-4 judge's id (default gpt4-pair)")
+    ar = sub.add_parser("arena", help="Chatbot-Arena battles")
+    ar.add_argument("battles", type=Path)
+    for p in (mt, ar):
+        p.add_argument("-o", "--output", type=Path, required=True, help="the votes file to write (.csv)")
+    args = parser.parse_args(argv)
+    try:
+        if args.source == "mt-bench":
+            if args.human is None and args.gpt4_pair is None:
+                parser.error("give --human, --gpt4-pair or both")
+            out = mt_bench(None if args.human is None else load(args.human),
+                           None if args.gpt4_pair is None else load(args.gpt4_pair), args.llm_judge,
+                           str(args.human), str(args.gpt4_pair))
+        else:
+            out = arena(load(args.battles), str(args.battles))
+    except RecipeError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    with atomic_path(args.output) as tmp:
+        out.votes.to_csv(tmp, index=False)
+    print(f"{args.output}: {len(out.votes)} records ({out.describe()})")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
