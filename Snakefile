@@ -41,6 +41,7 @@ ITEM_SOURCE_TABLES = (
 include: "workflow/rules/judging.smk"
 include: "workflow/rules/stats.smk"
 include: "workflow/rules/figures.smk"
+include: "workflow/rules/tables.smk"
 
 
 if not ANALYSIS_ONLY:
@@ -49,7 +50,6 @@ if not ANALYSIS_ONLY:
     include: "workflow/rules/items.smk"
     include: "workflow/rules/completions.smk"
     include: "workflow/rules/tagging.smk"
-    include: "workflow/rules/tables.smk"
     include: "workflow/rules/llm.smk"
     include: "workflow/rules/annotation.smk"
 
@@ -100,8 +100,12 @@ ANALYSIS_TARGETS = [
     "results/stats/bias_position.parquet",
     "results/stats/factor_summary.parquet",
     "results/stats/preference_shares.parquet",
+    "results/stats/tests.parquet",
     *expand("results/figures/{figure}.{ext}", ext=("png", "pdf"),
             figure=("fig4_leaderboard", "elo_forest", "agreement", "bias_factors")),
+    *expand("results/tables/{table}.{ext}", ext=("csv", "tex"),
+            table=("table1", "leaderboard", "agreement", "judge_quality", "strategy_diversity", "factors",
+                   "tests", "paper_comparison")),
 ]
 
 

@@ -98,7 +98,7 @@ def test_what_a_run_has_decides_the_reason():
     met = pc.available(judgments, completions_sources=["model", "dataset"], spot_checks=False, paper_models=3)
     # 2 LLM judges, humans (one rating per pair: p1 by r2, p2 by r1), no human completions, 3 paper models
     assert met == {"human": True, "human2": False, "human_completions": False, "judges2": True, "judges3": False,
-                   "tags": True, "spot_checks": False, "external": False}
+                   "tags": True, "texts": True, "spot_checks": False, "external": False}
     both = pd.concat([judgments, pd.DataFrame({"pair_id": ["p2"], "judge": ["human:r3"], "judge_kind": ["human"]})])
     assert pc.available(both)["human2"]
     spec = {"numbers": [SPEC["numbers"][1]]}  # "amb": needs human judgments

@@ -1,5 +1,6 @@
 """Analysis only: a table of pairwise judgments made elsewhere -> the statistics and figures, nothing else."""
 
+import pandas as pd
 import pytest
 
 from conftest import FIXTURES
@@ -18,7 +19,9 @@ def analysis_args(path=VOTES):
 def test_analysis_only_plans_no_data_items_completions_or_calls(workflow_copy):
     jobs = workflow_copy.jobs(*analysis_args())
     assert set(jobs) == {"import_judgments", "ratings", "agreement", "bias_audits", "factor_analysis", "preference_shares",
-                         "figure_leaderboard", "figure_elo_forest", "figure_agreement", "figure_bias_factors", "all"}
+                         "figure_leaderboard", "figure_elo_forest", "figure_agreement", "figure_bias_factors",
+                         "external_correlations", "rationale_codes", "multiple_testing", "paper_tables",
+                         "paper_comparison", "all"}
 
 
 @pytest.mark.e2e
@@ -72,7 +75,11 @@ def test_mt_bench_shapes_run_through_the_recipe_and_analysis_only(workflow_copy,
     votes = tmp_path / "mt_bench.csv"
     assert recipes.main(["mt-bench", "--human", str(MT_BENCH / "human.jsonl"),
                          "--gpt4-pair", str(MT_BENCH / "gpt4_pair.jsonl"), "-o", str(votes)]) == 0
-    workflow_copy.snakemake(*analysis_args(votes))
+    families = "families: {systems: {gpt-4: gpt, vicuna-13b-v1.2: llama, alpaca-13b: llama}, judges: {gpt4-pair: gpt}}"
+    args = analysis_args(votes)
+    args[args.index("--config") + 1] = (f"analysis_only={{judgments: {votes}, models: {MT_BENCH / 'models.csv'}, "
+                                        f"{families}}}")
+    workflow_copy.snakemake(*args)
     res = workflow_copy.root / "results"
     judgments = tableio.read_table(res / "judging/judgments.parquet")
     llm = judgments[judgments["judge_kind"] == "llm"]
@@ -97,3 +104,55 @@ def test_mt_bench_shapes_run_through_the_recipe_and_analysis_only(workflow_copy,
     trivial = tableio.read_table(res / "stats/trivial_judges.parquet")
     longer = trivial[trivial["judge"] == "always-longer"]
     assert longer["status"].eq("absent").all() and longer["note"].str.contains("no completion texts").all()
+    # the tables are written, and where a number cannot be computed they say the true reason
+    for name in ("table1", "leaderboard", "agreement", "judge_quality", "strategy_diversity", "factors", "tests",
+                 "paper_comparison"):
+        assert (res / f"tables/{name}.csv").stat().st_size and (res / f"tables/{name}.tex").stat().st_size
+    table1 = pd.read_csv(res / "tables/table1.csv")
+    assert set(table1["model"]) == {"gpt-4", "vicuna-13b-v1.2", "alpaca-13b"} and table1["AA"].notna().all()
+    assert "no strategy tags" in (res / "tables/strategy_diversity.csv").read_text()
+    assert "no quality checks" in (res / "tables/judge_quality.csv").read_text()
+    comparison = pd.read_csv(res / "tables/paper_comparison.csv").set_index("quantity")
+    assert comparison.loc["Strategy tagger vs human consensus (macro F1)", "status"].startswith(
+        "needs completion texts")
+    assert comparison.loc["Average human-model agreement across judges", "status"] == "computed"
+    self_pref = tableio.read_table(res / "stats/bias_self_preference.parquet")
+    assert list(self_pref["judge"]) == ["gpt4-pair"]  # the families reached the audit (one judge: no contrast)
+    assert self_pref["note"].iloc[0] == "no other-family LLM judge decided the same pairs"
+
+
+FORMULA = "=cmd|' /C calc'!A0"
+HOSTILE = {"gpt-4o": FORMULA, "llama-3.1-8b": r"\input{/etc/passwd}"}
+MATHTEXT_JUDGE = r"gpt $\foo{$ 4o"
+
+
+@pytest.mark.e2e
+def test_hostile_names_are_text_in_every_table_and_figure(workflow_copy, tmp_path):
+    """A system named like a spreadsheet formula or a LaTeX command, a judge named like broken mathtext:
+    every CSV is safe to open in a spreadsheet, every .tex safe to \\input, and the figures are drawn."""
+    import csv
+
+    votes = pd.read_csv(VOTES, dtype=str, keep_default_na=False)
+    for col in ("system_a", "system_b"):
+        votes[col] = votes[col].replace(HOSTILE)
+    votes["judge"] = votes["judge"].replace({"gpt-4.1": MATHTEXT_JUDGE})
+    path = tmp_path / "votes.csv"
+    votes.to_csv(path, index=False)
+    workflow_copy.snakemake(*analysis_args(path))
+    res = workflow_copy.root / "results"
+    assert FORMULA in set(tableio.read_table(res / "stats/ratings.parquet")["system"])  # the name is kept
+    seen_formula = False
+    for table in sorted((res / "tables").glob("*.csv")):
+        with open(table, newline="", encoding="utf-8") as f:
+            for row in csv.reader(f):
+                for cell in row:
+                    seen_formula |= cell == "'" + FORMULA
+                    assert not cell.startswith(("=", "@", "\t", "\r")), (table.name, cell)
+                    assert not cell.startswith(("+", "-")) or cell.lstrip("+-")[:1].isdigit(), (table.name, cell)
+    assert seen_formula
+    for tex in sorted((res / "tables").glob("*.tex")):
+        text = tex.read_text(encoding="utf-8")
+        assert r"\input" not in text and r"$\foo" not in text, tex.name
+        assert r"\textbackslash{}input\{/etc/passwd\}" in text or "passwd" not in text
+    for fig in ("fig4_leaderboard", "elo_forest", "agreement", "bias_factors"):
+        assert (res / f"figures/{fig}.png").stat().st_size > 10_000

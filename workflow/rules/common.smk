@@ -55,6 +55,9 @@ RELEASED_ITEMS = config["items"]["source"] == "release"
 PROMPTS = Path(workflow.basedir) / "workflow" / "resources" / "prompts"
 # config analysis_only: only the statistics and figures, on a table of judgments made elsewhere
 ANALYSIS_ONLY = "analysis_only" in config
+# model metadata (Table 1, the external correlations): the paper's, or an analysis-only run's own
+MODELS_CSV = ((ANALYSIS_ONLY and config["analysis_only"].get("models"))
+              or workflow.source_path("../resources/external/models.csv"))
 # a rehearsal against heart.simulation.simulator (config/rehearsal.yaml): its figures, tables and report say so
 RUN_LABEL = "SIMULATED" if config.get("simulated") else None
 MODEL_SYSTEMS = sorted(config["systems"])  # called by this workflow
@@ -148,7 +151,9 @@ def tagger_prompt(name):
 
 
 def judge_families():
-    """Model family of every LLM judge."""
+    """Model family of every LLM judge (analysis-only: as config analysis_only.families.judges gives them)."""
+    if ANALYSIS_ONLY:
+        return dict(config["analysis_only"].get("families", {}).get("judges", {}))
     return {j: config["models"][c["model"]]["family"] for j, c in config["judging"]["judges"].items()}
 
 
@@ -158,7 +163,10 @@ def taxonomy_file():
 
 
 def system_families():
-    """Model family of every system (judges never judge their own family's output)."""
+    """Model family of every system (judges never judge their own family's output; analysis-only: as config
+    analysis_only.families.systems gives them)."""
+    if ANALYSIS_ONLY:
+        return dict(config["analysis_only"].get("families", {}).get("systems", {}))
     families = {s: config["models"][c["model"]]["family"] for s, c in config["systems"].items()}
     families |= {s: c["family"] or s for s, c in config["imported_systems"].items()}
     return {**families, "original": "dataset", "human": "human"}

@@ -26,7 +26,7 @@ rule figure_leaderboard:
 rule figure_elo_ttft:
     input:
         ratings="results/stats/ratings.parquet",
-        models=workflow.source_path("../resources/external/models.csv"),
+        models=MODELS_CSV,
         completions=TTFT_COMPLETIONS,
         correlations="results/stats/external_correlations.parquet",  # its rho, not computed again
         style=workflow.source_path("../resources/figures/fig5_elo_ttft.yaml"),

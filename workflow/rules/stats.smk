@@ -119,7 +119,7 @@ rule factor_analysis:
 rule external_correlations:
     input:
         ratings="results/stats/ratings.parquet",
-        models=workflow.source_path("../resources/external/models.csv"),
+        models=MODELS_CSV,
         completions=TTFT_COMPLETIONS,
     output:
         "results/stats/external_correlations.parquet",
@@ -140,7 +140,8 @@ rule multiple_testing:
         bias_position="results/stats/bias_position.parquet",
         bias_length="results/stats/bias_length.parquet",
         bias_self_preference="results/stats/bias_self_preference.parquet",
-        strategy_differences="results/stats/strategy_differences.parquet",
+        # analysis-only has no completions, so no strategy tags to test
+        **({} if ANALYSIS_ONLY else {"strategy_differences": "results/stats/strategy_differences.parquet"}),
         factor_correlations="results/stats/factor_correlations.parquet",
         external_correlations="results/stats/external_correlations.parquet",
         rationale_codes="results/stats/rationale_codes.parquet",

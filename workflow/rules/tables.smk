@@ -4,15 +4,17 @@
 rule paper_tables:
     input:
         ratings="results/stats/ratings.parquet",
-        models=workflow.source_path("../resources/external/models.csv"),
+        models=MODELS_CSV,
         external="results/stats/external_correlations.parquet",
         human_llm="results/stats/agreement_human_llm.parquet",
         cross_judge="results/stats/agreement_cross_judge.parquet",
-        diversity="results/stats/strategy_diversity.parquet",
         factor_summary="results/stats/factor_summary.parquet",
         loadings="results/stats/factor_loadings.parquet",
         tests="results/stats/tests.parquet",
-        judge_quality="results/judging/judge_quality.parquet",
+        # a study's own: analysis-only has no completions to tag and no judge of its own to check (the
+        # tables say so)
+        **({} if ANALYSIS_ONLY else {"diversity": "results/stats/strategy_diversity.parquet",
+                                      "judge_quality": "results/judging/judge_quality.parquet"}),
     output:
         **{
             f"{name}_{ext}": report(
@@ -41,18 +43,19 @@ rule paper_comparison:
     # every headline number of the paper next to this run's value, interval, scope and definition
     input:
         spec=workflow.source_path("../resources/paper/headline_numbers.yaml"),
-        models=workflow.source_path("../resources/external/models.csv"),
+        models=MODELS_CSV,
         ratings="results/stats/ratings.parquet",
         human_llm="results/stats/agreement_human_llm.parquet",
         cross_judge="results/stats/agreement_cross_judge.parquet",
         inter_human="results/stats/agreement_inter_human.parquet",
         preference_shares="results/stats/preference_shares.parquet",
         rationale_concordance="results/stats/rationale_concordance.parquet",
-        diversity="results/stats/strategy_diversity.parquet",
         external="results/stats/external_correlations.parquet",
-        strategy_f1=expand("results/tagging/{tagger}_f1.parquet", tagger=TAGGERS[:1]),
         judgments="results/judging/judgments.parquet",
-        systems="results/completions/systems.parquet",
+        # a study's own (analysis-only has judgments, not completions or tags: those numbers say so)
+        **({} if ANALYSIS_ONLY else {"diversity": "results/stats/strategy_diversity.parquet",
+                                      "strategy_f1": expand("results/tagging/{tagger}_f1.parquet", tagger=TAGGERS[:1]),
+                                      "systems": "results/completions/systems.parquet"}),
     output:
         parquet="results/stats/paper_comparison.parquet",
         csv=report("results/tables/paper_comparison.csv", caption="../report/table_paper_comparison.rst",

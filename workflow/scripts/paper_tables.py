@@ -11,7 +11,9 @@ with logged(snakemake.log[0], snakemake) as log:
     source, columns, names = fig4["source"], fig4["columns"], fig4.get("display_names") or {}
     ratings = tableio.read_table(i.ratings)
     board = leaderboard.headline(ratings, source=source, columns=columns)  # Figure 4's numbers
-    quality = tableio.read_table(i.judge_quality)
+    # analysis-only has no judge of its own (no quality checks) and no completions (no strategy tags)
+    quality = tableio.read_table(i.judge_quality) if i.get("judge_quality") else None
+    diversity = tableio.read_table(i.diversity) if i.get("diversity") else None
     made = {
         "table1": (tables.table1(board, external.load_models(i.models), tableio.read_table(i.external), names),
                    "HEART Elo, win rate and the Artificial Analysis Intelligence Index (paper Table 1); this run's "
@@ -22,10 +24,14 @@ with logged(snakemake.log[0], snakemake) as log:
         "agreement": (tables.agreement(tableio.read_table(i.human_llm), tableio.read_table(i.cross_judge), ci,
                                        quality),
                       "Human-LLM and cross-judge agreement, and each LLM judge against known answers"),
-        "judge_quality": (tables.judge_quality(quality),
+        "judge_quality": (tables.judge_quality(quality) if quality is not None else tables.absent(
+                              tables.JUDGE_QUALITY_COLUMNS, "no quality checks: analysis-only re-analyses judgments "
+                              "made elsewhere, so no judge of this workflow answered known-answer checks"),
                           "Each LLM judge's known-answer quality checks (QC accuracy >= 70 % and flip rate <= 0.5 "
                           "are the targets) and its flip rates"),
-        "strategy_diversity": (tables.strategy_diversity(tableio.read_table(i.diversity)), "Strategy diversity"),
+        "strategy_diversity": (tables.strategy_diversity(diversity) if diversity is not None else tables.absent(
+                                   tables.DIVERSITY_COLUMNS, "no strategy tags: analysis-only has judgments, not "
+                                   "the completions that would be tagged"), "Strategy diversity"),
         "factors": (tables.factors(tableio.read_table(i.factor_summary), tableio.read_table(i.loadings)),
                     "Exploratory factor analysis of the HEART axes"),
         "tests": (tables.tests(tableio.read_table(i.tests)),

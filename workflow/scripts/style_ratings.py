@@ -3,7 +3,8 @@ import pandas as pd
 
 from heart.common import provenance, tableio
 from heart.stats import style_control, style_features
-from heart.common.atomic import atomic_path, sha256_file
+from heart.common import export
+from heart.common.atomic import sha256_file
 from heart.common.runtime import logged
 
 with logged(snakemake.log[0], snakemake) as log:
@@ -22,8 +23,7 @@ with logged(snakemake.log[0], snakemake) as log:
     for frame, path in ((table, snakemake.output.table), (coef_table, snakemake.output.coefficient_table)):
         if snakemake.params.label:
             frame = frame.assign(run=snakemake.params.label)[["run", *frame.columns]]
-        with atomic_path(path) as tmp:
-            frame.to_csv(tmp, index=False)
+        export.write_csv(frame, path)  # safe to open in a spreadsheet
     for row in coefficients.itertuples():
         log.info("%-9s %-7s %-13s coefficient %s per SD (%s), p %s", row.source, row.covariate, row.status,
                  f"{row.coefficient:+.3f}" if pd.notna(row.coefficient) else "-", row.unit,

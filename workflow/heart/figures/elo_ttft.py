@@ -143,6 +143,9 @@ def elo_vs_ttft(points: pd.DataFrame, title: str = "HEART Elo vs median time-to-
     fig = new_figure(8.6 if n > 8 else 7.2, 5.6 if n > 8 else 4.4)
     ax = fig.add_subplot()
     ax.set_xscale("log")
+    ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g} s"))  # plain text: no mathtext labels
+    ax.xaxis.set_minor_formatter(FuncFormatter(
+        lambda v, _: f"{v:g}" if round(v / 10 ** math.floor(math.log10(v) + 1e-9), 6) in (2.0, 5.0) else ""))
     if n == 0:
         absent_axes(ax, "no system with both an Elo and a TTFT: absent")
         suptitle(fig, title, title_note)
@@ -164,9 +167,6 @@ def elo_vs_ttft(points: pd.DataFrame, title: str = "HEART Elo vs median time-to-
     yspan = max(hy - ly, 40.0)
     ax.set_ylim(ly - 0.12 * yspan, hy + 0.12 * yspan)
     ax.autoscale(False)
-    ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g} s"))
-    ax.xaxis.set_minor_formatter(FuncFormatter(
-        lambda v, _: f"{v:g}" if round(v / 10 ** math.floor(math.log10(v) + 1e-9), 6) in (2.0, 5.0) else ""))
     sources = sorted(p["_src"].unique())
     ax.set_xlabel(TTFT_AXIS_LABELS.get(sources[0], "median time to first token, s (log scale)")
                   if len(sources) == 1 else "median time to first token, s (log scale)", fontsize=FONT + 1)

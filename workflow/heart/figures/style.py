@@ -104,7 +104,9 @@ def _applied(path):
     dpi = spec.get("dpi", 200)
     if not isinstance(dpi, int) or not 50 <= dpi <= 1200:
         raise ValueError(f"{path}: dpi must be an integer between 50 and 1200, not {dpi!r}")
-    with matplotlib.rc_context(rc):
+    # names come from config and imported files: a '$' is a dollar sign, never mathtext (a system named
+    # "gpt $\foo{$ 4o" crashed the figure); a figure file may turn it back on
+    with matplotlib.rc_context({"text.parse_math": False, **rc}):
         yield dpi
 
 

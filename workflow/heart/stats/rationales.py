@@ -202,7 +202,9 @@ def comention(judgments: pd.DataFrame, texts: pd.DataFrame, codes: list[dict], n
          "note": "variant, the paper's definition (§4.3, 68 %): of all (pair, code) cells, the share both mention "
                  "or both omit -- inflated by the many codes neither side mentions"}])
     cov = pairs[["length_advantage", "winner_shown_first", "human_words", "llm_words"]].to_numpy(dtype=float)
-    cov = np.nan_to_num(cov, nan=np.nanmean(cov, axis=0) if np.isfinite(cov).any() else 0.0)
+    known = np.isfinite(cov).any(axis=0)  # a covariate with no value at all (lengths without texts) is left out
+    cov = cov[:, known]
+    cov = np.where(np.isfinite(cov), cov, np.nanmean(cov, axis=0)) if cov.size else cov
     rows = []
     for j, c in enumerate(codes):
         row = {"family": "rationale_codes", "code": c["key"], "label": c["label"], "axis": c["axis"],

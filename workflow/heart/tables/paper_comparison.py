@@ -43,6 +43,7 @@ NEEDS = {
     "tags": "needs strategy tags",
     "spot_checks": "needs human strategy spot-check labels",
     "external": "needs >= 4 of the paper's models (external metadata)",
+    "texts": "needs completion texts and their tags (analysis-only has judgments only)",
 }
 _SCOPE_COLUMNS = ("n_pairs", "n_units", "n", "n_agreed_pairs", "n_completions", "n_comparisons")
 _OK = {"ok", "present", "computed"}
@@ -89,14 +90,15 @@ def _scope(row: pd.Series | None) -> str:
 
 
 def available(judgments: pd.DataFrame, completions_sources=(), spot_checks: bool = False,
-              paper_models: int = 0) -> dict[str, bool]:
-    """Which of :data:`NEEDS` this run meets, from its judgments table and what else it has."""
+              paper_models: int = 0, tags: bool = True, texts: bool = True) -> dict[str, bool]:
+    """Which of :data:`NEEDS` this run meets, from its judgments table and what else it has (``tags``,
+    ``texts``: False in analysis-only, which has neither completions nor their strategy tags)."""
     human = judgments[judgments["judge_kind"] == "human"]
     n_llm = judgments.loc[judgments["judge_kind"] == "llm", "judge"].nunique()
     return {"human": len(human) > 0,
             "human2": bool(len(human)) and int(human.groupby("pair_id")["judge"].nunique().max()) >= 2,
             "human_completions": "human" in set(completions_sources), "judges2": n_llm >= 2, "judges3": n_llm >= 3,
-            "tags": True, "spot_checks": spot_checks, "external": paper_models >= 4}
+            "tags": tags, "texts": texts, "spot_checks": spot_checks, "external": paper_models >= 4}
 
 
 def _row(group: str, e: dict, source: pd.Series | None, met: bool | None) -> dict:
@@ -160,15 +162,17 @@ def compare(spec: dict, tables: dict[str, pd.DataFrame], models: pd.DataFrame | 
         if (source is None and table is not None and len(table) and set(e["where"]) <= set(table.columns)
                 and "status" in table.columns and table["status"].eq("absent").all()):
             source = table.iloc[0]  # a table of "absent" rows only (e.g. one row for a missing judge): its note
-        rows.append(_row("headline", {"ci_low": "ci_low", "ci_high": "ci_high", **e,
-                                      "lookup": f"{e['table']}: {e['where']}"}, source, met.get(e["needs"])))
+        need = e["needs"] if table is not None or met.get("texts", True) else "texts"  # analysis-only
+        rows.append(_row("headline", {"ci_low": "ci_low", "ci_high": "ci_high", **e, "needs": need,
+                                      "lookup": f"{e['table']}: {e['where']}"}, source, met.get(need)))
     spread = spec.get("strategy_spread")
     if spread:
         diversity = tables.get("strategy_diversity")
         for measure, col, label in (("sd", "rate_sd_pct", "SD"), ("range", "rate_range_pct", "range")):
             for group, paper in spread.get(measure, {}).items():
                 src = _pick(diversity, {"level": "family", "group": group})
-                need = "human_completions" if group == "human" else "tags"
+                need = ("texts" if not met.get("texts", True)
+                        else "human_completions" if group == "human" else "tags")
                 if src is None and group == "human":
                     src = _pick(diversity, {"level": "source", "group": "human"})
                 rows.append(_row("strategy spread", {

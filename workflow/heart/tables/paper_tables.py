@@ -2,18 +2,18 @@
 
 Each function returns a display DataFrame (rounded, readable column names);
 :func:`write` saves it as CSV and as a LaTeX ``tabular`` (``pandas.Styler.to_latex``),
-both atomically. Absent values stay empty cells ("--" in LaTeX), never zeros.
+both atomically, the CSV safe to open in a spreadsheet and the LaTeX safe to ``\input``
+(:mod:`heart.common.export`). Absent values stay empty cells ("--" in LaTeX), never zeros.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
-from heart.common.atomic import atomic_path
+from heart.common import export
 
 #: Appended to a derived row's name (best-human: chosen after judging), as in Figure 4.
 DERIVED_MARK = " \u2020"
@@ -112,6 +112,21 @@ def _flip_note(r) -> str:
     return "; ".join([*flips, r.note])
 
 
+JUDGE_QUALITY_COLUMNS = ["judge", "checks", "n", "QC accuracy %", "95% CI", "per-order accuracy %",
+                         "flip rate (checks)", "flip rate (study pairs)", "meets targets", "status", "note"]
+DIVERSITY_COLUMNS = ["level", "group", "tagger", "status", "n_completions", "coverage", "mean_unique_per_completion",
+                     "entropy_bits", "rate_sd_pct", "rate_range_pct"]
+
+
+def absent(columns: list[str], note: str) -> pd.DataFrame:
+    """A table whose input this run does not have: one row, status "absent" and the reason (in ``note``, or
+    in the last column when the table has no note column), every other cell empty."""
+    row = dict.fromkeys(columns)
+    row["status"] = "absent"
+    row["note" if "note" in columns else columns[-1]] = note
+    return pd.DataFrame([row], columns=list(dict.fromkeys([*columns, "status"])))
+
+
 def judge_quality(quality: pd.DataFrame) -> pd.DataFrame:
     """Each LLM judge's quality checks by kind: QC accuracy (95 % Wilson interval), per-order accuracy,
     flip rates, and whether it meets the targets (heart/judging/judge_qc.py)."""
@@ -127,9 +142,7 @@ def judge_quality(quality: pd.DataFrame) -> pd.DataFrame:
 
 
 def strategy_diversity(diversity: pd.DataFrame) -> pd.DataFrame:
-    cols = ["level", "group", "tagger", "status", "n_completions", "coverage", "mean_unique_per_completion",
-            "entropy_bits", "rate_sd_pct", "rate_range_pct"]
-    return diversity[cols].round(2)
+    return diversity[DIVERSITY_COLUMNS].round(2)
 
 
 def factors(summary: pd.DataFrame, loadings: pd.DataFrame) -> pd.DataFrame:
@@ -172,10 +185,5 @@ def write(table: pd.DataFrame, csv_path, tex_path, caption: str, label: str | No
         table = table.copy()
         table.insert(0, "run", label)
         caption = f"{label} (heart.simulation.simulator's answers, not results): {caption}"
-    with atomic_path(csv_path) as tmp:
-        table.to_csv(tmp, index=False)
-    latex = (table.style.hide(axis="index").format(na_rep="--", precision=2)
-             .to_latex(caption=caption, hrules=True, position="htbp"))
-    latex = latex.replace("%", r"\%").replace("_", r"\_").replace("#", r"\#")
-    with atomic_path(tex_path) as tmp:
-        Path(tmp).write_text(latex, encoding="utf-8")
+    export.write_csv(table, csv_path)  # safe to open in a spreadsheet, safe to \input (heart.common.export)
+    export.write_latex(table, tex_path, caption)
