@@ -120,7 +120,7 @@ def test_unknown_columns_are_refused_where_a_typo_would_change_the_meaning(tmp_p
     (b"r1,i1,m1,m2,2,1e300", r"line 2: field 'seconds_spent' is '1e300'"),
     (b"r1,i1,m1,m2,2,", r"line 2: field 'seconds_spent' is ''"),
     (b"\xe2\x80\x8b,i1,m1,m2,2,30", r"line 2: field 'rater_id' is empty"),
-    (b"r1,i1,m1,m2,2,30\nr1,i1,m1,m2,4,20", r"lines 2 and 3: rater 'r1' judged the same shown pair of an item twice"),
+    (b"r1,i1,m1,m2,2,30\nr1,i1,m1,m2,4,20", r"lines 2 and 3: .*rater 'r1' judged the same pair of an item twice"),
     # found by a second review: accepted before
     (b"r1,i1,m1,m2,\xef\xbc\x95,30", r"line 2: field 'choice' is '\uff15'; expected 1-5"),  # a full-width 5
     (b"r1,i1,m1,m2,3.0,30", r"line 2: field 'choice' is '3.0'"),
@@ -129,7 +129,7 @@ def test_unknown_columns_are_refused_where_a_typo_would_change_the_meaning(tmp_p
     (b"r1,i1,m1,m2,2,1e3", r"line 2: field 'seconds_spent' is '1e3'"),
     (b"r1,i1,m1,m2,2,30\nR1,i1,m1,m2,4,20", r"lines 2 and 3: field 'rater_id' has 'r1' and 'R1', "
                                             r"which differ only in case"),
-    (b"r1,i1,m1,m2,2,30\n r1 ,i1,m1,m2,4,20", r"lines 2 and 3: rater 'r1' judged the same shown pair"),
+    (b"r1,i1,m1,m2,2,30\n r1 ,i1,m1,m2,4,20", r"lines 2 and 3: .*rater 'r1' judged the same pair"),
     (b"r1,i1,m1,M2,2,30\nr2,i1,m2,m1,4,20", r"lines 2 and 3: fields 'shown_b' and 'shown_a' have 'M2' and 'm2'"),
 ], "completions": [
     (b"i1,c1,Hello.\ni1,C1,Hi.", r"lines 2 and 3: field 'contributor_id' has 'c1' and 'C1'"),

@@ -30,7 +30,7 @@ def test_orientation_of_the_five_point_choice(tmp_path, design):
     ref = lambda s, c: s if pd.isna(c) else f"{s}#{c}"  # noqa: E731
     a, b = ref(p.system_a, p.contributor_a), ref(p.system_b, p.contributor_b)
     path = write(tmp_path, f"r1,{p.item_id},{a},{b},1,30,,\n"  # shown as in the pair: A much better
-                           f"r1,{p.item_id},{b},{a},2,30,,\n"  # swapped: the shown A (= system_b) slightly
+                           f"r3,{p.item_id},{b},{a},2,30,,\n"  # swapped: the shown A (= system_b) slightly
                            f"r2,{p.item_id},{a},{b},3,30,same,\n")  # about the same
     raw = hj.read(path)
     raters = hj.quality_control(raw, 0.5, 5, 900)

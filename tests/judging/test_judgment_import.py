@@ -178,7 +178,7 @@ def test_bad_files(tmp_path):
          r"v.jsonl, line 1: field 'judge' is missing"),
         ("v.jsonl", json.dumps({**BASE, "rationale": ["a"]}) + "\n",
          r"v.jsonl, line 1: field 'rationale' is \['a'\]; expected text"),
-        ("v.jsonl", '{"item": "i", "item": "j"}\n', r"v.jsonl, line 1: field 'item' appears more than once"),
+        ("v.jsonl", '{"item": "i", "item": "j"}\n', r"v.jsonl, line 1: field 'item': the key appears twice in one object"),
         ("v.jsonl", json.dumps({**BASE, "strength": True}) + "\n", r"v.jsonl, line 1: field 'strength' is True"),
         ("v.jsonl", json.dumps({**BASE, "strength": 7}) + "\n", r"v.jsonl, line 1: field 'strength' is '7'"),
         ("v.jsonl", json.dumps({**BASE, "judge": None}) + "\n", r"v.jsonl, line 1: field 'judge' is empty"),

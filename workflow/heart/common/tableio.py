@@ -14,6 +14,7 @@ import json
 import os
 import re
 import unicodedata
+from decimal import Decimal
 from functools import lru_cache
 from io import StringIO
 from pathlib import Path
@@ -23,6 +24,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import yaml
 
+from heart.common import strict_json
 from heart.common.atomic import move_all, ordinary_permissions, temp_beside
 from heart import WORKFLOW_DIR
 
@@ -195,8 +197,11 @@ class RecordError(ValueError):
 
 CSV_HINT = ("fields holding commas, quotes or line breaks must be double-quoted, and the file must be UTF-8 "
             "(a byte-order mark is accepted)")
-#: C0 and C1 control characters other than tab and line breaks (they can drive a terminal or hide text)
-_CONTROL = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]")
+#: C0 and C1 control characters other than tab and line breaks (they can drive a terminal or hide text), and
+#: lone surrogates (a JSON "\\ud800" escape decodes to one; no Parquet table can store it)
+_CONTROL = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\ud800-\udfff]")
+#: the longest field read, in every format (CSV's own limit, csv.field_size_limit())
+MAX_FIELD_CHARS = 131_072
 
 
 def _decode(path: Path, raw: bytes) -> str:
@@ -304,8 +309,13 @@ def _checked(path, header, records, lines, required, optional, allow_extra, ids,
         for col, value in zip(header, record):
             bad = _CONTROL.search(value)
             if bad:
-                raise RecordError(f"{path}, {record_label(path, line)}: field {col!r} contains the control character "
-                                  f"U+{ord(bad.group()):04X}")
+                what = "a lone surrogate" if "\ud800" <= bad.group() <= "\udfff" else "the control character"
+                raise RecordError(f"{path}, {record_label(path, line)}: field {col!r} contains {what} "
+                                  f"U+{ord(bad.group()):04X}" + ("; it is not text (a JSON \\ud800 escape?)"
+                                                                 if what != "the control character" else ""))
+            if len(value) > MAX_FIELD_CHARS:
+                raise RecordError(f"{path}, {record_label(path, line)}: field {col!r} holds {len(value):,} "
+                                  f"characters; at most {MAX_FIELD_CHARS:,} (as in a CSV file) are read")
     table = pd.DataFrame(records, columns=header, dtype=object) if records else pd.DataFrame(columns=header)
     for col in optional:
         if col not in table.columns:
@@ -329,15 +339,11 @@ def _scalar_text(value, path, label: str, col: str) -> str:
         return str(value)
     if isinstance(value, float):
         return str(int(value)) if value.is_integer() else repr(value)
+    if isinstance(value, Decimal):  # a JSON number with a fraction or exponent, exactly as written
+        if value == value.to_integral_value() and abs(value.adjusted()) <= strict_json.MAX_DIGITS:
+            return str(int(value))
+        return str(value)
     raise RecordError(f"{path}, {label}: field {col!r} is {value!r:.60}; expected text or a number")
-
-
-def _unique_keys(pairs):
-    keys = [k for k, _ in pairs]
-    repeated = next((k for k in keys if keys.count(k) > 1), None)
-    if repeated is not None:
-        raise ValueError(f"field {repeated!r} appears more than once")
-    return dict(pairs)
 
 
 def _jsonl_records(path: Path, required=(), optional=(), allow_extra: bool = False):
@@ -354,13 +360,12 @@ def _jsonl_records(path: Path, required=(), optional=(), allow_extra: bool = Fal
         if not line.strip():
             continue
         where = f"{path}, line {n}"
-        try:
-            obj = json.loads(line, object_pairs_hook=_unique_keys)
-        except json.JSONDecodeError as exc:
-            raise RecordError(f"{where}: not valid JSON ({exc.msg}, column {exc.colno}); write one JSON object "
-                              "per line") from None
-        except ValueError as exc:
-            raise RecordError(f"{where}: {exc}") from None
+        try:  # deep nesting, a key twice, NaN/Infinity, a 50,000-digit number: each named (strict_json)
+            obj = strict_json.loads(line, bad_chars=False)  # characters: checked per field in _checked
+        except strict_json.StrictJSONError as exc:
+            field = f"field {exc.where[0]!r}: " if exc.where else ""
+            hint = "; write one JSON object per line" if exc.pos is not None else ""
+            raise RecordError(f"{where}: {field}{exc.problem}{hint}") from None
         if not isinstance(obj, dict):
             raise RecordError(f"{where}: is a JSON {type(obj).__name__}, not an object; write one JSON object "
                               "per line")
@@ -399,8 +404,34 @@ def two_records(label_1: str, label_2: str) -> str:
     return f"{unit_1}s {n_1} and {n_2}" if unit_1 == unit_2 else f"{label_1} and {label_2}"
 
 
+#: Cyrillic and Greek letters that look like Latin ones (after casefolding), from Unicode's confusables
+#: (UTS #39): "gрt-4o" with a Cyrillic "р" and "gpt-4o" would otherwise be two systems, silently
+HOMOGLYPHS = str.maketrans({
+    "а": "a", "в": "b", "е": "e", "ё": "ë", "к": "k", "м": "m", "н": "h", "о": "o", "р": "p", "с": "c",
+    "т": "t", "у": "y", "х": "x", "ѕ": "s", "і": "i", "ї": "ï", "ј": "j", "ԁ": "d", "ԛ": "q", "ԝ": "w",
+    "ү": "y", "һ": "h", "ӏ": "l", "ɡ": "g",
+    "α": "a", "β": "b", "ε": "e", "ζ": "z", "η": "n", "ι": "i", "κ": "k", "μ": "u", "ν": "v", "ο": "o",
+    "ρ": "p", "τ": "t", "υ": "u", "χ": "x", "ϲ": "c", "ϳ": "j",
+})
+
+
+def skeleton(value: str) -> str:
+    """How an id is compared for look-alikes: casefolded, look-alike Cyrillic and Greek letters as Latin."""
+    return value.casefold().translate(HOMOGLYPHS)
+
+
+def _alike(a: str, b: str) -> str:
+    """Why ids ``a`` and ``b`` (same :func:`skeleton`) clash: their case, or a letter of another script."""
+    if a.casefold() == b.casefold():
+        return "which differ only in case"
+    odd = next((ch for ch in a + b if ord(ch.casefold()[0]) in HOMOGLYPHS), None)
+    what = f"{unicodedata.name(odd, 'a letter')} U+{ord(odd):04X}" if odd else "a letter of another script"
+    return f"which look alike ({what} in one of them looks like a Latin letter)"
+
+
 def same_but_for_case(path, table: pd.DataFrame, columns, labels=None) -> None:
-    """Error when two values of ``columns`` (one vocabulary) differ only in case (empty values skipped).
+    """Error when two values of ``columns`` (one vocabulary) differ only in case or look alike (the same
+    :func:`skeleton`: a Cyrillic "р" for a Latin "p"); empty values skipped.
 
     ``labels``: each row's record label (default: :func:`record_label` of the table's ``line``).
     """
@@ -410,12 +441,12 @@ def same_but_for_case(path, table: pd.DataFrame, columns, labels=None) -> None:
         for col, value in zip(columns, values):
             if value is None or pd.isna(value):
                 continue
-            seen = first.setdefault(value.casefold(), (value, col, label))
+            seen = first.setdefault(skeleton(value), (value, col, label))
             if seen[0] != value:
                 lines = two_records(seen[2], label)
                 fields = f"field {col!r} has" if seen[1] == col else f"fields {seen[1]!r} and {col!r} have"
-                raise RecordError(f"{path}, {lines}: {fields} {seen[0]!r} and {value!r}, which differ only in "
-                                  "case; ids are compared exactly, so write one id one way")
+                raise RecordError(f"{path}, {lines}: {fields} {seen[0]!r} and {value!r}, {_alike(seen[0], value)}; "
+                                  "ids are compared exactly, so write one id one way")
 
 
 def read_csv(path, **kwargs) -> pd.DataFrame:

@@ -4,6 +4,7 @@ rules human_completions, import_completions), each row checked and every rejecte
 
 from __future__ import annotations
 
+import math
 import re
 from pathlib import Path
 
@@ -106,8 +107,10 @@ def import_system(path, items: pd.DataFrame, system: str) -> tuple[pd.DataFrame,
 
     def bad_number(row):
         bad = next((c for c in IMPORTED_NUMBERS if getattr(row, c).strip()
-                    and not _NUMBER.fullmatch(getattr(row, c).strip())), None)
-        return f"field {bad!r} is {getattr(row, bad)!r}; expected a number >= 0 (or empty)" if bad else None
+                    and not (_NUMBER.fullmatch(getattr(row, c).strip())
+                             and math.isfinite(float(getattr(row, c).strip())))), None)
+        return (f"field {bad!r} is {getattr(row, bad)!r:.60}; expected a finite number >= 0 (or empty)"
+                if bad else None)
 
     ok, problems = _screen(df, items, "a second completion of this system for this context (and contributor)",
                            before=unnamed, after=bad_number)

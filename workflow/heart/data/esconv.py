@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import re
 import urllib.error
 import urllib.request
 from decimal import Decimal
@@ -29,9 +28,23 @@ import jsonschema
 import pandas as pd
 import yaml
 
-from heart.common.atomic import atomic_path, sha256_file
-from heart.common.tableio import format_path
 from heart import WORKFLOW_DIR
+from heart.common.atomic import atomic_path, sha256_file
+from heart.common.strict_json import (
+    MAX_DEPTH,
+    Duplicates,
+    HugeNumber,
+    bad_text,
+    brackets,
+    find_duplicates,
+    find_huge,
+    find_undecodable,
+    int_hook,
+    pairs_hook,
+    too_deep,
+    too_deep_at,
+)
+from heart.common.tableio import format_path
 
 SCHEMA_PATH = WORKFLOW_DIR / "schemas" / "esconv.schema.yaml"
 
@@ -68,19 +81,8 @@ def _validator() -> jsonschema.protocols.Validator:
 
 _TEXT_PATTERN = _SCHEMA["$defs"]["text"]["pattern"]
 _SCORE_DIGITS = _SCHEMA["$defs"]["score"]["anyOf"][0]["enum"]
-#: lone surrogates (unencodable: "\\ud800" is valid JSON) and C0/C1 control characters other than tab and
-#: line breaks (ESC and CSI can drive a terminal; the real ESConv has none)
-_BAD_CHARS = re.compile("[\ud800-\udfff\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]")
-_UNDECODABLE = re.compile("[\udc80-\udcff]")  # bytes that were not UTF-8, as surrogateescape decodes them
 
 
-def _bad_text(obj):
-    """(path, character) of the first string (key or value) holding a character no table can store."""
-    for path, node in _walk(obj):
-        hit = _BAD_CHARS.search(node) if isinstance(node, str) else None
-        if hit:
-            return path, hit.group()
-    return None
 
 
 def _field_name(path) -> str:
@@ -117,129 +119,35 @@ def _fail(path, index, field, problem) -> ESConvFormatError:
     return ESConvFormatError(f"{path}: {where}: {problem}")
 
 
-def _brackets(text: str, end: int | None = None):
-    """(position, depth after it, opening?) of every bracket of ``text[:end]`` outside JSON strings."""
-    depth, in_string, escaped = 0, False, False
-    for pos, ch in enumerate(text if end is None else text[:end]):
-        if in_string:
-            if escaped:
-                escaped = False
-            elif ch == "\\":
-                escaped = True
-            elif ch == '"':
-                in_string = False
-        elif ch == '"':
-            in_string = True
-        elif ch in "[{":
-            depth += 1
-            yield pos, depth, True
-        elif ch in "]}":
-            depth -= 1
-            yield pos, depth, False
 
 
 def _conversation_index_at(text: str, pos: int) -> int | None:
     """Index of the top-level array element that contains character ``pos`` (None if outside)."""
     index, depth = -1, 0
-    for _, depth, opening in _brackets(text, pos):
+    for _, depth, opening in brackets(text, pos):
         if opening and depth == 2:
             index += 1
     return index if index >= 0 and depth >= 2 else None
 
 
-def _walk(obj, path=()):
-    """Every (path, node) of parsed JSON in document order; an object's keys are nodes at their value's path."""
-    yield path, obj
-    if isinstance(obj, dict):
-        for k, v in obj.items():
-            yield path + (k,), k
-            yield from _walk(v, path + (k,))
-    elif isinstance(obj, list):
-        for i, v in enumerate(obj):
-            yield from _walk(v, path + (i,))
 
 
-def _find_undecodable(obj):
-    """The path of the first string holding undecodable bytes (surrogate escapes), or None."""
-    return next((p for p, v in _walk(obj) if isinstance(v, str) and _UNDECODABLE.search(v)), None)
 
 
-MAX_DEPTH = 64  # deeper nesting is refused (ESConv itself nests 5 levels; the JSON reader stops near 1,000)
 
 
-def _too_deep(obj):
-    """The path of the first value nested deeper than :data:`MAX_DEPTH`, or None (without recursion).
-
-    Depths alone are followed (no path per node: this runs on every file); the path is rebuilt only for
-    a file that is too deep.
-    """
-    stack = [(0, obj)]
-    while stack:
-        depth, node = stack.pop()
-        if depth > MAX_DEPTH:
-            break
-        children = node.values() if isinstance(node, dict) else node if isinstance(node, list) else ()
-        stack.extend((depth + 1, child) for child in children if isinstance(child, (dict, list)) or depth == MAX_DEPTH)
-    else:
-        return None
-    stack = [((), obj)]
-    while stack:
-        path, node = stack.pop()
-        if len(path) > MAX_DEPTH:
-            return path
-        if isinstance(node, dict):
-            stack.extend((path + (k,), v) for k, v in reversed(list(node.items())))
-        elif isinstance(node, list):
-            stack.extend((path + (i,), v) for i, v in reversed(list(enumerate(node))))
-    return None
 
 
-class _Duplicates(dict):
-    """An object whose key list held a key twice (``keys_twice``); the first value is kept."""
-
-    keys_twice: list
 
 
-def _pairs_hook(found: list):
-    def hook(pairs):
-        obj = dict(pairs)
-        if len(obj) != len(pairs):
-            seen, twice = set(), []
-            for k, _ in pairs:
-                if k in seen:
-                    twice.append(k)
-                seen.add(k)
-            obj = _Duplicates(pairs[::-1])  # first occurrence wins, as it is reported
-            obj.keys_twice = twice
-            found.append(obj)
-        return obj
-    return hook
 
 
-MAX_DIGITS = 30  # an integer longer than this is no rating (and beyond 4,300 digits Python refuses it)
 
 
-class _HugeNumber:
-    """An integer of more than :data:`MAX_DIGITS` digits, kept as its digit count for the message."""
-
-    def __init__(self, digits: str):
-        self.digits = len(digits.lstrip("-"))
 
 
-def _int_hook(found: list):
-    """A ``parse_int`` that keeps a number of more than :data:`MAX_DIGITS` digits as a :class:`_HugeNumber`
-    (also listed in ``found``, so that only a file holding one is searched for where)."""
-    def hook(digits: str):
-        if len(digits) <= MAX_DIGITS:
-            return int(digits)
-        found.append(_HugeNumber(digits))
-        return found[-1]
-    return hook
 
 
-def _find_huge(obj):
-    """(path, node) of the first integer too long to be read, or None."""
-    return next(((p, v) for p, v in _walk(obj) if isinstance(v, _HugeNumber)), None)
 
 
 def _locate(where) -> tuple[int | None, str]:
@@ -251,14 +159,8 @@ def _locate(where) -> tuple[int | None, str]:
     return None, format_path(where) or "(top level)"
 
 
-def _find_duplicates(obj):
-    """(path, key) of the first object with a key twice, in document order; None if there is none."""
-    return next(((p, v.keys_twice[0]) for p, v in _walk(obj) if isinstance(v, _Duplicates)), None)
 
 
-def _too_deep_at(text: str) -> int:
-    """Character position where the nesting of ``text`` first goes deeper than :data:`MAX_DEPTH`."""
-    return next((pos for pos, depth, _ in _brackets(text) if depth > MAX_DEPTH), len(text))
 
 
 def read_raw(path: str | Path) -> list[dict]:
@@ -295,7 +197,7 @@ def read_raw(path: str | Path) -> list[dict]:
         lossy = raw.decode("utf-8", errors="surrogateescape")
         where = f"byte {exc.start}"
         try:
-            loc = _find_undecodable(json.loads(lossy, parse_int=_int_hook([]), parse_float=Decimal))
+            loc = find_undecodable(json.loads(lossy, parse_int=int_hook([]), parse_float=Decimal))
         except (ValueError, RecursionError):
             loc = None
         if loc and isinstance(loc[0], int):
@@ -304,33 +206,33 @@ def read_raw(path: str | Path) -> list[dict]:
         raise _fail(path, index, "text", f"not valid UTF-8 ({where})") from None
     if not text.strip():
         raise ESConvFormatError(f"{path}: file is empty")
-    duplicates: list[_Duplicates] = []
-    huge_numbers: list[_HugeNumber] = []
+    duplicates: list[Duplicates] = []
+    huge_numbers: list[HugeNumber] = []
     try:
         # a number with a fraction or exponent stays a Decimal, which the schema's integer ratings refuse:
         # as a float, 5.0 or 4.99999999999999999999 would pass as the rating 5
-        data = json.loads(text, object_pairs_hook=_pairs_hook(duplicates), parse_int=_int_hook(huge_numbers),
+        data = json.loads(text, object_pairs_hook=pairs_hook(duplicates), parse_int=int_hook(huge_numbers),
                           parse_float=Decimal)
     except json.JSONDecodeError as exc:
         index = _conversation_index_at(text, exc.pos)
         problem = f"invalid JSON at line {exc.lineno}, column {exc.colno}: {exc.msg}"
         raise _fail(path, index, "json", problem) from None
     except RecursionError:
-        pos = _too_deep_at(text)
+        pos = too_deep_at(text)
         index = _conversation_index_at(text, pos)
         raise _fail(path, index, "json", f"nested more than {MAX_DEPTH} levels deep (at character {pos}); "
                     "ESConv nests 5 levels") from None
-    deep = _too_deep(data)
+    deep = too_deep(data)
     if deep:
         index = deep[0] if isinstance(deep[0], int) else None
         under = format_path(deep[1:4] if index is not None else deep[:3])
         raise _fail(path, index, "json", f"nested more than {MAX_DEPTH} levels deep (under {under}); "
                     "ESConv nests 5 levels") from None
     if duplicates:
-        where, key = _find_duplicates(data) or ((), duplicates[0].keys_twice[0])
+        where, key = find_duplicates(data) or ((), duplicates[0].keys_twice[0])
         raise _fail(path, *_locate([*where, key]),
                     "the key appears twice in one object (a JSON reader keeps one silently); remove one") from None
-    huge = _find_huge(data) if huge_numbers else None
+    huge = find_huge(data) if huge_numbers else None
     if huge:
         raise _fail(path, *_locate(huge[0]), f"a number of {huge[1].digits} digits; no ESConv field holds "
                     "one (ratings are 0 to 5)") from None
@@ -362,7 +264,7 @@ def validate_conversation(conv, index: int, path) -> None:
         first = min(errors, key=order)
         same_field = [e for e in errors if list(e.absolute_path) == list(first.absolute_path)]
         raise _fail(path, index, *_describe(jsonschema.exceptions.best_match(same_field)))
-    bad = _bad_text(conv)
+    bad = bad_text(conv)
     if bad:
         what = "a lone surrogate" if "\ud800" <= bad[1] <= "\udfff" else "the control character"
         raise _fail(path, index, _field_name(bad[0]), f"contains {what} U+{ord(bad[1]):04X}")

@@ -26,7 +26,6 @@ Hippocratic-AI-Research/HEART; format in ``workflow/schemas/release.schema.yaml`
 from __future__ import annotations
 
 import difflib
-import json
 from collections import Counter
 from functools import lru_cache
 from pathlib import Path
@@ -38,7 +37,8 @@ import yaml
 from heart.items import item_table as items_mod
 from heart.items import screening
 from heart.common.atomic import sha256_file
-from heart.common.tableio import format_path
+from heart.common import strict_json
+from heart.common.tableio import format_path, is_blank
 from heart import WORKFLOW_DIR
 from heart.common.vocabulary import SUBSETS
 
@@ -93,11 +93,13 @@ def read(path, subset: str) -> list[dict]:
             "'release: {local_copy: /path/to/folder}' (the folder holding dialogues_regular.json and "
             "dialogues_adversarial.json), or set release.local_copy to null to download it.")
     try:
-        data = json.loads(path.read_bytes().decode("utf-8-sig"))
+        text = path.read_bytes().decode("utf-8-sig")
     except UnicodeDecodeError as exc:
         raise ReleaseFormatError(f"{path}: not UTF-8 text (byte {exc.start})") from None
-    except json.JSONDecodeError as exc:
-        raise ReleaseFormatError(f"{path}: not JSON: {exc.msg} at line {exc.lineno}, column {exc.colno}") from None
+    try:  # duplicate keys, huge numbers, NaN, deep nesting, lone surrogates, control characters: located
+        data = strict_json.loads(text)
+    except strict_json.StrictJSONError as exc:
+        raise ReleaseFormatError(f"{path}: {_located(exc.where)}{exc.problem}") from None
     if not isinstance(data, list):
         raise ReleaseFormatError(f"{path}: expected a JSON list of records, got {type(data).__name__}")
     base, regular = _validators()
@@ -115,11 +117,25 @@ def read(path, subset: str) -> list[dict]:
                 if error.validator == "pattern":
                     raise ReleaseFormatError(f"{where}, {field}: is empty or blank")
                 raise ReleaseFormatError(f"{where}, {field}: {error.message:.200}")
+        blank = next((p for p, v in strict_json.walk(rec) if isinstance(v, str) and p and p[-1] != v
+                      and is_blank(v)), None)
+        if blank is not None:
+            raise ReleaseFormatError(f"{where}, {format_path(blank)}: is empty or blank (white space or invisible "
+                                     "characters only)")
         speakers = rec.get("prev_speakers")
         if speakers is not None and len(speakers) != len(rec["dialogue_history"]):
             raise ReleaseFormatError(f"{where}, prev_speakers: {len(speakers)} speakers for "
                                      f"{len(rec['dialogue_history'])} dialogue_history entries")
     return data
+
+
+def _located(where) -> str:
+    """"record 3, field: " for a JSON path into the file's list of records ("" where it has none)."""
+    if not where:
+        return ""
+    if isinstance(where[0], int):
+        return f"record {where[0]}" + (f", {format_path(where[1:])}" if len(where) > 1 else "") + ": "
+    return f"{format_path(where)}: "
 
 
 def roles(record: dict, subset: str) -> list[str]:

@@ -58,7 +58,7 @@ def read(path) -> pd.DataFrame:
     Rejected: what :func:`heart.common.tableio.read_records` rejects (encoding, truncation, missing, repeated or
     unknown columns), an empty id, a choice outside 1-5, seconds that are not a number in [0, 86400],
     a quality-check side other than A/B, A and B naming the same completion, and one rater judging the
-    same shown pair of an item twice (quality-check rows may repeat).
+    same pair of an item twice, in either shown order (quality-check rows may repeat).
     """
     path = Path(path)
     try:
@@ -83,13 +83,15 @@ def read(path) -> pd.DataFrame:
                                      "expected A, B or empty (not a quality check)")
         if row.shown_a == row.shown_b:
             raise HumanJudgmentError(f"{where}: fields 'shown_a' and 'shown_b' name the same completion")
-    key = ["rater_id", "item_id", "shown_a", "shown_b"]
     judgments = table[table["qc_expected"] == ""]  # a quality check may be shown to a rater more than once
-    repeated = judgments[judgments.duplicated(key, keep=False)]
-    if len(repeated):
-        first = repeated.groupby(key, sort=False)["line"].apply(list).iloc[0]
-        raise HumanJudgmentError(f"{path}, lines {first[0]} and {first[1]}: rater {repeated.iloc[0]['rater_id']!r} "
-                                 "judged the same shown pair of an item twice; keep one judgment")
+    seen: dict[tuple, int] = {}
+    for r in judgments.itertuples():  # the pair in either shown order: A/B swapped is the same pair
+        key = (r.rater_id, r.item_id, *sorted((r.shown_a, r.shown_b)))
+        if key in seen:
+            raise HumanJudgmentError(f"{path}, lines {seen[key]} and {r.line}: fields 'rater_id', 'item_id', "
+                                     f"'shown_a', 'shown_b': rater {r.rater_id!r} judged the same pair of an item "
+                                     "twice (in either shown order); keep one judgment")
+        seen[key] = r.line
     for col in OPTIONAL:
         table[col] = table[col].replace("", None)
     table["choice"] = table["choice"].astype(int)
@@ -144,7 +146,7 @@ def resolve_items(table: pd.DataFrame, items: pd.DataFrame, path) -> pd.DataFram
                                      "neither an item_id nor a release_key (e.g. 'regular:17') of the items "
                                      "table; check the key, or mark a quality-check row with qc_expected")
         out.at[idx, "item_id"] = keys[r["item_id"]]
-        key = (r["rater_id"], keys[r["item_id"]], r["shown_a"], r["shown_b"])
+        key = (r["rater_id"], keys[r["item_id"]], *sorted((r["shown_a"], r["shown_b"])))
         if key in seen:
             raise HumanJudgmentError(f"{path}, lines {seen[key]} and {r['line']}: rater {r['rater_id']!r} "
                                      "judged the same shown pair of an item twice (field 'item_id' names the "
