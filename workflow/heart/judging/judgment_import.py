@@ -79,7 +79,7 @@ ID_GROUPS = [("item",), ("system_a", "system_b"), ("contributor_a", "contributor
              ("conversation",), ("subset",)]
 _ID_FIELDS = {c for g in ID_GROUPS for c in g}
 _NUMBER_FIELDS = {"strength", "seconds_spent"}
-_STRENGTH = re.compile(r"[1-5]", re.ASCII)
+_STRENGTH = re.compile(r"[1-5](?:\.0+)?", re.ASCII)  # "4.0": how pandas writes a whole number beside gaps
 _CONTROL = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]")
 _ref = pairs_mod.completion_ref  # how a completion is named: <system> or <system>#<contributor>
 _EXPECTED = f"expected {', '.join(REQUIRED)} (+ optional {', '.join(OPTIONAL)})"
@@ -203,7 +203,7 @@ def check(records: list[dict], path, labels: list[str]) -> pd.DataFrame:
     _one_value_per_item(table, "item", "conversation")
     _one_value_per_item(table, "item", "subset")
     check_duplicates(table, "item")
-    table["strength"] = pd.array([None if v is None else int(v) for v in table["strength"]], dtype="Int64")
+    table["strength"] = pd.array([None if v is None else int(float(v)) for v in table["strength"]], dtype="Int64")
     table["seconds_spent"] = [math.nan if v is None else float(v) for v in table["seconds_spent"]]
     return table
 

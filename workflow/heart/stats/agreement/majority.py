@@ -108,7 +108,8 @@ def shown_pairs(judgments: pd.DataFrame, index, judge_kind: str, judge: str | No
     sel = judgments["judge_kind"] == judge_kind
     if judge is not None:
         sel &= judgments["judge"] == judge
-    return np.isin(np.asarray(index, dtype=object), judgments.loc[sel, "pair_id"].unique())
+    # a hash lookup: numpy's isin on object arrays compares every pair (minutes at paper scale)
+    return pd.Index(np.asarray(index, dtype=object)).isin(judgments.loc[sel, "pair_id"].unique())
 
 
 def as_vote(winners) -> np.ndarray:
