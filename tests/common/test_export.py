@@ -51,3 +51,27 @@ def test_a_latex_table_escapes_cells_headers_and_caption():
     assert r"\input" not in tex and r"\def" not in tex
     assert r"sys\_name" in tex and r"\textbackslash{}input\{x\}" in tex and r"5\%" in tex
     assert "--" in tex and tex.startswith(r"\begin{table}")
+
+
+def test_a_csv_written_safe_reads_back_as_written(tmp_path):
+    """The workflow's own exports (the human-data files) go through the same reader: the apostrophe a
+    formula-like text gets is taken off again, so a crowd worker's "- I hear you" survives the round trip."""
+    from heart.common import tableio
+
+    texts = ["- I hear you.", "=SUM(A1)", "+1 to that", "@you", "plain", "-3", "'quoted' already"]
+    export.write_csv(pd.DataFrame({"item_id": [f"i{k}" for k in range(len(texts))], "text": texts}),
+                     tmp_path / "c.csv")
+    assert "'- I hear you." in (tmp_path / "c.csv").read_text()
+    assert tableio.read_records(tmp_path / "c.csv", ["item_id", "text"])["text"].tolist() == texts
+
+
+def test_a_csv_strength_written_by_pandas_beside_gaps_is_a_whole_number(tmp_path):
+    from heart.judging import judgment_import as ji
+
+    path = tmp_path / "votes.csv"
+    path.write_text("item,system_a,system_b,judge,judge_kind,winner,strength\n"
+                    "i1,m1,m2,j1,llm,a,4.0\ni2,m1,m2,j1,llm,a,\ni3,m1,m2,j1,llm,a,4.5\n")
+    with pytest.raises(ji.JudgmentImportError, match=r"votes.csv, line 4: field 'strength' is '4.5'"):
+        ji.read(path)
+    path.write_text("\n".join(path.read_text().splitlines()[:3]) + "\n")
+    assert ji.read(path)["strength"].tolist()[0] == 4

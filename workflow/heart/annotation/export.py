@@ -22,6 +22,7 @@ import pandas as pd
 
 from heart.annotation import store
 from heart.common.atomic import atomic_path, sha256_file
+from heart.common.export import spreadsheet_safe
 
 COMPLETION_COLUMNS = ["item_id", "contributor_id", "text", "seconds_spent", "pasted"]
 JUDGMENT_COLUMNS = ["rater_id", "item_id", "shown_a", "shown_b", "choice", "seconds_spent", "rationale",
@@ -60,8 +61,8 @@ def _write(frame: pd.DataFrame, path) -> None:
     accepts."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    with atomic_path(path) as tmp:
-        frame.to_csv(tmp, index=False, quoting=csv.QUOTE_MINIMAL, lineterminator="\n")
+    with atomic_path(path) as tmp:  # a text that starts like a formula gets a "'" (read back without it)
+        spreadsheet_safe(frame).to_csv(tmp, index=False, quoting=csv.QUOTE_MINIMAL, lineterminator="\n")
         previous = sha256_file(path) if path.exists() else None
         with atomic_path(manifest_path(path)) as mtmp:
             Path(mtmp).write_text(json.dumps({"sha256": sha256_file(tmp), "previous": previous,

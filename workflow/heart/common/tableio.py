@@ -26,6 +26,7 @@ import yaml
 
 from heart.common import strict_json
 from heart.common.atomic import move_all, ordinary_permissions, temp_beside
+from heart.common.export import FORMULA_START
 from heart import WORKFLOW_DIR
 
 TABLE_SCHEMA_DIR = WORKFLOW_DIR / "schemas" / "tables"
@@ -291,6 +292,9 @@ def read_records(path, required, optional=(), allow_extra: bool = False, ids=())
         raise RecordError(f"{path}, line {start}: not readable as CSV ({exc}); the file may be truncated; "
                           f"{CSV_HINT}") from None
     header = [h.strip() for h in header]
+    # a cell that a spreadsheet (or heart.common.export) wrote as text with a leading "'" before = + - @:
+    # the text without it
+    records = [[v[1:] if v[:1] == "'" and v[1:2] in FORMULA_START else v for v in record] for record in records]
     return _checked(path, header, records, lines, required, optional, allow_extra, ids, expected)
 
 
