@@ -44,7 +44,7 @@ from typing import NamedTuple
 
 import pandas as pd
 
-from heart.common.atomic import atomic_path
+from heart.common import export
 
 MT_BENCH_WINNERS = {"model_a": "a", "model_b": "b", "tie": "tie"}
 #: gpt4_pair: the verdict FastChat combined over both orders -> the two orders' winners
@@ -209,8 +209,7 @@ def main(argv=None) -> int:
     except RecipeError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
-    with atomic_path(args.output) as tmp:
-        out.votes.to_csv(tmp, index=False)
+    export.write_csv(out.votes, args.output)  # atomically; safe to open in a spreadsheet (read back as written)
     print(f"{args.output}: {len(out.votes)} records ({out.describe()})")
     return 0
 
