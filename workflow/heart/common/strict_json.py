@@ -72,8 +72,8 @@ def find_undecodable(obj):
 MAX_DEPTH = 64  # deeper nesting is refused (ESConv itself nests 5 levels; the JSON reader stops near 1,000)
 
 
-def too_deep(obj):
-    """The path of the first value nested deeper than :data:`MAX_DEPTH`, or None (without recursion).
+def too_deep(obj, limit: int = MAX_DEPTH):
+    """The path of the first value nested deeper than ``limit``, or None (without recursion).
 
     Depths alone are followed (no path per node: this runs on every file); the path is rebuilt only for
     a file that is too deep.
@@ -81,16 +81,16 @@ def too_deep(obj):
     stack = [(0, obj)]
     while stack:
         depth, node = stack.pop()
-        if depth > MAX_DEPTH:
+        if depth > limit:
             break
         children = node.values() if isinstance(node, dict) else node if isinstance(node, list) else ()
-        stack.extend((depth + 1, child) for child in children if isinstance(child, (dict, list)) or depth == MAX_DEPTH)
+        stack.extend((depth + 1, child) for child in children if isinstance(child, (dict, list)) or depth == limit)
     else:
         return None
     stack = [((), obj)]
     while stack:
         path, node = stack.pop()
-        if len(path) > MAX_DEPTH:
+        if len(path) > limit:
             return path
         if isinstance(node, dict):
             stack.extend((path + (k,), v) for k, v in reversed(list(node.items())))
@@ -152,9 +152,16 @@ def find_duplicates(obj):
     return next(((p, v.keys_twice[0]) for p, v in walk(obj) if isinstance(v, Duplicates)), None)
 
 
-def too_deep_at(text: str) -> int:
-    """Character position where the nesting of ``text`` first goes deeper than :data:`MAX_DEPTH`."""
-    return next((pos for pos, depth, _ in brackets(text) if depth > MAX_DEPTH), len(text))
+def too_deep_at(text: str, limit: int = MAX_DEPTH) -> int:
+    """Character position where the nesting of ``text`` first goes deeper than ``limit``."""
+    return next((pos for pos, depth, _ in brackets(text) if depth > limit), len(text))
+
+
+def describe_char(ch: str) -> str:
+    """A character :data:`BAD_CHARS` finds, as an error names it: "a lone surrogate U+D800" or "the
+    control character U+001B"."""
+    what = "a lone surrogate" if "\ud800" <= ch <= "\udfff" else "the control character"
+    return f"{what} U+{ord(ch):04X}"
 
 
 class StrictJSONError(ValueError):
@@ -191,9 +198,9 @@ def loads(text: str, max_depth: int = MAX_DEPTH, bad_chars: bool = True):
         raise StrictJSONError(f"not valid JSON ({exc.msg}, line {exc.lineno}, column {exc.colno})",
                               pos=exc.pos) from None
     except RecursionError:
-        pos = next((p for p, depth, _ in brackets(text) if depth > max_depth), len(text))
+        pos = too_deep_at(text, max_depth)
         raise StrictJSONError(f"nested more than {max_depth} levels deep (at character {pos})", pos=pos) from None
-    deep = too_deep(data) if max_depth >= MAX_DEPTH else _deeper(data, max_depth)
+    deep = too_deep(data, max_depth)
     if deep:
         raise StrictJSONError(f"nested more than {max_depth} levels deep", where=deep[:max_depth])
     if duplicates:
@@ -206,20 +213,6 @@ def loads(text: str, max_depth: int = MAX_DEPTH, bad_chars: bool = True):
     if bad_chars:
         bad = bad_text(data)
         if bad:
-            what = "a lone surrogate" if "\ud800" <= bad[1] <= "\udfff" else "the control character"
-            raise StrictJSONError(f"contains {what} U+{ord(bad[1]):04X}", where=bad[0])
+            raise StrictJSONError(f"contains {describe_char(bad[1])}", where=bad[0])
     return data
 
-
-def _deeper(obj, limit: int):
-    """The path of the first value nested deeper than ``limit`` (a limit below :data:`MAX_DEPTH`), or None."""
-    stack = [((), obj)]
-    while stack:
-        path, node = stack.pop()
-        if len(path) > limit:
-            return path
-        if isinstance(node, dict):
-            stack.extend((path + (k,), v) for k, v in reversed(list(node.items())))
-        elif isinstance(node, list):
-            stack.extend((path + (i,), v) for i, v in reversed(list(enumerate(node))))
-    return None

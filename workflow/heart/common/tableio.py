@@ -198,9 +198,6 @@ class RecordError(ValueError):
 
 CSV_HINT = ("fields holding commas, quotes or line breaks must be double-quoted, and the file must be UTF-8 "
             "(a byte-order mark is accepted)")
-#: C0 and C1 control characters other than tab and line breaks (they can drive a terminal or hide text), and
-#: lone surrogates (a JSON "\\ud800" escape decodes to one; no Parquet table can store it)
-_CONTROL = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\ud800-\udfff]")
 #: the longest field read, in every format (CSV's own limit, csv.field_size_limit())
 MAX_FIELD_CHARS = 131_072
 
@@ -311,12 +308,13 @@ def _checked(path, header, records, lines, required, optional, allow_extra, ids,
         raise RecordError(f"{path}: unknown column(s) {', '.join(map(repr, unknown))}; {expected}")
     for record, line in zip(records, lines):
         for col, value in zip(header, record):
-            bad = _CONTROL.search(value)
+            # C0/C1 control characters but tab and line breaks (they can drive a terminal or hide text), and
+            # lone surrogates (a JSON "\\ud800" escape decodes to one; no Parquet table can store it)
+            bad = strict_json.BAD_CHARS.search(value)
             if bad:
-                what = "a lone surrogate" if "\ud800" <= bad.group() <= "\udfff" else "the control character"
-                raise RecordError(f"{path}, {record_label(path, line)}: field {col!r} contains {what} "
-                                  f"U+{ord(bad.group()):04X}" + ("; it is not text (a JSON \\ud800 escape?)"
-                                                                 if what != "the control character" else ""))
+                what = strict_json.describe_char(bad.group())
+                raise RecordError(f"{path}, {record_label(path, line)}: field {col!r} contains {what}"
+                                  + ("; it is not text (a JSON \\ud800 escape?)" if "surrogate" in what else ""))
             if len(value) > MAX_FIELD_CHARS:
                 raise RecordError(f"{path}, {record_label(path, line)}: field {col!r} holds {len(value):,} "
                                   f"characters; at most {MAX_FIELD_CHARS:,} (as in a CSV file) are read")

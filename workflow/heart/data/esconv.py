@@ -36,6 +36,7 @@ from heart.common.strict_json import (
     HugeNumber,
     bad_text,
     brackets,
+    describe_char,
     find_duplicates,
     find_huge,
     find_undecodable,
@@ -266,8 +267,7 @@ def validate_conversation(conv, index: int, path) -> None:
         raise _fail(path, index, *_describe(jsonschema.exceptions.best_match(same_field)))
     bad = bad_text(conv)
     if bad:
-        what = "a lone surrogate" if "\ud800" <= bad[1] <= "\udfff" else "the control character"
-        raise _fail(path, index, _field_name(bad[0]), f"contains {what} U+{ord(bad[1]):04X}")
+        raise _fail(path, index, _field_name(bad[0]), f"contains {describe_char(bad[1])}")
     vocabularies = {VOCABULARY_OF_SPEAKER[u["speaker"]] for u in conv["dialog"]}
     if len(vocabularies) > 1:
         raise _fail(

@@ -42,7 +42,7 @@ from scipy import stats
 from heart.stats import bootstrap
 from heart.stats.agreement.majority import ENSEMBLE, HUMAN_MAJORITY, majority
 from heart.stats.agreement.orientation import pair_meta
-from heart.stats.agreement.trivial import pair_lengths
+from heart.stats.agreement.trivial import NO_TEXTS, pair_lengths
 from heart.stats.multiple_testing import adjust_within_families
 
 POSITION_COLUMNS = ["judge", "n_verdicts", "n_shown_a_wins", "share_shown_a", "ci_low", "ci_high", "p_value",
@@ -152,8 +152,7 @@ def length_bias(judgments: pd.DataFrame, texts: pd.DataFrame, alpha: float = 0.0
         else:
             row.update(n_pairs=0, n_longer_wins=0, share_longer_wins=math.nan, ci_low=math.nan,
                        ci_high=math.nan, p_value=math.nan, status="absent",
-                       note=("no completion texts (analysis-only re-analyses judgments without the texts "
-                             "judged): lengths unknown" if texts is None or len(texts) == 0
+                       note=(f"{NO_TEXTS}: lengths unknown" if texts is None or len(texts) == 0
                              else f"no decided {label} verdict on a pair of unequal length"
                              if len(win) else f"{label} judgments are absent"))
         rows.append(row)

@@ -16,6 +16,8 @@ from heart.stats.agreement.majority import (
 from heart.stats.agreement.orientation import orient, pair_meta
 
 
+#: why "always-longer" and the length audit have nothing to measure in an analysis-only run
+NO_TEXTS = "no completion texts (analysis-only re-analyses judgments without the texts judged)"
 TRIVIAL_COLUMNS = ["reference", "judge", "judge_type", "n_pairs", "n_agree", "agreement", "ci_low", "ci_high",
                    "n_conversations", "n_no_verdict", "status", "note"]
 
@@ -131,12 +133,11 @@ def trivial_judges(judgments: pd.DataFrame, texts: pd.DataFrame, n_boot: int = 1
                *((j, "llm", wide[j], shown[j], "") for j in llm_judges),
                (LONGER, "trivial", longer, every_pair, longer_note),
                (POSITION_A, "trivial", pos_a, every_pair, pos_note)]
-    no_texts_why = "no completion texts (analysis-only re-analyses judgments without the texts judged)"
     for judge, jtype, comp, judged, note in entries:
         if not has_human:
             rows.append(absent(HUMAN_MAJORITY, judge, jtype, why_h))
         elif judge == LONGER and no_texts:
-            rows.append(absent(HUMAN_MAJORITY, judge, jtype, no_texts_why))
+            rows.append(absent(HUMAN_MAJORITY, judge, jtype, NO_TEXTS))
         elif jtype.startswith("llm") and not has_llm:
             rows.append(absent(HUMAN_MAJORITY, judge, jtype, "LLM judgments are absent"))
         else:
@@ -168,7 +169,7 @@ def trivial_judges(judgments: pd.DataFrame, texts: pd.DataFrame, n_boot: int = 1
             lj = loo_llm[loo_llm["judge"] == j].drop_duplicates("pair_id").set_index("pair_id")
             rows.append(row(LLM_MAJORITY, j, "llm", lj["other_winner"].reindex(meta.index), wide[j], shown[j],
                             "against the majority of the other LLM judges (leave-one-out)"))
-        rows.append(absent(LLM_MAJORITY, LONGER, "trivial", no_texts_why) if no_texts
+        rows.append(absent(LLM_MAJORITY, LONGER, "trivial", NO_TEXTS) if no_texts
                     else row(LLM_MAJORITY, LONGER, "trivial", ens, longer, every_pair, longer_note))
         rows.append(row(LLM_MAJORITY, POSITION_A, "trivial", ens, pos_a, every_pair, pos_note))
         if has_human:
