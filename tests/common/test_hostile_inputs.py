@@ -38,11 +38,11 @@ JSONL_ATTACKS = [
     ("huge_integer", json.dumps(BASE)[:-1] + ', "strength": ' + "9" * 50_000 + "}",
      r"line 1: field 'strength': a number of 50000 digits"),
     ("nan_strength", json.dumps(BASE)[:-1] + ', "strength": NaN}',
-     r"line 1: NaN is not a JSON number; leave the field empty"),
+     r"line 1: field 'strength': NaN is not a JSON number; leave the field empty"),
     ("infinity_seconds", json.dumps({**BASE, "judge_kind": "human"})[:-1] + ', "seconds_spent": Infinity}',
-     r"line 1: Infinity is not a JSON number"),
+     r"line 1: field 'seconds_spent': Infinity is not a JSON number"),
     ("minus_infinity", json.dumps({**BASE, "judge_kind": "human"})[:-1] + ', "seconds_spent": -Infinity}',
-     r"line 1: -Infinity is not a JSON number"),
+     r"line 1: field 'seconds_spent': -Infinity is not a JSON number"),
     ("duplicate_key", '{"item": "i1", "item": "i2", "system_a": "m1", "system_b": "m2", "judge": "j1", '
                       '"judge_kind": "llm", "winner": "a"}',
      r"line 1: field 'item': the key appears twice in one object"),
@@ -183,7 +183,7 @@ def test_an_imported_number_that_is_not_finite_is_a_named_violation(tmp_path, fi
 def test_a_spot_check_file_in_json_lines_with_a_nan_is_named(tmp_path):
     path = jsonl(tmp_path, '{"item_id": "i1", "system": "m", "strategy": "affirmation", "present": NaN}',
                  name="labels.jsonl")
-    with pytest.raises(ValueError, match=r"labels.jsonl, line 1: NaN is not a JSON number"):
+    with pytest.raises(ValueError, match=r"labels.jsonl, line 1: field 'present': NaN is not a JSON number"):
         spot_checks.read_spot_checks(path, {"strategies": [{"key": "affirmation"}]})
 
 
@@ -209,7 +209,7 @@ RELEASE_ATTACKS = [
     ("lone_surrogate", None, r"record 0, dialogue_history\[0\]: contains a lone surrogate U\+D83D"),
     ("invisible_only_entry", None, r"record 0, dialogue_history\[1\]: is empty or blank"),
     ("invisible_only_emotion", None, r"record 0, emotion_type: is empty or blank"),
-    ("nan_turn", lambda t: t.replace('"turn": ', '"turn": NaN, "y": ', 1), r"NaN is not a JSON number"),
+    ("nan_turn", lambda t: t.replace('"turn": ', '"turn": NaN, "y": ', 1), r"record 0, turn: NaN is not a JSON number"),
     ("deep_nesting", lambda t: "[" * 100_000 + "]" * 100_000, r"nested more than \d+ levels deep"),
 ]
 

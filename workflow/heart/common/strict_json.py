@@ -173,8 +173,20 @@ class StrictJSONError(ValueError):
         self.problem, self.where, self.pos = problem, where, pos
 
 
-def _reject_constant(name: str):
-    raise StrictJSONError(f"{name} is not a JSON number; leave the field empty (null)")
+class Constant:
+    """``NaN``, ``Infinity`` or ``-Infinity`` where a JSON text holds one (not JSON, but Python's reader takes
+    it), kept as its name so that :func:`loads` can say where it stands."""
+
+    def __init__(self, name: str):
+        self.name = name
+
+
+def constant_hook(found: list):
+    """A ``parse_constant`` that keeps each constant as a :class:`Constant` (also listed in ``found``)."""
+    def hook(name: str):
+        found.append(Constant(name))
+        return found[-1]
+    return hook
 
 
 def loads(text: str, max_depth: int = MAX_DEPTH, bad_chars: bool = True):
@@ -191,9 +203,10 @@ def loads(text: str, max_depth: int = MAX_DEPTH, bad_chars: bool = True):
     """
     duplicates: list = []
     huge: list = []
+    constants: list = []
     try:
         data = json.loads(text, object_pairs_hook=pairs_hook(duplicates), parse_int=int_hook(huge),
-                          parse_float=Decimal, parse_constant=_reject_constant)
+                          parse_float=Decimal, parse_constant=constant_hook(constants))
     except json.JSONDecodeError as exc:
         raise StrictJSONError(f"not valid JSON ({exc.msg}, line {exc.lineno}, column {exc.colno})",
                               pos=exc.pos) from None
@@ -210,6 +223,9 @@ def loads(text: str, max_depth: int = MAX_DEPTH, bad_chars: bool = True):
     found = find_huge(data) if huge else None
     if found:
         raise StrictJSONError(f"a number of {found[1].digits} digits", where=found[0])
+    found = next(((p, v) for p, v in walk(data) if isinstance(v, Constant)), None) if constants else None
+    if found:
+        raise StrictJSONError(f"{found[1].name} is not a JSON number; leave the field empty (null)", where=found[0])
     if bad_chars:
         bad = bad_text(data)
         if bad:
