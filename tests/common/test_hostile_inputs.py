@@ -251,3 +251,12 @@ def test_the_record_reader_caps_fields_in_every_format(tmp_path):
     path.write_text("item_id,contributor_id,text\ni1,c1," + "z" * 131_073 + "\n")
     with pytest.raises(tableio.RecordError, match=r"x.csv, line 2: a field is longer than 131,072"):
         tableio.read_records(path, ["item_id", "contributor_id", "text"])
+
+
+def test_a_blank_value_under_a_blank_key_is_named(tmp_path):
+    """The blank check reads values, never keys: a value equal to its key is still checked."""
+    records = good_records()
+    records[0]["\u200b"] = "\u200b"
+    path = release_file(tmp_path, json.dumps(records))
+    with pytest.raises(release.ReleaseFormatError, match=r"record 0, .*: is empty or blank"):
+        release.read(path, "regular")

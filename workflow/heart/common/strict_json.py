@@ -52,16 +52,18 @@ def brackets(text: str, end: int | None = None):
             yield pos, depth, False
 
 
-def walk(obj, path=()):
-    """Every (path, node) of parsed JSON in document order; an object's keys are nodes at their value's path."""
+def walk(obj, path=(), keys: bool = True):
+    """Every (path, node) of parsed JSON in document order; an object's keys are nodes at their value's path
+    (unless ``keys`` is False: values only)."""
     yield path, obj
     if isinstance(obj, dict):
         for k, v in obj.items():
-            yield path + (k,), k
-            yield from walk(v, path + (k,))
+            if keys:
+                yield path + (k,), k
+            yield from walk(v, path + (k,), keys)
     elif isinstance(obj, list):
         for i, v in enumerate(obj):
-            yield from walk(v, path + (i,))
+            yield from walk(v, path + (i,), keys)
 
 
 def find_undecodable(obj):

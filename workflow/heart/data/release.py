@@ -117,8 +117,7 @@ def read(path, subset: str) -> list[dict]:
                 if error.validator == "pattern":
                     raise ReleaseFormatError(f"{where}, {field}: is empty or blank")
                 raise ReleaseFormatError(f"{where}, {field}: {error.message:.200}")
-        blank = next((p for p, v in strict_json.walk(rec) if isinstance(v, str) and p and p[-1] != v
-                      and is_blank(v)), None)
+        blank = next((p for p, v in strict_json.walk(rec, keys=False) if isinstance(v, str) and is_blank(v)), None)
         if blank is not None:
             raise ReleaseFormatError(f"{where}, {format_path(blank)}: is empty or blank (white space or invisible "
                                      "characters only)")
