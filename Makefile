@@ -3,6 +3,7 @@
 #   make test   set up .venv and run the test suite, every tier (what CI runs)
 #   make test-fast   the quick loop while working: the unit and dag tiers on the project's own fixtures
 #                    (no Snakemake run, no model, not the real data of ../shared)
+#   make preview     what a config's run would call and cost, per stage and model (no key needed, no call made)
 #   make annotate    make the human tasks and serve the annotation pages (docs/human-data.md)
 #   make clean-results  remove everything the workflow made (results/, logs/, benchmarks/), keeping the
 #                    response cache and the human-data store
@@ -36,7 +37,7 @@ PORT ?= 8765
 # the browser tests drive Debian's chromium through its chromedriver
 BROWSER_PACKAGES := chromium chromium-driver
 
-.PHONY: setup run test test-fast browser annotate rehearsal clean-results
+.PHONY: setup run preview test test-fast browser annotate rehearsal clean-results
 
 setup: $(STAMP)
 
@@ -58,6 +59,9 @@ RUN_ARGS = $(if $(CONFIG),--configfile $(CONFIG)) $(if $(ESCONV)$(RELEASE),--con
 run: setup
 	$(VENV)/bin/snakemake --cores $(CORES) $(RUN_ARGS) $(SNAKEMAKE_ARGS)
 	$(VENV)/bin/snakemake --cores $(CORES) $(RUN_ARGS) $(SNAKEMAKE_ARGS) --report results/report.html
+
+preview: setup
+	$(VENV)/bin/snakemake results/llm/calls_preview.parquet --cores $(CORES) $(RUN_ARGS) $(SNAKEMAKE_ARGS)
 
 # two workers, a test file's tests on one, the longest files first (tests/conftest.py; xdist would otherwise
 # start the files with the most tests first, and the one-test local-model file last)

@@ -60,10 +60,18 @@ if not ANALYSIS_ONLY:
         merge_tags,
 
 
-# API keys: declared so Snakemake checks them at start-up and passes them to cluster
-# jobs; read from the environment by the LLM engine, never put in params or config.
+# API keys: the ones set are declared, so Snakemake passes them to cluster jobs; the LLM engine reads
+# them from the environment, never from params or config. A missing one does not stop a dry run, the
+# call preview or any job that calls no provider: the jobs that would call it stop before their first
+# call, naming every missing variable (heart.llm.engine.MissingKeyError).
 envvars:
-    *required_keys(),
+    *[key for key in required_keys() if os.environ.get(key)],
+
+
+if missing_keys := [key for key in required_keys() if not os.environ.get(key)]:
+    print(f"heart: API keys not set: {', '.join(missing_keys)}. Dry runs, the call preview and every job "
+          "that calls no provider run; a job that would call one stops before its first call and names "
+          "what to export.", file=sys.stderr)
 
 
 # a study: every table, figure and the response cache

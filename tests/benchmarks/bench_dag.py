@@ -23,7 +23,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 SNAKEMAKE = str(Path(sys.executable).with_name("snakemake"))
 COPY = ("Snakefile", "config", "workflow", "profiles", "envs")
-# paper.yaml declares its API keys with envvars:, checked even by a dry run; nothing here calls a model
+# the keys paper.yaml names are declared with envvars: when set; nothing here calls a model
 PLACEHOLDER_KEYS = {k: "dry-run-placeholder" for k in ("OPENAI_API_KEY", "ANTHROPIC_API_KEY", "GEMINI_API_KEY",
                                                         "TOGETHERAI_API_KEY", "DEEPINFRA_API_KEY")}
 

@@ -184,6 +184,9 @@ def test_paper_config_builds_the_300_released_items(workflow_copy):
     assert "'human-model': 13500, 'dataset-model': 4200" in log
     # family exclusion: each judge sees the pairs holding no model of its family, once each
     assert (judging["calls"] < 42_500).all() and (judging["calls"] > 20_000).all()
+    # the judges' known-answer quality checks are counted too: 280 regular items x 2 kinds, both orders, each judge
+    checks = preview[preview["stage"].str.startswith("quality checks")]
+    assert len(checks) == 3 and (checks["calls"] == 280 * 2 * 2).all()
     # the total is honest about what it cannot price
     unpriced = preview[preview["cost_status"].eq("unpriced")]
     assert len(unpriced) and unpriced["est_max_cost_usd"].isna().all()

@@ -12,7 +12,7 @@ import llm_test_server as srv
 from heart import WORKFLOW_DIR
 from heart.llm.answers import parse_structured
 from heart.llm.cache import ResponseCache, cache_key
-from heart.llm.engine import LLMStageError, prefix_order, run_requests
+from heart.llm.engine import LLMStageError, MissingKeyError, missing_keys, prefix_order, run_requests
 from heart.llm.local_server import LocalServer
 from heart.llm.models import ModelSpec
 from heart.llm.pacing import Pacer, RateLimiter
@@ -462,3 +462,25 @@ def test_a_models_limits_are_split_over_the_jobs_of_a_stage(tmp_path):
         input=Namedlist(fromdict={"prompt": str(prompt)}), scriptdir=str(ROOT / "workflow/scripts"), rule="judge_pairs", config={})
     stage = Stage.of(smk)
     assert stage.spec.max_concurrency == 4 and stage.engine.specs["m"] is stage.spec and stage.shard == "3of8"
+
+
+def test_a_missing_key_stops_the_job_before_its_first_call_and_names_every_one(server, tmp_path, monkeypatch):
+    """Looking needs no key, paying does: the check is the engine's, per job, before any call; answers in the
+    cache need none, and every missing variable is named (never a value)."""
+    state, base = server
+    cache = ResponseCache(tmp_path / "cache")
+    run_requests(spec(base), [req("one")], cache)  # answered once, on a server that needs no key
+    paid = sum(state.calls.values())
+    for var in ("HEART_TEST_KEY_A", "HEART_TEST_KEY_B"):
+        monkeypatch.delenv(var, raising=False)
+    hosted = {**spec(None, api_key_env="HEART_TEST_KEY_A"),
+              "n": ModelSpec.from_config("n", dict(model="openai/other", api_key_env="HEART_TEST_KEY_B"))}
+    with pytest.raises(MissingKeyError) as err:
+        run_requests(hosted, [req("one"), req("two"), req("three", model="n")], cache)
+    assert err.value.missing == {"HEART_TEST_KEY_A": ["m"], "HEART_TEST_KEY_B": ["n"]}
+    assert "2 LLM call(s) need API keys" in str(err.value) and "1 answer(s) came from the cache" in str(err.value)
+    assert sum(state.calls.values()) == paid
+    # what the cache holds is served with no key at all
+    assert run_requests(hosted, [req("one")], cache)["one"]["from_cache"]
+    monkeypatch.setenv("HEART_TEST_KEY_B", "")  # set but empty is missing too
+    assert missing_keys(hosted, [req("x", model="n")]) == {"HEART_TEST_KEY_B": ["n"]}

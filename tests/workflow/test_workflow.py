@@ -59,18 +59,25 @@ def test_dry_run_whole_dag(workflow_copy, configfile, model_systems, judges, sha
 
 
 @pytest.mark.dag
-def test_paper_config_without_keys_names_them(workflow_copy):
-    proc = workflow_copy.snakemake("-n", "--configfile", "config/paper.yaml", check=False,
-                                   env={k: None for k in PAPER_KEYS})
-    assert proc.returncode != 0
+def test_paper_config_without_keys_looks_and_names_them(workflow_copy):
+    """Looking before paying needs no key: a dry run of the paper's config and the call preview run with none
+    set, and say at start-up which are missing (a job that would call a provider stops before its first call:
+    tests/llm/test_llm.py)."""
+    no_keys = {k: None for k in PAPER_KEYS}
+    proc = workflow_copy.snakemake("-n", "--configfile", "config/paper.yaml", check=False, env=no_keys)
     out = proc.stdout + proc.stderr
-    assert "environment variables are requested by the workflow but undefined" in out
-    assert all(k in out for k in PAPER_KEYS)
-    # replaying a published cache needs no keys
+    assert proc.returncode == 0, out[-3000:]
+    assert "API keys not set: " + ", ".join(sorted(PAPER_KEYS)) in out
+    assert "generate_completions" in out  # the whole DAG, not a stop at start-up
+    proc = workflow_copy.snakemake("-n", "results/llm/calls_preview.parquet", "--configfile", "config/paper.yaml",
+                                   check=False, env=no_keys)
+    assert proc.returncode == 0 and "preview_llm_calls" in proc.stdout + proc.stderr
+    # with every key set, nothing is said; replaying a published cache needs no keys and says nothing either
+    assert "API keys not set" not in workflow_copy.snakemake("-n", "--configfile", "config/paper.yaml",
+                                                             env=PAPER_KEYS).stderr
     proc = workflow_copy.snakemake("-n", "--configfile", "config/paper.yaml", "--config",
-                                   "llm={replay: results/llm/cache.parquet}", check=False,
-                                   env={k: None for k in PAPER_KEYS})
-    assert "environment variables are requested" not in proc.stdout + proc.stderr
+                                   "llm={replay: results/llm/cache.parquet}", check=False, env=no_keys)
+    assert "API keys not set" not in proc.stdout + proc.stderr
 
 
 DATA_TARGETS = ["results/items/regular.parquet", "results/data/esconv_source.parquet"]

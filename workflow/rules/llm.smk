@@ -40,6 +40,7 @@ rule preview_llm_calls:
         ],
         rubric=workflow.source_path(f"../resources/rubric/{config['judging']['rubric']}.yaml"),
         judge_prompts=[judge_prompt(name) for name in JUDGES],
+        qc_replies=workflow.source_path("../resources/annotation/qc_replies.yaml"),
         taxonomy=taxonomy_file(),
         tagging_prompts=[tagger_prompt(name) for name in TAGGERS],
     output:
@@ -51,6 +52,7 @@ rule preview_llm_calls:
         taggers=[tagger_of(name).as_params() for name in TAGGERS],
         pair_design=dict(seed=config["judging"]["seed"], sample=config["judging"]["pair_sample"]),
         both_orders=config["judging"]["both_orders"],
+        qc=dict(seed=config["judging"]["seed"], kinds=config["judging"]["qc"]["kinds"]),
         exclude_own_family=config["judging"]["exclude_own_family"],
         human_per_context=config["human_completions"]["per_context"],
         families=system_families(),

@@ -5,7 +5,7 @@ from heart.common import provenance, tableio
 from heart.common.runtime import logged, tell
 from heart.completions import generate
 from heart.items import adversarial, screening
-from heart.judging import llm_judge, pairs
+from heart.judging import judge_qc, llm_judge, pairs
 from heart.judging.judge import Judge
 from heart.llm.engine import Engine
 from heart.llm.preview import preview, preview_summary
@@ -52,6 +52,14 @@ with logged(snakemake.log[0], snakemake) as log:
             text, version = prompt(snakemake.input.judge_prompts, judge.prompt)
             stages[f"judging {judge.name} ({scope}, {len(design)} pairs, {orders})"] = judge.requests(
                 design[keep], regular, texts, text, rubric, version, p.both_orders)
+        # the known-answer quality checks every judge also judges, in both orders (rule judge_qc), on the items
+        if p.qc["kinds"]:
+            qc_design, qc_texts = judge_qc.design(regular, judge_qc.load_replies(snakemake.input.qc_replies),
+                                                  p.qc["seed"], p.qc["kinds"])
+            for judge in (Judge.from_params(j).for_quality_checks() for j in p.judges):
+                text, version = prompt(snakemake.input.judge_prompts, judge.prompt)
+                stages[f"quality checks {judge.name} ({len(qc_design)} pairs, both orders)"] = judge.requests(
+                    qc_design, regular, qc_texts, text, rubric, version, both_orders=True)
         taxonomy = load_taxonomy(snakemake.input.taxonomy)
         for tagger in map(Tagger.from_params, p.taggers):
             text, version = prompt(snakemake.input.tagging_prompts, tagger.prompt)

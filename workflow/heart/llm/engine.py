@@ -49,6 +49,30 @@ class LLMStageError(RuntimeError):
         )
 
 
+class MissingKeyError(RuntimeError):
+    """A job would call a provider whose API key is not in the environment: raised before its first call,
+    naming every missing variable (the names only, never a value)."""
+
+    def __init__(self, missing: dict[str, list[str]], calls: int, cached: int):
+        self.missing = missing
+        lines = "\n".join(f"  {var} (models: {', '.join(models)})" for var, models in sorted(missing.items()))
+        super().__init__(
+            f"{calls} LLM call(s) need API keys that are not set ({cached} answer(s) came from the cache; "
+            f"nothing was called):\n{lines}\nexport them and rerun (e.g. export {min(missing)}=...), or point "
+            "llm.replay at a published cache. Dry runs and the call preview need no key.")
+
+
+def missing_keys(specs: dict[str, ModelSpec], requests) -> dict[str, list[str]]:
+    """Key variable -> the models that need it, for every hosted model with a request to make whose
+    ``api_key_env`` is unset or empty (a model on an ``api_base`` server or a local GGUF needs none)."""
+    missing: dict[str, set[str]] = {}
+    for name in {r.model for r in requests}:
+        spec = specs[name]
+        if spec.api_key_env and not spec.api_base and not spec.local_gguf and not os.environ.get(spec.api_key_env):
+            missing.setdefault(spec.api_key_env, set()).add(name)
+    return {var: sorted(models) for var, models in missing.items()}
+
+
 class RetryableResponse(Exception):
     """A response that arrived but cannot be used (empty content): retried like a 5xx."""
 
@@ -245,6 +269,9 @@ def run_requests(specs: dict[str, ModelSpec], requests: list[Request], cache: Re
     requests, neutralised = prepare_all(specs, requests)
     keys = {r.id: cache_key(specs[r.model], r) for r in requests}
     hits = {rid: entry for rid, key in keys.items() if (entry := cache.get(key)) is not None}
+    todo = [r for r in requests if r.id not in hits]
+    if missing := missing_keys(specs, todo):
+        raise MissingKeyError(missing, calls=len(todo), cached=len(hits))
     if len(hits) < len(requests) or "litellm" in sys.modules:
         _quiet_litellm()  # importing litellm costs a job ~3 s: not done when every answer is in the cache
     for r in requests:
