@@ -74,6 +74,11 @@ if missing_keys := [key for key in required_keys() if not os.environ.get(key)]:
           "what to export.", file=sys.stderr)
 
 
+# the paper's tables (rules paper_tables and paper_comparison), CSV and LaTeX each
+PAPER_TABLES = ("table1", "leaderboard", "leaderboard_alternative", "agreement", "judge_quality",
+                "strategy_diversity", "factors", "tests", "paper_comparison")
+
+
 # a study: every table, figure and the response cache
 STUDY_TARGETS = [
     "results/data/esconv_source.parquet",
@@ -92,9 +97,7 @@ STUDY_TARGETS = [
            figure=("fig4_leaderboard", "fig5_elo_ttft", "fig6_strategies", "elo_forest", "agreement",
                    "bias_factors", "example_pair")),
     "results/figures/example_pair.html",
-    expand("results/tables/{table}.{ext}", ext=("csv", "tex"),
-           table=("table1", "leaderboard", "agreement", "judge_quality", "strategy_diversity", "factors",
-                  "tests", "paper_comparison")),
+    expand("results/tables/{table}.{ext}", ext=("csv", "tex"), table=PAPER_TABLES),
     "results/stats/preference_shares.parquet",
     "results/stats/style_ratings.parquet",
     "results/llm/cache.parquet",
@@ -111,9 +114,7 @@ ANALYSIS_TARGETS = [
     "results/stats/tests.parquet",
     *expand("results/figures/{figure}.{ext}", ext=("png", "pdf"),
             figure=("fig4_leaderboard", "elo_forest", "agreement", "bias_factors")),
-    *expand("results/tables/{table}.{ext}", ext=("csv", "tex"),
-            table=("table1", "leaderboard", "agreement", "judge_quality", "strategy_diversity", "factors",
-                   "tests", "paper_comparison")),
+    *expand("results/tables/{table}.{ext}", ext=("csv", "tex"), table=PAPER_TABLES),
 ]
 
 

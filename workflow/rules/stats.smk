@@ -14,9 +14,12 @@ rule ratings:
         ratings="results/stats/ratings.parquet",
         separability="results/stats/separability.parquet",
         leaderboard="results/stats/leaderboard.parquet",
+        # the other way Best Human can enter (stats.best_human), all items: a labelled alternative
+        alternative="results/stats/ratings_alternative.parquet",
     params:
         bootstrap=BOOTSTRAP,
         bt_alpha=STATS["bt_alpha"],
+        best_human=STATS["best_human"],
     log:
         "logs/stats/ratings.log",
     benchmark:

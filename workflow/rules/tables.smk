@@ -4,6 +4,7 @@
 rule paper_tables:
     input:
         ratings="results/stats/ratings.parquet",
+        alternative="results/stats/ratings_alternative.parquet",
         models=MODELS_CSV,
         external="results/stats/external_correlations.parquet",
         human_llm="results/stats/agreement_human_llm.parquet",
@@ -23,13 +24,14 @@ rule paper_tables:
                 category="4. Tables",
                 labels={"table": name, "format": ext},
             )
-            for name in ("table1", "leaderboard", "agreement", "judge_quality", "strategy_diversity", "factors",
-                         "tests")
+            for name in ("table1", "leaderboard", "leaderboard_alternative", "agreement", "judge_quality",
+                         "strategy_diversity", "factors", "tests")
             for ext in ("csv", "tex")
         },
     params:
         ci=config["stats"]["ci"],  # column names and captions name the intervals' coverage
         fig4=config["figures"]["fig4"],
+        best_human=config["stats"]["best_human"],
         label=RUN_LABEL,  # "SIMULATED" in a rehearsal's tables
     log:
         "logs/tables/paper_tables.log",

@@ -5,11 +5,15 @@ from heart.common import tableio
 from heart.tables import paper_tables as tables
 from heart.common.runtime import logged
 
+_WAYS = {"derived": "rated beside the pooled human by a second fit (derived)",
+         "in_fit": "a system of the one fit in place of the pooled human (in_fit, the paper's)"}
+
 with logged(snakemake.log[0], snakemake) as log:
     i, o = snakemake.input, snakemake.output
     ci, fig4 = snakemake.params.ci, snakemake.params.fig4
     source, columns, names = fig4["source"], fig4["columns"], fig4.get("display_names") or {}
-    ratings = tableio.read_table(i.ratings)
+    ratings, alternative = tableio.read_table(i.ratings), tableio.read_table(i.alternative)
+    other = next(mode for mode in leaderboard.BEST_HUMAN_MODES if mode != snakemake.params.best_human)
     board = leaderboard.headline(ratings, source=source, columns=columns)  # Figure 4's numbers
     # analysis-only has no judge of its own (no quality checks) and no completions (no strategy tags)
     quality = tableio.read_table(i.judge_quality) if i.get("judge_quality") else None
@@ -21,6 +25,11 @@ with logged(snakemake.log[0], snakemake) as log:
         "leaderboard": (tables.leaderboard(board, ci, columns, names),
                         f"HEART leaderboard (paper Figure 4) with both {tables.ci_label(ci)}s. "
                         + leaderboard.describe(ratings, source, columns)),
+        "leaderboard_alternative": (
+            tables.leaderboard(leaderboard.headline(alternative, source=source, columns=columns), ci, columns, names),
+            f"Alternative to Figure 4, not the paper's figure: Best Human {_WAYS[other]} "
+            f"(this run's Figure 4 has it {_WAYS[snakemake.params.best_human]}; config stats.best_human). "
+            + leaderboard.describe(alternative, source, columns)),
         "agreement": (tables.agreement(tableio.read_table(i.human_llm), tableio.read_table(i.cross_judge), ci,
                                        quality),
                       "Human-LLM and cross-judge agreement, and each LLM judge against known answers"),

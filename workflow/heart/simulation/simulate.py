@@ -91,6 +91,49 @@ def judgments(n_systems: int = 21, n_items: int = 300, n_adversarial: int = 20, 
     return out, theta - theta.mean()
 
 
+def at_elo(elo: pd.Series, n_items: int = 300, n_adversarial: int = 20, pairs_per_item: int = 47,
+           judges: int = 3, seed: int = 0) -> pd.DataFrame:
+    """SIMULATED LLM judgments drawn from a Bradley–Terry model at known Elo ratings (a known-answer test).
+
+    ``elo`` maps system -> Elo (HEART §9.8: ``theta = (elo - 1500) ln 10 / 400``). Per item,
+    ``pairs_per_item`` distinct pairs of systems in a random order, each judged by ``judges`` judges
+    (``sim-judge-k``), the first system winning with probability ``sigmoid(theta_a - theta_b)``:
+    no conversation effect and no judge noise, so a fit on them estimates ``elo`` itself (less its
+    mean, the Elo scale's centre). Strength is 3 throughout (the fit's weights then change nothing);
+    axis marks agree with the winner. A system named "human" is one writer (``sim-writer-1``).
+    """
+    rng = np.random.default_rng(seed)
+    systems = list(elo.index)
+    theta = (elo.to_numpy(dtype=float) - 1500.0) * np.log(10.0) / 400.0
+    cand = np.array([(a, b) for a in range(len(systems)) for b in range(a + 1, len(systems))])
+    per_item = min(pairs_per_item, len(cand))
+    picks = np.concatenate([rng.choice(len(cand), size=per_item, replace=False) for _ in range(n_items)])
+    a, b = cand[picks, 0], cand[picks, 1]
+    swap = rng.random(len(a)) < 0.5
+    a, b = np.where(swap, b, a), np.where(swap, a, b)
+    item = np.repeat(np.arange(n_items), per_item)
+    names = np.array(systems, dtype=object)
+    frames = []
+    for j in range(judges):
+        a_wins = rng.random(len(a)) < _sigmoid(theta[a] - theta[b])
+        mark = np.where(a_wins, 2, -2)
+        frames.append(pd.DataFrame({
+            "pair_id": [f"sim-pair-{i:03d}-{x}-{y}" for i, x, y in zip(item, a, b)],
+            "item_id": [f"sim-item-{i:03d}" for i in item], "conversation_id": (100000 + item).astype(str),
+            "subset": np.where(item >= n_items - n_adversarial, "adversarial", "regular"),
+            "system_a": names[a], "contributor_a": np.where(names[a] == "human", "sim-writer-1", None),
+            "system_b": names[b], "contributor_b": np.where(names[b] == "human", "sim-writer-1", None),
+            "judge": f"sim-judge-{j + 1}", "judge_kind": "llm", "status": "ok",
+            "winner": np.where(a_wins, "a", "b"), "strength": 3, "n_orders": 2, "flipped": False,
+            "rationale": "SIMULATED", **{f"axis_{ax}": mark for ax in AXES}}))
+    out = pd.concat(frames, ignore_index=True).reindex(columns=JUDGMENT_COLUMNS)
+    for col in ("strength", "preference", "n_orders", *(f"axis_{a}" for a in AXES)):
+        out[col] = out[col].astype("Int64")
+    out["flipped"] = out["flipped"].astype("boolean")
+    out.attrs["simulated"] = True
+    return out
+
+
 def _source(system: str) -> str:
     return {"original": "dataset", "human": "human"}.get(system, "model")
 

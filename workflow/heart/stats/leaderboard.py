@@ -64,6 +64,15 @@ lists the derived system ``best-human`` (:data:`BEST_HUMAN`), next to it:
   systems other than the pooled "human". Where no comparison is left out (in
   that scope every context's human comparisons are of one completion),
   ``best-human`` repeats the "human" row.
+* *The paper's way* (``best_human="in_fit"``, :data:`IN_FIT`; ``stats.best_human`` in
+  ``config/paper.yaml``). The paper's 18 Figure 4 Elo values average exactly 1500.0: one fit held
+  its 16 models, Best Human and the dataset, with no pooled human row. In this mode every scope is
+  that one fit: the comparisons of the second fit above (the chosen completion per context, the
+  others' comparisons left out) with ``best-human`` a system of the fit like any other, no pooled
+  "human" row and no translation, so the scope's Elo values average 1500 over its rated systems.
+  The choice and its selection bias are as above (``derived`` true, the note says so). The pooled
+  and derived rows (the default, :data:`DERIVED`) stay available as a labelled alternative
+  (rule ratings writes them beside, ``ratings_alternative.parquet``).
 
 Figure 4 (:func:`headline`). The paper's Figure 4 table has the columns H, E, A, R, T, "Overall Win
 Rate" and "Elo Rating"; its caption calls the axis columns "per-dimension percentiles" ("each row
@@ -123,6 +132,10 @@ AXIS_MEASURES = ("percentile", "win_rate")
 #: The pooled human system (every human completion) and the derived Best Human system (module docstring).
 HUMAN = "human"
 BEST_HUMAN = "best-human"
+#: How Best Human enters a scope: "derived" (pooled human in the fit, best-human by a second fit) or
+#: "in_fit" (the paper's: best-human a system of the one fit, no pooled human row); module docstring.
+DERIVED, IN_FIT = "derived", "in_fit"
+BEST_HUMAN_MODES = (DERIVED, IN_FIT)
 BEST_HUMAN_COLUMNS = ["item_id", "contributor", "n_comparisons", "wins", "win_rate", "best"]
 _ELO_COLUMNS = ("elo", "elo_lo_asym", "elo_hi_asym", "elo_lo_boot", "elo_hi_boot")
 SEPARABILITY_COLUMNS = ["axis", "subset", "source", "status", "n_systems", "n_comparisons", "n_conversations",
@@ -277,13 +290,28 @@ def _best_human_row(comp: pd.DataFrame, main: pd.DataFrame, n_boot: int, seed: i
                             f"systems there differ from the main fit by at most {spread:.1f} Elo)")}
 
 
+def _in_fit_note(choice: pd.DataFrame) -> str:
+    return (f"derived (Best Human, §9.3): per context the human completion that won the largest share of its "
+            f"comparisons in this scope (ties: more comparisons, then contributor id), chosen from {len(choice)} "
+            f"completions in {int(choice['best'].sum())} contexts after judging, on the judgments it is rated "
+            "with -- the best of several noisy completions, so flattered (selection bias); a system of this "
+            "scope's one fit in place of the pooled human, the paper's Figure 4 (stats.best_human: in_fit)")
+
+
 def scope_ratings(judgments: pd.DataFrame, systems: list[str], axis: str, subset: str, source: str,
-                  n_boot: int, seed: int, alpha: float, ci: float) -> tuple[list[dict], dict]:
-    """Rows of one scope (every system listed, ``best-human`` next to "human") and its separability row."""
+                  n_boot: int, seed: int, alpha: float, ci: float,
+                  best: str = DERIVED) -> tuple[list[dict], dict]:
+    """Rows of one scope and its separability row: every system listed, ``best-human`` next to "human"
+    (``best`` "derived") or in its place, a system of the one fit (``best`` "in_fit"; module docstring)."""
     scope = {"axis": axis, "subset": subset, "source": source}
-    listed = [*systems, BEST_HUMAN] if HUMAN in systems else list(systems)
+    in_fit = best == IN_FIT and HUMAN in systems
+    listed = ([BEST_HUMAN if s == HUMAN else s for s in systems] if in_fit
+              else [*systems, BEST_HUMAN] if HUMAN in systems else list(systems))
     full = judged(select(judgments, subset, source), axis)
-    comp = full[bt.COMPARISON_COLUMNS]
+    comp, in_fit_note = full[bt.COMPARISON_COLUMNS], None
+    if in_fit and (full["winner"].eq(HUMAN).any() or full["loser"].eq(HUMAN).any()):
+        choice = best_human(full)
+        comp, in_fit_note = best_human_comparisons(full, choice), _in_fit_note(choice)
     sep = {**scope, "n_systems": 0, "n_comparisons": len(comp),
            "n_conversations": int(comp["conversation_id"].nunique()),
            "separability_asym": math.nan, "separability_boot": math.nan}
@@ -293,14 +321,15 @@ def scope_ratings(judgments: pd.DataFrame, systems: list[str], axis: str, subset
             (f" on {subset} items" if subset != "all" else "")
         return _absent(listed, scope, "absent", why), {**sep, "status": "absent"}
     rated = sorted(set(comp["winner"]) | set(comp["loser"]))
-    missing = [s for s in systems if s not in rated]
+    missing = [s for s in (listed if in_fit else systems) if s not in rated]
     try:
         table = bt.ratings(comp, rated, n_boot=n_boot, seed=seed, alpha=alpha, ci=ci)
     except ValueError as err:
         return _absent(listed, scope, "not_estimable", str(err)), {**sep, "status": "not_estimable"}
-    rows = [{**scope, "status": "ok", "note": None, **r} for r in table.to_dict("records")]
+    rows = [{**scope, "status": "ok", "note": in_fit_note if r["system"] == BEST_HUMAN else None, **r}
+            for r in table.to_dict("records")]
     rows += _absent(missing, scope, "absent", "no comparisons involving this system in this scope")
-    if HUMAN in systems:
+    if HUMAN in systems and not in_fit:
         at = next(k for k, r in enumerate(rows) if r["system"] == HUMAN) + 1
         best = ({**scope, **_best_human_row(full, table, n_boot, seed, alpha, ci), "system": BEST_HUMAN}
                 if HUMAN in rated else {**rows[at - 1], "system": BEST_HUMAN})
@@ -312,23 +341,27 @@ def scope_ratings(judgments: pd.DataFrame, systems: list[str], axis: str, subset
 
 
 def leaderboard(judgments: pd.DataFrame, n_boot: int = 1000, seed: int = 0, alpha: float = bt.DEFAULT_ALPHA,
-                ci: float = 0.95, axes=("overall", *AXES), subsets=SUBSETS) -> tuple[pd.DataFrame, pd.DataFrame]:
+                ci: float = 0.95, axes=("overall", *AXES), subsets=SUBSETS,
+                best_human: str = DERIVED) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Ratings and separability in every (axis, subset, source) scope.
 
     Returns
     -------
     (DataFrame, DataFrame)
         ``COLUMNS`` (one row per scope x system, plus the derived ``best-human``
-        after "human" where humans appear; ``derived`` marks it) and
-        ``SEPARABILITY_COLUMNS`` (one row per scope, of the main fits).
+        after "human" where humans appear, or in its place with ``best_human="in_fit"``; ``derived``
+        marks it) and ``SEPARABILITY_COLUMNS`` (one row per scope, of the main fits).
     """
+    if best_human not in BEST_HUMAN_MODES:
+        raise ValueError(f"best_human must be one of {', '.join(BEST_HUMAN_MODES)}, not {best_human!r}")
     judgments = judgments.reset_index(drop=True)  # unique row labels, once (judged() joins on them)
     systems = sorted(set(judgments["system_a"]) | set(judgments["system_b"]))
     rows, seps = [], []
     for axis in axes:
         for subset in subsets:
             for source in sources(judgments):
-                r, s = scope_ratings(judgments, systems, axis, subset, source, n_boot, seed, alpha, ci)
+                r, s = scope_ratings(judgments, systems, axis, subset, source, n_boot, seed, alpha, ci,
+                                     best_human)
                 rows += r
                 seps.append(s)
     table = pd.DataFrame(rows).reindex(columns=COLUMNS)
@@ -342,7 +375,8 @@ def percentiles(scope: pd.DataFrame) -> pd.Series:
     """Each system's percentile in one scope: 100 x its expected share of the field beaten.
 
     ``pct_i = 100 * mean_{j in F_i} sigmoid(theta_i - theta_j)`` (module docstring, "Figure 4"),
-    where ``F_i`` is the scope's main-fit systems (status "ok", not ``derived``) other than ``i``, and,
+    where ``F_i`` is the scope's main-fit systems (status "ok"; a ``derived`` row only where it is of the fit,
+    i.e. no pooled "human" row is beside it) other than ``i``, and,
     for ``best-human``, other than the pooled "human".
 
     Parameters
@@ -362,7 +396,8 @@ def percentiles(scope: pd.DataFrame) -> pd.Series:
     derived = (scope["derived"].astype("boolean").fillna(False).to_numpy(dtype=bool) if "derived" in scope
                else systems == BEST_HUMAN)
     ok = scope["status"].eq("ok").to_numpy() & np.isfinite(theta)
-    field = ok & ~derived
+    # a derived row beside the pooled human is outside the main fit; in its place (in_fit) it is of the fit
+    field = ok & ~(derived & (systems == HUMAN).any())
     out = np.full(len(scope), np.nan)
     for i in np.flatnonzero(ok):
         others = field & (systems != systems[i])

@@ -181,10 +181,7 @@ def compare(spec: dict, tables: dict[str, pd.DataFrame], models: pd.DataFrame | 
                     "definition": spread.get("definition", ""), "paper_scope": "15 strategies, the paper's taggers",
                     "value": col, "needs": need, "lookup": f"strategy_diversity: family {group}"}, src, met.get(need)))
     fig4 = spec.get("figure4") or {}
-    paper_elo = dict(fig4.get("elo", {}))
-    if models is not None and len(models):
-        paper_elo.update({r.system: r.elo_paper for r in models.itertuples()
-                          if isinstance(r.system, str) and pd.notna(r.elo_paper)})
+    paper_elo = figure4_elo(spec, models).to_dict()
     if headline is not None and len(headline):
         board = headline.set_index("system")
         for system, paper in paper_elo.items():
@@ -197,6 +194,17 @@ def compare(spec: dict, tables: dict[str, pd.DataFrame], models: pd.DataFrame | 
                 "value": "elo", "ci_low": "elo_lo_boot", "ci_high": "elo_hi_boot", "needs": need,
                 "lookup": f"leaderboard: {system}"}, src, met.get(need) if need == "human_completions" else None))
     return pd.DataFrame(rows, columns=COLUMNS)
+
+
+def figure4_elo(spec: dict, models: pd.DataFrame | None) -> pd.Series:
+    """The paper's Figure 4 Elo column by system key: the models' (``elo_paper`` of the model metadata,
+    resources/external/models.csv) and the rest (``figure4.elo`` of the spec: best-human, original).
+    The paper's 18 average exactly 1500.0 (one fit held them all)."""
+    elo = dict((spec.get("figure4") or {}).get("elo", {}))
+    if models is not None and len(models):
+        elo.update({r.system: r.elo_paper for r in models.itertuples()
+                    if isinstance(r.system, str) and pd.notna(r.elo_paper)})
+    return pd.Series(elo, dtype=float, name="elo").rename_axis("system")
 
 
 def to_text(table: pd.DataFrame) -> pd.DataFrame:
