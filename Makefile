@@ -3,6 +3,8 @@
 #   make test   set up .venv and run the test suite, every tier (what CI runs)
 #   make test-fast   the quick loop while working: the unit and dag tiers on the project's own fixtures
 #                    (no Snakemake run, no model, not the real data of ../shared)
+#   make bundle      this config's run exported as one folder, the data release (results/bundle/, with its README)
+#   make paper ARTIFACTS=<folder>  every figure and table and the report from a bundle: no model call, no key
 #   make preview     what a config's run would call and cost, per stage and model (no key needed, no call made)
 #   make annotate    make the human tasks and serve the annotation pages (docs/human-data.md)
 #   make clean-results  remove everything the workflow made (results/, logs/, benchmarks/), keeping the
@@ -15,6 +17,7 @@
 #            CORES=2, PYTHON=python3.11, SNAKEMAKE_ARGS="...", PYTEST_ARGS="...",
 #            PORT=8765 (make annotate: the store and taxonomy are the config's),
 #            DATA=../shared/data (make rehearsal: holds esconv/ESConv.json and heart-release/),
+#            ARTIFACTS=<folder> (make paper: the bundle),
 #            REHEARSAL_DIR=/tmp/heart-rehearsal, REHEARSAL_ARGS="--items 20" (its options: --help).
 SHELL := /bin/bash
 PYTHON ?= $(shell command -v python3.11 || command -v python3)
@@ -37,7 +40,7 @@ PORT ?= 8765
 # the browser tests drive Debian's chromium through its chromedriver
 BROWSER_PACKAGES := chromium chromium-driver
 
-.PHONY: setup run preview test test-fast browser annotate rehearsal clean-results
+.PHONY: setup run preview bundle paper test test-fast browser annotate rehearsal clean-results
 
 setup: $(STAMP)
 
@@ -62,6 +65,17 @@ run: setup
 
 preview: setup
 	$(VENV)/bin/snakemake results/llm/calls_preview.parquet --cores $(CORES) $(RUN_ARGS) $(SNAKEMAKE_ARGS)
+
+bundle: setup
+	$(VENV)/bin/snakemake results/bundle --cores $(CORES) $(RUN_ARGS) $(SNAKEMAKE_ARGS)
+
+ARTIFACTS ?=
+PAPER_ARGS = --configfile config/artifacts.yaml --config 'artifacts={path: $(ARTIFACTS)}'
+
+paper: setup
+	@test -n "$(ARTIFACTS)" || { echo "make paper needs ARTIFACTS=/path/to/bundle (a folder made by make bundle)" >&2; exit 2; }
+	$(VENV)/bin/snakemake --cores $(CORES) $(PAPER_ARGS) $(SNAKEMAKE_ARGS)
+	$(VENV)/bin/snakemake --cores $(CORES) $(PAPER_ARGS) $(SNAKEMAKE_ARGS) --report results/report.html
 
 # two workers, a test file's tests on one, the longest files first (tests/conftest.py; xdist would otherwise
 # start the files with the most tests first, and the one-test local-model file last)

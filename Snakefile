@@ -46,18 +46,23 @@ include: "workflow/rules/tables.smk"
 
 if not ANALYSIS_ONLY:
 
-    include: "workflow/rules/data.smk"
-    include: "workflow/rules/items.smk"
     include: "workflow/rules/completions.smk"
     include: "workflow/rules/tagging.smk"
-    include: "workflow/rules/llm.smk"
-    include: "workflow/rules/annotation.smk"
+    # bundle.smk: export_bundle, or in a run from a bundle (ARTIFACTS) the rules reading its tables
+    include: "workflow/rules/bundle.smk"
 
     # merging shards reads and writes a few Parquet files: never worth a cluster job
     localrules:
         merge_completions,
         merge_judgments,
         merge_tags,
+
+if not (ANALYSIS_ONLY or ARTIFACTS):
+
+    include: "workflow/rules/data.smk"
+    include: "workflow/rules/items.smk"
+    include: "workflow/rules/llm.smk"
+    include: "workflow/rules/annotation.smk"
 
 
 # API keys: the ones set are declared, so Snakemake passes them to cluster jobs; the LLM engine reads
@@ -79,10 +84,9 @@ PAPER_TABLES = ("table1", "leaderboard", "leaderboard_alternative", "agreement",
                 "strategy_diversity", "factors", "tests", "paper_comparison")
 
 
-# a study: every table, figure and the response cache
+# a study: every table, figure and the response cache (from a bundle: no data, item source or cache)
 STUDY_TARGETS = [
-    "results/data/esconv_source.parquet",
-    ITEM_SOURCE_TABLES,
+    *([] if ARTIFACTS else ["results/data/esconv_source.parquet", ITEM_SOURCE_TABLES]),
     "results/items/items.parquet",
     "results/completions/systems.parquet",
     "results/judging/judgments.parquet",
@@ -100,7 +104,7 @@ STUDY_TARGETS = [
     expand("results/tables/{table}.{ext}", ext=("csv", "tex"), table=PAPER_TABLES),
     "results/stats/preference_shares.parquet",
     "results/stats/style_ratings.parquet",
-    "results/llm/cache.parquet",
+    *([] if ARTIFACTS else ["results/llm/cache.parquet"]),
 ]
 
 

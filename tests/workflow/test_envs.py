@@ -189,7 +189,18 @@ print("RULES=" + json.dumps(rules))
 # the last one defines rule export_annotations, which exists once an annotation store does (an empty one,
 # made by rule_conda_problems)
 PROBE_CONFIGS = ({}, {"items": {"source": "release"}}, {"analysis_only": {"judgments": "votes.csv"}},
-                 {"annotation": {"db": "probe-store.sqlite"}})
+                 {"annotation": {"db": "probe-store.sqlite"}}, {"artifacts": {"path": "probe-bundle"}})
+
+
+def _probe_bundle(folder: Path) -> None:
+    """The least bundle a run from artifacts loads: a manifest listing an empty study.yaml."""
+    from heart.bundle.export import FORMAT
+    from heart.common.atomic import sha256_file
+
+    folder.mkdir()
+    (folder / "study.yaml").write_text("{}\n")
+    files = {"study.yaml": {"sha256": sha256_file(folder / "study.yaml"), "bytes": 3, "rows": None, "what": ""}}
+    (folder / "manifest.json").write_text(json.dumps({"format": FORMAT, "files": files}))
 
 
 def rule_conda_problems(root: Path) -> list[str]:
@@ -197,6 +208,7 @@ def rule_conda_problems(root: Path) -> list[str]:
     from heart.annotation import store
 
     store.create(root / "probe-store.sqlite")
+    _probe_bundle(root / "probe-bundle")
     rules = {}
     for config in PROBE_CONFIGS:
         proc = subprocess.run([sys.executable, "-c", RULES_PROBE, json.dumps(config)], cwd=root,

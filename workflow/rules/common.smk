@@ -17,6 +17,25 @@ from heart.common.config import validate_config  # noqa: E402
 from heart.judging.judge import Judge  # noqa: E402
 from heart.tagging.tagger import Tagger  # noqa: E402
 
+# make paper ARTIFACTS=<folder> (config/artifacts.yaml): the run's config is the bundle's study settings, every
+# system imported from its completions, its human files; --config overrides still apply on top
+ARTIFACTS = (config.get("artifacts") or {}).get("path")
+if "artifacts" in config and not ARTIFACTS:
+    raise WorkflowError("config artifacts.path is not set: give the bundle's folder (make paper ARTIFACTS=/path/to/"
+                        "bundle, or --config 'artifacts={path: /path/to/bundle}'); make bundle writes one")
+if ARTIFACTS:
+    from snakemake.utils import update_config
+    from heart.bundle import load as bundle_load  # noqa: E402
+
+    try:
+        _study = bundle_load.run_config(ARTIFACTS)
+    except bundle_load.BundleError as exc:
+        raise WorkflowError(str(exc)) from None
+    config.clear()
+    config.update(_study)
+    update_config(config, {k: v for k, v in dict(workflow.config_settings.config).items() if k != "artifacts"})
+    ARTIFACTS = config["artifacts"]["path"]
+
 validate_config(config, source="config (config/config.yaml and any --configfile/--config)")
 
 
@@ -57,6 +76,7 @@ PROMPTS = Path(workflow.basedir) / "workflow" / "resources" / "prompts"
 ANALYSIS_ONLY = "analysis_only" in config
 # model metadata (Table 1, the external correlations): the paper's, or an analysis-only run's own
 MODELS_CSV = ((ANALYSIS_ONLY and config["analysis_only"].get("models"))
+              or (ARTIFACTS and str(Path(ARTIFACTS) / "models.csv"))
               or workflow.source_path("../resources/external/models.csv"))
 # a rehearsal against heart.simulation.simulator (config/rehearsal.yaml): its figures, tables and report say so
 RUN_LABEL = "SIMULATED" if config.get("simulated") else None
@@ -103,7 +123,10 @@ for _stage, _group, _folder in (("judging", "judges", "judge"), ("tagging", "tag
 
 
 def used_models():
-    """Models that some stage calls: systems', the adversarial rewriter's, judges', taggers'."""
+    """Models that some stage calls: systems', the adversarial rewriter's, judges', taggers' (none from a
+    bundle: its verdicts and tags are read, not made)."""
+    if ARTIFACTS:
+        return []
     names = {s["model"] for s in config["systems"].values()}
     names |= {j["model"] for j in config["judging"]["judges"].values()}
     names |= {t["model"] for t in config["tagging"]["taggers"].values()}
@@ -180,7 +203,7 @@ def optional_file(path):
 
 # the human-data store (heart.annotation): once it exists, rule export_annotations writes the three human
 # import files from it, and each run reads what was collected so far
-ANNOTATION_STORE = not ANALYSIS_ONLY and os.path.exists(config["annotation"]["db"])
+ANNOTATION_STORE = not (ANALYSIS_ONLY or ARTIFACTS) and os.path.exists(config["annotation"]["db"])
 ANNOTATION_EXPORTS = [config["human_completions"]["path"], config["human_judgments"]["path"],
                       config["tagging"]["spot_checks"]]
 if ANNOTATION_STORE:

@@ -1,0 +1,99 @@
+"""A run exported as a bundle (make bundle), then regenerated from it in a fresh copy of the workflow (make paper
+ARTIFACTS=...): no model call, no key, and the same statistics and figures. The run is the session's judged
+workflow (conftest.judged_workflow: a fake provider on 127.0.0.1, SYNTHETIC human writers and raters)."""
+
+import json
+
+import numpy as np
+import pandas as pd
+import pytest
+from matplotlib import image
+
+from conftest import KEY_ENV, WorkflowCopy
+from heart.bundle import pseudonyms
+from heart.common import tableio
+
+pytestmark = pytest.mark.e2e
+
+
+def _renamed(frame: pd.DataFrame, names: dict) -> pd.DataFrame:
+    """``frame`` with every text cell that names a writer or rater (as an id, ``human:<id>`` or a
+    ``system#<id>`` reference) under its pseudonym: what the bundle's run calls them."""
+    def one(value):
+        if not isinstance(value, str):
+            return value
+        if value in names:
+            return names[value]
+        if value.startswith("human:") and value[6:] in names:
+            return "human:" + names[value[6:]]
+        return pseudonyms.rename_ref(value, names) if "#" in value else value
+    return frame.apply(lambda col: col.map(one).astype(col.dtype) if pd.api.types.is_object_dtype(col)
+                       or pd.api.types.is_string_dtype(col)
+                       else col)
+
+
+@pytest.fixture(scope="module")
+def round_trip(judged_workflow, tmp_path_factory):
+    wf = judged_workflow
+    bundle = tmp_path_factory.mktemp("release") / "bundle"
+    wf.snakemake("results/bundle", *wf.args, env=KEY_ENV)
+    (wf.root / "results/bundle").rename(bundle)
+    fresh = WorkflowCopy(tmp_path_factory.mktemp("fresh") / "wf")
+    no_key = {"HEART_TEST_API_KEY": None}
+    args = ["--configfile", "config/artifacts.yaml", "--config", f"artifacts={{path: {bundle}}}"]
+    proc = fresh.snakemake(*args, env=no_key)
+    fresh.snakemake(*args, "--report", "results/report.html", env=no_key)
+    return wf, bundle, fresh, proc
+
+
+def test_the_bundle_is_complete_pseudonymous_and_checked(round_trip):
+    wf, bundle, _, _ = round_trip
+    manifest = json.loads((bundle / "manifest.json").read_text())
+    labels = {"strategy_labels.jsonl"} if (wf.root / "resources/human/strategy_labels.csv").exists() else set()
+    assert set(manifest["files"]) == {"items.parquet", "completions.parquet", "human_completions.jsonl",
+                                      "pairs.parquet", "llm_verdicts.parquet", "judge_checks.parquet",
+                                      "human_judgments.jsonl", "strategy_tags.parquet", "models.csv",
+                                      "study.yaml"} | labels
+    readme = (bundle / "README.md").read_text()
+    assert "CC BY-NC 4.0" in readme and "pseudonyms" in readme and "make paper ARTIFACTS=" in readme
+    # writers and raters are pseudonymous in every file: no original id is left anywhere
+    text = "\n".join(p.read_bytes().decode("utf-8", "replace") for p in bundle.iterdir())
+    for original in ("person-1", "person-2", "person-3", "rater-ok", "rater-bad"):
+        assert original not in text
+    assert "writer-001" in text and "rater-002" in text
+    # nothing the run knew of its provider or key travels
+    assert "127.0.0.1" not in text and KEY_ENV["HEART_TEST_API_KEY"] not in text and "api_key_env" not in text
+
+
+def test_the_run_from_the_bundle_calls_nothing_and_says_it_read_the_bundle(round_trip):
+    _, _, fresh, proc = round_trip
+    out = proc.stdout + proc.stderr
+    for rule in ("bundle_items", "bundle_pairs", "bundle_verdicts", "bundle_checks", "bundle_tags"):
+        assert f"rule {rule}:" in out or f"localrule {rule}:" in out
+    for rule in ("generate_completions", "judge_pairs", "judge_qc", "tag_strategies", "ingest_esconv"):
+        assert f"rule {rule}:" not in out
+    assert "API keys not set" not in out
+    assert (fresh.root / "results/report.html").stat().st_size > 100_000
+
+
+def test_statistics_tables_are_frame_equal_and_figures_the_same(round_trip):
+    wf, _, fresh, _ = round_trip
+    people = tableio.read_table(wf.root / "results/judging/human_raters.parquet")["rater_id"].tolist()
+    writers = pseudonyms.mapping(["person-1", "person-2", "person-3"], "writer")
+    names = {**writers, **pseudonyms.mapping(people, "rater")}
+    stats = sorted(p.name for p in (wf.root / "results/stats").glob("*.parquet"))
+    assert len(stats) > 20 and stats == sorted(p.name for p in (fresh.root / "results/stats").glob("*.parquet"))
+    for name in stats:
+        want = _renamed(tableio.read_table(wf.root / "results/stats" / name), names)
+        got = tableio.read_table(fresh.root / "results/stats" / name)
+        pd.testing.assert_frame_equal(got, want, obj=name)
+    # every figure pixel for pixel; the example pair names its raters, so it is the same but for their pseudonyms
+    figures = sorted(p.name for p in (wf.root / "results/figures").glob("*.png"))
+    assert len(figures) >= 7 and "example_pair.png" in figures
+    for name in figures:
+        a, b = image.imread(wf.root / "results/figures" / name), image.imread(fresh.root / "results/figures" / name)
+        assert a.shape == b.shape and np.array_equal(a, b) == (name != "example_pair.png"), name
+    html = (wf.root / "results/figures/example_pair.html").read_text()
+    for original, pseudonym in names.items():
+        html = html.replace(f"human:{original}", f"human:{pseudonym}")
+    assert "human:rater-" in html and (fresh.root / "results/figures/example_pair.html").read_text() == html

@@ -1,0 +1,219 @@
+"""A run's artifacts as one folder (rule export_bundle; ``make bundle``): the data release of the paper's §9.13.
+
+What goes in (``FILES``; the folder's README, :mod:`heart.bundle.datasheet`, says it to a reader):
+
+* the items (``items.parquet``, the workflow's item table: history, release key, the dataset's reply);
+* every model system's completions with TTFT, latency and cost where known (``completions.parquet``, the
+  format of ``imported_systems``), the human completions (``human_completions.jsonl``, the human file's);
+* the pairs (``pairs.parquet``), every LLM verdict per pair and shown order with its axis marks and
+  rationale (``llm_verdicts.parquet``), and the judges' known-answer quality checks
+  (``judge_checks.parquet``), as the workflow's own verdict tables;
+* every human rating (``human_judgments.jsonl``) and judgment made elsewhere (``imported_judgments.jsonl``),
+  the strategy tags (``strategy_tags.parquet``) and spot-check labels (``strategy_labels.jsonl``);
+* the model metadata (``models.csv``), the study's settings (``study.yaml``: what ``make paper`` reads),
+  and ``manifest.json``: per file its sha256, size and rows.
+
+Writers and raters are pseudonymised (:mod:`heart.bundle.pseudonyms`) in every file, and the pair ids that
+were made from a writer's id are made again from the pseudonym. The folder is built beside its place and
+moved there whole: a bundle is complete or absent.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import tempfile
+from pathlib import Path
+
+import pandas as pd
+import pyarrow as pa
+import pyarrow.parquet as pq
+import yaml
+
+from heart.bundle import datasheet, pseudonyms
+from heart.common import tableio
+from heart.common.atomic import sha256_file
+from heart.completions.imported import IMPORTED_NUMBERS
+from heart.judging import human_judgments, judgment_import, pairs as pairs_mod
+from heart.tagging.spot_checks import SPOT_CHECK_OPTIONAL, SPOT_CHECK_REQUIRED
+
+FORMAT = "heart-bundle/1"
+#: file -> what it holds (the manifest and the datasheet say it; a file the run has no data for is left out)
+FILES = {
+    "items.parquet": "the evaluation items (workflow/schemas/tables/items.schema.yaml)",
+    "completions.parquet": "every model system's completions: item_id, system, model, text, ttft_s, latency_s, "
+                           "cost_usd (the imported_systems format, resources/imported/README.md)",
+    "human_completions.jsonl": "human completions: item_id, contributor_id (pseudonymous writer), text, ... "
+                               "(the human completions file, resources/human/README.md)",
+    "pairs.parquet": "the compared pairs of completions (pairs.schema.yaml)",
+    "llm_verdicts.parquet": "every LLM judge's verdict per pair and shown order: winner, strength, signed axis "
+                            "marks, rationale, the answer as received (judge_verdicts.schema.yaml)",
+    "judge_checks.parquet": "every LLM judge's verdicts on the known-answer quality checks, both orders "
+                            "(judge_verdicts.schema.yaml)",
+    "human_judgments.jsonl": "every human rating: rater_id (pseudonymous), item_id, shown_a, shown_b, choice 1-5, "
+                             "seconds_spent, ... (the human judgments file, resources/human/README.md)",
+    "imported_judgments.jsonl": "pairwise judgments the run imported from elsewhere (resources/imported/README.md)",
+    "strategy_tags.parquet": "every completion's 15-strategy tags by each LLM tagger (strategy_tags.schema.yaml)",
+    "strategy_labels.jsonl": "the human spot-check labels of strategies (resources/human/README.md)",
+    "models.csv": "model metadata: family, the paper's Elo and win rate, Artificial Analysis index, TTFT "
+                  "(workflow/resources/external/README.md)",
+    "study.yaml": "the study's settings: systems, judges, taggers, judging design, human protocol, statistics and "
+                  "figures (what make paper ARTIFACTS=<folder> runs with)",
+}
+#: the config sections a study's settings are made of (study.yaml); keys, paths and the LLM engine are left out
+STUDY_SECTIONS = ("items", "models", "systems", "imported_systems", "judging", "human_completions", "human_judgments",
+                  "tagging", "stats", "figures", "simulated")
+_MODEL_KEYS = ("model", "family", "params", "reasoning")
+
+
+def study_settings(config: dict) -> dict:
+    """The study's settings from a run's config: no key names, servers, local files or cache paths."""
+    study = {k: json.loads(json.dumps(config[k])) for k in STUDY_SECTIONS if k in config}
+    study["models"] = {name: {k: m[k] for k in _MODEL_KEYS if k in m} for name, m in config.get("models", {}).items()}
+    for section, key in (("human_completions", "path"), ("human_judgments", "path"), ("tagging", "spot_checks")):
+        study.get(section, {}).pop(key, None)
+    study["imported_systems"] = {name: {"family": s.get("family")} for name, s in config.get("imported_systems",
+                                                                                            {}).items()}
+    return study
+
+
+def _records(path, required, optional=(), allow_extra=False, ids=()) -> pd.DataFrame:
+    table = tableio.read_records(path, required, optional, allow_extra=allow_extra, ids=ids)
+    return table.drop(columns="line")
+
+
+def _write_jsonl(frame: pd.DataFrame, path: Path) -> None:
+    """One JSON object per row; an empty field is left out (not given stays not given)."""
+    with open(path, "w", encoding="utf-8", newline="\n") as out:
+        for row in frame.to_dict("records"):
+            out.write(json.dumps({k: v for k, v in row.items() if v not in ("", None)}, ensure_ascii=False) + "\n")
+
+
+def _public_completions(completions: pd.DataFrame) -> pd.DataFrame:
+    model = completions[completions["source"].eq("model")]
+    columns = {"item_id": pa.string(), "system": pa.string(), "model": pa.string(), "text": pa.string(),
+               **{c: pa.float64() for c in IMPORTED_NUMBERS}}
+    out = model.reindex(columns=list(columns)).sort_values(["system", "item_id"], ignore_index=True)
+    return pa.Table.from_pandas(out, schema=pa.schema(columns), preserve_index=False)
+
+
+def _people(completions, pairs, tags, files: dict) -> tuple[dict, dict]:
+    """The writer and rater pseudonyms: every contributor id and rater id the run's tables and files hold."""
+    writers = [*completions["contributor_id"], *pairs["contributor_a"], *pairs["contributor_b"],
+               *tags["contributor_id"]]
+    raters = []
+    if files.get("human_completions"):
+        writers += _records(files["human_completions"], ["item_id", "contributor_id", "text"], allow_extra=True)[
+            "contributor_id"].tolist()
+    if files.get("human_judgments"):
+        rated = _records(files["human_judgments"], human_judgments.REQUIRED, human_judgments.OPTIONAL)
+        raters += rated["rater_id"].tolist()
+        writers += [ref.partition("#")[2] for ref in [*rated["shown_a"], *rated["shown_b"]] if "#" in ref]
+    if files.get("strategy_labels"):
+        writers += _records(files["strategy_labels"], SPOT_CHECK_REQUIRED, SPOT_CHECK_OPTIONAL)[
+            "contributor_id"].tolist()
+    if files.get("imported_judgments"):
+        imported = judgment_import.read(files["imported_judgments"])
+        writers += [*imported["contributor_a"], *imported["contributor_b"]]
+        raters += imported.loc[imported["judge_kind"].eq("human"), "judge"].str.removeprefix("human:").tolist()
+    return pseudonyms.mapping(writers, "writer"), pseudonyms.mapping(raters, "rater")
+
+
+def _renamed_pairs(pairs: pd.DataFrame, writers: dict) -> tuple[pd.DataFrame, dict]:
+    out = pairs.copy()
+    for side in "ab":
+        out[f"contributor_{side}"] = pseudonyms.rename(out[f"contributor_{side}"], writers)
+    out["pair_id"] = [pairs_mod.pair_id(r.item_id, pairs_mod.completion_ref(r.system_a, r.contributor_a),
+                                        pairs_mod.completion_ref(r.system_b, r.contributor_b))
+                      for r in out.itertuples()]
+    return out, dict(zip(pairs["pair_id"], out["pair_id"]))
+
+
+def write(folder, *, items: pd.DataFrame, completions: pd.DataFrame, pairs: pd.DataFrame, verdicts: pd.DataFrame,
+          checks: pd.DataFrame, tags: pd.DataFrame, files: dict, models_csv, config: dict,
+          provenance: dict | None = None) -> dict:
+    """Write the bundle to ``folder`` (which must not exist) and return its manifest.
+
+    ``files`` maps ``human_completions``, ``human_judgments``, ``strategy_labels`` and ``imported_judgments``
+    to the run's file, or to None where the run has none (the bundle then has none: absent stays absent).
+    """
+    folder = Path(folder)
+    if folder.exists():
+        raise FileExistsError(f"{folder} exists: remove it, or export to another folder")
+    writers, raters = _people(completions, pairs, tags, files)
+    pairs_out, pair_ids = _renamed_pairs(pairs, writers)
+    folder.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{folder.name}.", dir=folder.parent))
+    try:
+        rows = {}
+        tableio.write_table(items, tmp / "items.parquet", "items", provenance)
+        public = _public_completions(completions)
+        pq.write_table(public, tmp / "completions.parquet")
+        tableio.write_table(pairs_out, tmp / "pairs.parquet", "pairs", provenance)
+        v = verdicts.assign(pair_id=verdicts["pair_id"].map(pair_ids),
+                            shown_a=verdicts["shown_a"].map(lambda r: pseudonyms.rename_ref(r, writers)))
+        tableio.write_table(v, tmp / "llm_verdicts.parquet", "judge_verdicts", provenance)
+        tableio.write_table(checks, tmp / "judge_checks.parquet", "judge_verdicts", provenance)
+        t = tags.assign(contributor_id=pseudonyms.rename(tags["contributor_id"], writers))
+        tableio.write_table(t, tmp / "strategy_tags.parquet", "strategy_tags", provenance)
+        rows.update({"items.parquet": len(items), "completions.parquet": public.num_rows,
+                     "pairs.parquet": len(pairs_out), "llm_verdicts.parquet": len(v),
+                     "judge_checks.parquet": len(checks), "strategy_tags.parquet": len(t)})
+        rows.update(_human_files(tmp, files, writers, raters, pair_ids))
+        shutil.copyfile(models_csv, tmp / "models.csv")
+        (tmp / "study.yaml").write_text(yaml.safe_dump(study_settings(config), sort_keys=True, allow_unicode=True),
+                                        encoding="utf-8")
+        counts = {"items": len(items), "model_systems": int(public.column("system").unique().__len__()),
+                  "pairs": len(pairs_out), "llm_judges": int(verdicts["judge"].nunique()),
+                  "llm_verdicts": len(v), "writers": len(writers), "raters": len(raters),
+                  "taggers": int(tags["tagger"].nunique())}
+        manifest = {"format": FORMAT, "label": config.get("simulated") and "SIMULATED" or None,
+                    "counts": counts, "files": {}}
+        for name in sorted(p.name for p in tmp.iterdir()):
+            manifest["files"][name] = {"sha256": sha256_file(tmp / name), "bytes": (tmp / name).stat().st_size,
+                                       "rows": rows.get(name), "what": FILES[name]}
+        (tmp / "manifest.json").write_text(json.dumps(manifest, indent=1, ensure_ascii=False) + "\n",
+                                           encoding="utf-8")
+        (tmp / "README.md").write_text(datasheet.text(manifest, study_settings(config)), encoding="utf-8")
+        os.chmod(tmp, 0o755)
+        os.replace(tmp, folder)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    return manifest
+
+
+def _human_files(tmp: Path, files: dict, writers: dict, raters: dict, pair_ids: dict) -> dict:
+    """The human files of the run, pseudonymised, as JSON Lines (the importers' format; rows per file)."""
+    rows = {}
+    if files.get("human_completions"):
+        t = _records(files["human_completions"], ["item_id", "contributor_id", "text"], allow_extra=True)
+        t["contributor_id"] = pseudonyms.rename(t["contributor_id"], writers)
+        _write_jsonl(t, tmp / "human_completions.jsonl")
+        rows["human_completions.jsonl"] = len(t)
+    if files.get("human_judgments"):
+        t = _records(files["human_judgments"], human_judgments.REQUIRED, human_judgments.OPTIONAL)
+        t["rater_id"] = pseudonyms.rename(t["rater_id"], raters)
+        for col in ("shown_a", "shown_b"):
+            t[col] = t[col].map(lambda r: pseudonyms.rename_ref(r, writers))
+        if "pair_id" in t:  # the store's export names the pair it showed
+            t["pair_id"] = t["pair_id"].map(lambda p: pair_ids.get(p, p))
+        _write_jsonl(t, tmp / "human_judgments.jsonl")
+        rows["human_judgments.jsonl"] = len(t)
+    if files.get("strategy_labels"):
+        t = _records(files["strategy_labels"], SPOT_CHECK_REQUIRED, SPOT_CHECK_OPTIONAL)
+        if "contributor_id" in t:
+            t["contributor_id"] = pseudonyms.rename(t["contributor_id"], writers)
+        _write_jsonl(t, tmp / "strategy_labels.jsonl")
+        rows["strategy_labels.jsonl"] = len(t)
+    if files.get("imported_judgments"):
+        t = _records(files["imported_judgments"], judgment_import.REQUIRED, judgment_import.OPTIONAL)
+        human = t["judge_kind"].str.strip().eq("human")
+        t.loc[human, "judge"] = [raters.get(j.removeprefix("human:"), j) for j in t.loc[human, "judge"]]
+        for col in ("contributor_a", "contributor_b"):
+            if col in t:
+                t[col] = pseudonyms.rename(t[col], writers)
+        _write_jsonl(t, tmp / "imported_judgments.jsonl")
+        rows["imported_judgments.jsonl"] = len(t)
+    return rows

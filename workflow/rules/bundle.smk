@@ -1,0 +1,124 @@
+# Stage 9 — a study's artifacts as one folder, both ways (heart/bundle/): rule export_bundle writes any run's
+# data release (make bundle -> results/bundle/); in a run from a bundle (make paper ARTIFACTS=<folder>,
+# config/artifacts.yaml) the rules below take the tables a model would have made from the bundle instead,
+# and everything after them runs as in the study. Those rules write the stage tables they stand in for.
+
+BUNDLE_FILES = ("human_completions", "human_judgments", "strategy_labels", "imported_judgments")
+
+
+if ARTIFACTS:
+
+    # a table from the bundle wins over the rule that would make it by calling a model (those rules are
+    # never scheduled: nothing is left for them to make)
+    ruleorder: bundle_pairs > design_pairs
+    ruleorder: bundle_verdicts > merge_judgments
+    ruleorder: bundle_checks > judge_qc
+    ruleorder: bundle_tags > merge_tags
+
+    rule bundle_items:
+        input:
+            table=f"{ARTIFACTS}/items.parquet",
+        output:
+            "results/items/items.parquet",
+        params:
+            table="items",
+        log:
+            "logs/items/bundle_items.log",
+        conda:
+            "../../envs/data.yaml"
+        script:
+            "../scripts/bundle_table.py"
+
+    rule bundle_pairs:
+        input:
+            table=f"{ARTIFACTS}/pairs.parquet",
+            item_table="results/items/items.parquet",
+        output:
+            "results/judging/pairs.parquet",
+        params:
+            table="pairs",
+        log:
+            "logs/judging/bundle_pairs.log",
+        conda:
+            "../../envs/data.yaml"
+        script:
+            "../scripts/bundle_table.py"
+
+    rule bundle_verdicts:
+        input:
+            table=f"{ARTIFACTS}/llm_verdicts.parquet",
+            pair_table="results/judging/pairs.parquet",
+        output:
+            "results/judging/llm/{judge}.parquet",
+        params:
+            table="judge_verdicts",
+            where=lambda wc: {"judge": wc.judge},
+        log:
+            "logs/judging/bundle_verdicts_{judge}.log",
+        conda:
+            "../../envs/data.yaml"
+        script:
+            "../scripts/bundle_table.py"
+
+    rule bundle_checks:
+        input:
+            table=f"{ARTIFACTS}/judge_checks.parquet",
+        output:
+            "results/judging/qc/{judge}.parquet",
+        params:
+            table="judge_verdicts",
+            where=lambda wc: {"judge": wc.judge},
+        log:
+            "logs/judging/qc/bundle_checks_{judge}.log",
+        conda:
+            "../../envs/data.yaml"
+        script:
+            "../scripts/bundle_table.py"
+
+    rule bundle_tags:
+        input:
+            table=f"{ARTIFACTS}/strategy_tags.parquet",
+            item_table="results/items/items.parquet",
+        output:
+            "results/tagging/{tagger}.parquet",
+        params:
+            table="strategy_tags",
+            where=lambda wc: {"tagger": wc.tagger},
+        log:
+            "logs/tagging/bundle_tags_{tagger}.log",
+        conda:
+            "../../envs/data.yaml"
+        script:
+            "../scripts/bundle_table.py"
+
+else:
+
+    rule export_bundle:
+        # on demand (make bundle): the data release of this run, in the formats the importers read
+        input:
+            item_table="results/items/items.parquet",
+            completions=COMPLETIONS,
+            pair_table="results/judging/pairs.parquet",
+            verdicts=expand("results/judging/llm/{judge}.parquet", judge=JUDGES),
+            checks=expand("results/judging/qc/{judge}.parquet", judge=JUDGES),
+            tags=expand("results/tagging/{tagger}.parquet", tagger=TAGGERS),
+            models=MODELS_CSV,
+            human=[*human_file(config["human_completions"]["path"]), *human_file(config["human_judgments"]["path"]),
+                   *human_file(config["tagging"]["spot_checks"]), *optional_file(config["imported_judgments"]["path"])],
+        output:
+            directory("results/bundle"),
+        params:
+            # which human file is which (None: the run has none, and the bundle says so)
+            files=dict(zip(BUNDLE_FILES, ((human_file(config["human_completions"]["path"]) or [None])[0],
+                                          (human_file(config["human_judgments"]["path"]) or [None])[0],
+                                          (human_file(config["tagging"]["spot_checks"]) or [None])[0],
+                                          (optional_file(config["imported_judgments"]["path"]) or [None])[0]))),
+            config={k: config[k] for k in ("items", "models", "systems", "imported_systems", "judging",
+                                           "human_completions", "human_judgments", "tagging", "stats", "figures",
+                                           "simulated") if k in config},
+        log:
+            "logs/bundle/export_bundle.log",
+        conda:
+            "../../envs/data.yaml"
+        script:
+            "../scripts/export_bundle.py"
