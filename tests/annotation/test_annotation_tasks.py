@@ -235,3 +235,46 @@ def test_empty_inputs_give_empty_tables(data):
                 tasks.spot_check_tasks(comp.iloc[:0], items.iloc[:0], 10, 3, 2, SEED)):
         assert out.empty and list(out.columns) == tasks.TASK_COLUMNS and out["position"].dtype == "int64"
     assert tasks.summary(tasks.writing_tasks(items.iloc[:0], 4, 3, SEED)).empty
+
+
+def test_a_count_of_pairs_for_people_is_exact_and_takes_the_smallest_coins(data):
+    items, comp, pairs = data
+    every = rate(data, per_pair=1)
+    some = rate(data, per_pair=1, n_pairs=5)
+    assert some["pair_id"].nunique() == 5
+    coin = {p: pairs_mod.unit(SEED, "rating-sample", p) for p in pairs["pair_id"]}
+    assert set(some["pair_id"]) == set(sorted(coin, key=coin.get)[:5])
+    assert set(some["pair_id"]) < set(every["pair_id"])
+    assert rate(data, per_pair=1, n_pairs=10_000)["pair_id"].nunique() == every["pair_id"].nunique()
+    with pytest.raises(ValueError, match="pairs: 0 is not a number of pairs"):
+        rate(data, n_pairs=0)
+
+
+def test_the_paper_config_gives_the_papers_human_design():
+    """config/paper.yaml's annotation settings on the paper's shape (300 contexts, 280 with a dataset reply, 15
+    model systems, 3 writers per context) and its LLM judging budget: 12 writers, 3 per context (900
+    completions); 15 raters, exactly 1,125 pairs (§4.4's human-LLM agreement subset) 5 times each; ~42,000
+    pairs for the LLM judges (§4.2). The paper's own items need ../shared; these stand in for them."""
+    from heart.completions import generate
+
+    from heart.common.config import validate_config
+
+    cfg = yaml.safe_load((REPO / "config/paper.yaml").read_text())
+    validate_config(cfg, source="config/paper.yaml")  # with the schema's defaults
+    a = cfg["annotation"]
+    items = make_items(300).assign(original_reply=[f"reply {i}" if i < 280 else None for i in range(300)])
+    comp = generate.stand_ins(items, sorted(cfg["systems"]), cfg["human_completions"]["per_context"])
+    llm_pairs = pairs_mod.design(comp, items, cfg["judging"]["seed"], sample=cfg["judging"]["pair_sample"])
+    assert 41_500 <= len(llm_pairs) <= 42_500
+    writing = tasks.writing_tasks(items, a["writing"]["writers"], a["writing"]["per_context"], a["seed"])
+    assert len(writing) == 900 and writing["person_id"].nunique() == 12
+    assert writing.groupby("item_id")["person_id"].nunique().eq(3).all()
+    rating = tasks.rating_tasks(items, llm_pairs, comp, a["rating"]["raters"], a["rating"]["per_pair"],
+                                a["rating"]["qc_rate"], QC, a["seed"], pair_sample=a["rating"]["pair_sample"],
+                                n_pairs=a["rating"]["pairs"])
+    real = rating[rating["qc_expected"].isna()]
+    assert real["pair_id"].nunique() == 1125 and len(real) == 5625 and rating["person_id"].nunique() == 15
+    assert real.groupby("pair_id")["person_id"].nunique().eq(5).all()
+    # every kind of pair is among them, about as often as in the design (13,500 of ~42,000 are human-model)
+    kinds = llm_pairs.set_index("pair_id").loc[real["pair_id"].unique(), "kind"].value_counts()
+    assert set(kinds.index) == {"model-model", "human-model", "dataset-model"} and 250 < kinds["human-model"] < 480

@@ -205,12 +205,15 @@ def qc_count(n: int, qc_rate: float) -> int:
 
 def rating_tasks(items: pd.DataFrame, pairs: pd.DataFrame, completions: pd.DataFrame, raters: int,
                  per_pair: int, qc_rate: float, qc_replies: list[dict], seed: int,
-                 pair_sample: dict | None = None) -> pd.DataFrame:
+                 pair_sample: dict | None = None, n_pairs: int | None = None) -> pd.DataFrame:
     """Rating tasks (§4.2): pairs for people, each to ``per_pair`` raters in their own A/B order, plus
     quality checks.
 
     * A pair is kept when ``unit(seed, "rating-sample", pair_id) < pair_sample[kind]`` (kinds not named:
       all kept), so a kept pair stays kept when pairs are added.
+    * With ``n_pairs``, exactly that many of the kept pairs go to people: those with the smallest such coins
+      (all of them when fewer are kept). The paper's human-rated subset is a count (1,125 pairs), not a rate;
+      unlike a rate, a count's pairs can change when pairs are added.
     * Its raters are the ``per_pair`` people with the smallest ``unit(seed, "rater", pair_id \\x1f person)``
       (rendezvous hashing: adding pairs moves nobody's existing tasks; loads are balanced only on average).
     * Each rater sees the pair's A/B order, or the swapped one when
@@ -239,6 +242,8 @@ def rating_tasks(items: pd.DataFrame, pairs: pd.DataFrame, completions: pd.DataF
         Seed of every coin.
     pair_sample : dict, optional
         kind -> rate in [0, 1] (:data:`heart.judging.pairs.KINDS`).
+    n_pairs : int, optional
+        How many of the kept pairs go to people (None: all of them).
 
     Raises
     ------
@@ -262,10 +267,15 @@ def rating_tasks(items: pd.DataFrame, pairs: pd.DataFrame, completions: pd.DataF
     contexts = _histories(items)
     texts = _completion_texts(completions)
     people = person_ids(KINDS["rating"], raters)
+    if n_pairs is not None and (isinstance(n_pairs, bool) or not isinstance(n_pairs, int) or n_pairs < 1):
+        raise ValueError(f"pairs: {n_pairs!r} is not a number of pairs; set it to a whole number >= 1 (null: all)")
+    coin = {pid: unit(seed, "rating-sample", pid) for pid in pairs.get("pair_id", ())}
+    kept = pairs[[not (k in rates and coin[pid] >= rates[k]) for k, pid in zip(pairs.get("kind", ()), coin)]]
+    if n_pairs is not None:
+        kept = kept.iloc[sorted(range(len(kept)), key=lambda i: (coin[kept["pair_id"].iat[i]],
+                                                                 kept["pair_id"].iat[i]))[:n_pairs]]
     rows, n_real = [], dict.fromkeys(people, 0)
-    for p in pairs.sort_values("pair_id").itertuples():
-        if p.kind in rates and unit(seed, "rating-sample", p.pair_id) >= rates[p.kind]:
-            continue
+    for p in (kept.sort_values("pair_id").itertuples() if len(kept) else ()):
         context = _context(contexts, p.item_id, f"pairs (pair {p.pair_id})")
         sides = []
         for system, contributor in ((p.system_a, p.contributor_a), (p.system_b, p.contributor_b)):
