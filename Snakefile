@@ -80,7 +80,7 @@ if missing_keys := [key for key in required_keys() if not os.environ.get(key)]:
 
 
 # the paper's tables (rules paper_tables and paper_comparison), CSV and LaTeX each
-PAPER_TABLES = ("table1", "leaderboard", "leaderboard_alternative", "agreement", "judge_quality",
+PAPER_TABLES = ("table1", "table2_rubric", "leaderboard", "leaderboard_alternative", "agreement", "judge_quality",
                 "strategy_diversity", "factors", "tests", "paper_comparison")
 
 
@@ -98,8 +98,8 @@ STUDY_TARGETS = [
     "results/stats/tests.parquet",
     "results/stats/rationale_concordance.parquet",
     expand("results/figures/{figure}.{ext}", ext=("png", "pdf"),
-           figure=("fig4_leaderboard", "fig5_elo_ttft", "fig6_strategies", "elo_forest", "agreement",
-                   "bias_factors", "example_pair")),
+           figure=("fig1_rubric", "fig4_leaderboard", "fig5_elo_ttft", "fig6_strategies", "fig7_protocol",
+                   "elo_forest", "agreement", "bias_factors", "example_pair")),
     "results/figures/example_pair.html",
     expand("results/tables/{table}.{ext}", ext=("csv", "tex"), table=PAPER_TABLES),
     "results/stats/preference_shares.parquet",
@@ -117,7 +117,7 @@ ANALYSIS_TARGETS = [
     "results/stats/preference_shares.parquet",
     "results/stats/tests.parquet",
     *expand("results/figures/{figure}.{ext}", ext=("png", "pdf"),
-            figure=("fig4_leaderboard", "elo_forest", "agreement", "bias_factors")),
+            figure=("fig1_rubric", "fig4_leaderboard", "elo_forest", "agreement", "bias_factors")),
     *expand("results/tables/{table}.{ext}", ext=("csv", "tex"), table=PAPER_TABLES),
 ]
 

@@ -110,7 +110,7 @@ def _drop(doc, path):
      "strategies: {'offer_hope': '...'} is not of type 'array'"),
     # unknown key
     (RUBRIC, "heart.judging.llm_judge:load_rubric", lambda d: _set(d, ["axes", 0, "colour"], "red"),
-     "axes[0].colour: unknown key (allowed here: description, high, key, low, name)"),
+     "axes[0].colour: unknown key (allowed here: criteria, description, high, key, low, name)"),
     (RUBRIC, "heart.judging.llm_judge:load_rubric", lambda d: _set(d, ["checklst"], []),
      "checklst: unknown key (allowed here: axes, checklist, version)"),
     (TAXONOMY, "heart.tagging.taxonomy:load_taxonomy", lambda d: _set(d, ["strategies", 5, "examples"], "x"),

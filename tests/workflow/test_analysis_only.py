@@ -21,7 +21,7 @@ def test_analysis_only_plans_no_data_items_completions_or_calls(workflow_copy):
     assert set(jobs) == {"import_judgments", "ratings", "agreement", "bias_audits", "factor_analysis", "preference_shares",
                          "figure_leaderboard", "figure_elo_forest", "figure_agreement", "figure_bias_factors",
                          "external_correlations", "rationale_codes", "multiple_testing", "paper_tables",
-                         "paper_comparison", "all"}
+                         "paper_comparison", "figure_rubric", "rubric_table", "all"}
 
 
 @pytest.mark.e2e

@@ -87,12 +87,18 @@ def test_statistics_tables_are_frame_equal_and_figures_the_same(round_trip):
         want = _renamed(tableio.read_table(wf.root / "results/stats" / name), names)
         got = tableio.read_table(fresh.root / "results/stats" / name)
         pd.testing.assert_frame_equal(got, want, obj=name)
-    # every figure pixel for pixel; the example pair names its raters, so it is the same but for their pseudonyms
+    # every figure pixel for pixel, but two: the example pair names its raters (the same but for their
+    # pseudonyms), and Figure 7 lists the rules that made each step (the bundle's run read its tables: same
+    # numbers, other rules)
     figures = sorted(p.name for p in (wf.root / "results/figures").glob("*.png"))
-    assert len(figures) >= 7 and "example_pair.png" in figures
+    differ = {"example_pair.png", "fig7_protocol.png"}
+    assert len(figures) >= 9 and differ <= set(figures)
     for name in figures:
         a, b = image.imread(wf.root / "results/figures" / name), image.imread(fresh.root / "results/figures" / name)
-        assert a.shape == b.shape and np.array_equal(a, b) == (name != "example_pair.png"), name
+        assert a.shape == b.shape and np.array_equal(a, b) == (name not in differ), name
+    numbers = [[line.split(" heart: ", 1)[1] for line in (w.root / "logs/figures/fig7_protocol.log").read_text()
+                .splitlines() if " heart: " in line] for w in (wf, fresh)]
+    assert len(numbers[0]) == 7 and numbers[0] == numbers[1]
     html = (wf.root / "results/figures/example_pair.html").read_text()
     for original, pseudonym in names.items():
         html = html.replace(f"human:{original}", f"human:{pseudonym}")

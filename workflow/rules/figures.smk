@@ -150,3 +150,51 @@ rule figure_example_pair:
         "../../envs/figures.yaml"
     script:
         "../scripts/figure_example_pair.py"
+
+
+rule figure_rubric:
+    # Figure 1 from the versioned rubric the judges are given (its axes and their criteria)
+    input:
+        rubric=workflow.source_path(f"../resources/rubric/{config['judging']['rubric']}.yaml"),
+        style=workflow.source_path("../resources/figures/fig1_rubric.yaml"),
+    output:
+        png=report("results/figures/fig1_rubric.png", caption="../report/fig1_rubric.rst",
+                   category="0. The benchmark", labels={"figure": "Figure 1: the HEART axes"}),
+        pdf="results/figures/fig1_rubric.pdf",
+    params:
+        label=RUN_LABEL,
+    log:
+        "logs/figures/fig1_rubric.log",
+    conda:
+        "../../envs/figures.yaml"
+    script:
+        "../scripts/figure_rubric.py"
+
+
+if not ANALYSIS_ONLY:
+
+    rule figure_protocol:
+        # Figure 7 from this workflow's own rule graph (each step's rules) and this run's counts
+        input:
+            item_table="results/items/items.parquet",
+            systems="results/completions/systems.parquet",
+            pair_table="results/judging/pairs.parquet",
+            judgments="results/judging/judgments.parquet",
+            tags=expand("results/tagging/{tagger}.parquet", tagger=TAGGERS),
+            style=workflow.source_path("../resources/figures/fig7_protocol.yaml"),
+        output:
+            png=report("results/figures/fig7_protocol.png", caption="../report/fig7_protocol.rst",
+                       category="0. The benchmark", labels={"figure": "Figure 7: evaluation protocol"}),
+            pdf="results/figures/fig7_protocol.pdf",
+        params:
+            label=RUN_LABEL,
+            n_boot=config["stats"]["n_boot"],
+            # rule file -> its rules, once every rule file is read (a lambda: evaluated when the DAG is built)
+            rules=lambda wc: {stem: sorted(r.name for r in workflow.rules if Path(r.snakefile).stem == stem)
+                              for stem in sorted({Path(r.snakefile).stem for r in workflow.rules})},
+        log:
+            "logs/figures/fig7_protocol.log",
+        conda:
+            "../../envs/figures.yaml"
+        script:
+            "../scripts/figure_protocol.py"

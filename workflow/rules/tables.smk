@@ -41,6 +41,24 @@ rule paper_tables:
         "../scripts/paper_tables.py"
 
 
+rule rubric_table:
+    # Table 2 from the versioned rubric the judges are given (editing it reruns this and the judges)
+    input:
+        rubric=workflow.source_path(f"../resources/rubric/{config['judging']['rubric']}.yaml"),
+    output:
+        csv=report("results/tables/table2_rubric.csv", caption="../report/table_table2_rubric.rst",
+                   category="4. Tables", labels={"table": "table2_rubric", "format": "csv"}),
+        tex="results/tables/table2_rubric.tex",
+    params:
+        label=RUN_LABEL,
+    log:
+        "logs/tables/rubric_table.log",
+    conda:
+        "../../envs/figures.yaml"
+    script:
+        "../scripts/rubric_table.py"
+
+
 rule paper_comparison:
     # every headline number of the paper next to this run's value, interval, scope and definition
     input:

@@ -118,6 +118,14 @@ DIVERSITY_COLUMNS = ["level", "group", "tagger", "status", "n_completions", "cov
                      "entropy_bits", "rate_sd_pct", "rate_range_pct"]
 
 
+def rubric(rubric: dict) -> pd.DataFrame:
+    """Table 2, the HEART rubric summary: per axis its name (and letter), description and the high- and
+    low-scoring example replies, as the rubric file gives them to the judges."""
+    return pd.DataFrame([{"Axis": f"{a['name']} ({a['key']})", "Description": a["description"],
+                          "High-scoring example": a["high"], "Low-scoring example": a["low"]}
+                         for a in rubric["axes"]])
+
+
 def absent(columns: list[str], note: str) -> pd.DataFrame:
     """A table whose input this run does not have: one row, status "absent" and the reason (in ``note``, or
     in the last column when the table has no note column), every other cell empty."""
