@@ -2,6 +2,7 @@
 cross-site posts, validation, server-side timing, resuming, and an export that the workflow's own readers
 accept. Every person and answer here is SYNTHETIC, made by the test."""
 
+import hashlib
 import json
 import os
 import re
@@ -364,3 +365,61 @@ def test_a_half_labelled_spot_check_keeps_its_second_labeller_when_a_new_sample_
     assert answer(client, study["links"]["labeller-02"], strategy=["affirmation"]).status_code == 303
     labels, counts = export.labels(stored(db), {}, KEYS)
     assert counts["agreed"] == 1 and len(labels) == len(KEYS)
+
+
+def test_per_axis_marks_flow_from_the_page_to_per_axis_kappa(tmp_path):
+    """A study that asks raters for per-axis marks (annotation.rating.axes): the page shows each axis with A /
+    no clear difference / B, refuses a form with an axis unmarked, stores the marks, the export writes them
+    (axis_H ... of the shown sides), the workflow's reader orients them to the pair, and inter-human Fleiss'
+    κ is computed per axis. SYNTHETIC: two raters who agree on every pair on H and disagree on E."""
+    from heart.judging import combine
+    from heart.judging.llm_judge import load_rubric
+    from heart.stats.agreement import inter_human
+
+    items = make_items()
+    comp = make_completions(items)
+    pairs = pairs_mod.design(comp, items, 5)
+    axes = tasks.rating_axes(load_rubric(REPO / "workflow/resources/rubric/heart.yaml"))
+    table = tasks.rating_tasks(items, pairs, comp, 2, 2, 0.0, QC, 5, axes=axes)
+    db = tmp_path / "annotation.sqlite"
+    store.create(db)
+    conn = store.connect(db)
+    store.load_tasks(conn, table)
+    conn.close()
+    client = TestClient(app_mod.create_app(db, TAXONOMY))
+    links = {person: link for person, _, link in _links(db, "")}
+    page = client.get(links["rater-01"]).text
+    assert page.count('class="axis"') == 5 and "Empathic Responsiveness" in page and 'name="axis_T"' in page
+    refused = answer(client, links["rater-01"], choice="2", rationale="warmer and specific", axis_H="A")
+    assert refused.status_code == 422 and "E, A, R, T is not marked" in refused.text
+    shown = re.compile(r'<article class="response" id="response-([ab])"><h2>Response [AB]</h2><p>(.*?)</p>', re.S)
+    for person, flip in (("rater-01", False), ("rater-02", True)):
+        for _ in range(len(pairs)):
+            page = client.get(links[person]).text
+            text = dict(shown.findall(page))
+            digest = {k: hashlib.sha256(v.encode()).hexdigest() for k, v in text.items()}
+            first = "A" if digest["a"] < digest["b"] else "B"  # one completion whichever side it is shown on
+            other = "B" if first == "A" else "A"
+            marks = {"axis_H": first, "axis_E": other if flip else first, "axis_A": "same", "axis_R": first,
+                     "axis_T": "same"}
+            resp = client.post(f"{links[person]}/answer", data={"nonce": nonce_of(page), "choice": "2",
+                                                                 "rationale": "names the feeling", **marks},
+                               follow_redirects=False)
+            assert resp.status_code == 303, resp.text
+    out = tmp_path / "judgments.csv"
+    export._write(export.judgments(stored(db)), out)
+    exported = pd.read_csv(out, keep_default_na=False)
+    assert set(exported["axis_E"]) == {"A", "B"} and set(exported["axis_A"]) == {"same"}
+    read = human_judgments.read(out)
+    raters = human_judgments.quality_control(read, 0.5, 0, 900)
+    human = human_judgments.orient(read, pairs, raters, {"slight": 2, "significant": 4}, out)
+    # oriented to the pair: both raters' H marks name the same completion whatever order each was shown
+    assert human.groupby("pair_id")["axis_H"].nunique().eq(1).all() and human["order"].nunique() == 2
+    assert human.groupby("pair_id")["axis_E"].nunique().eq(2).all()
+    assert human["axis_A"].eq(0).all() and human["axis_T"].eq(0).all()
+    kappa = inter_human.inter_human(combine.judgments(pairs, pd.DataFrame(), human), n_boot=20, seed=1)
+    per_axis = kappa[kappa["labels"].str.startswith("axis ")].set_index("labels")
+    assert len(per_axis) == 5 and per_axis["n_units"].eq(len(pairs)).all()
+    assert per_axis.loc["axis H (a/no clear difference/b)", "value"] == pytest.approx(1.0)
+    assert per_axis.loc["axis E (a/no clear difference/b)", "value"] < 0
+    assert per_axis.loc["axis A (a/no clear difference/b)", "status"] == "undefined"  # one category only

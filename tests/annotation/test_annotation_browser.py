@@ -298,3 +298,55 @@ def test_tasks_made_again_add_the_human_pairs_and_keep_every_answer(browser, stu
     assert set(done["task_id"]) <= set(answers(study)["task_id"])  # every answer still exported
     page = visit(browser, study, study["links"]["rater-01"])
     assert "Response A" in page and 'id="done"' not in page
+
+
+def test_a_rater_marks_each_axis_when_the_study_asks(browser, tmp_path):
+    """annotation.rating.axes: the rating page asks, per HEART axis (names and questions from the rubric), A /
+    no clear difference / B; the browser refuses to send it with an axis unmarked, and the store keeps the
+    marks. A SYNTHETIC store of its own: one rater, the first items' pairs."""
+    from heart.annotation import tasks as tasks_mod
+    from heart.judging import pairs as pairs_mod
+    from heart.judging.llm_judge import load_rubric
+
+    items = pd.DataFrame([{"item_id": f"synthetic-{i}", "conversation_id": i, "subset": "regular",
+                           "history": [{"role": "seeker", "text": f"[synthetic] My sister stopped calling ({i})."},
+                                       {"role": "supporter", "text": "[synthetic] That sounds painful."},
+                                       {"role": "seeker", "text": "[synthetic] I don't know if I did something."}],
+                           "original_reply": "[synthetic] It makes sense to wonder; what happened last time?"}
+                          for i in range(2)])
+    comp = pd.DataFrame([{"item_id": it.item_id, "system": s, "source": "model", "contributor_id": None,
+                          "text": f"[synthetic] {s} would say: that silence must hurt ({it.item_id})."}
+                         for it in items.itertuples() for s in ("m1", "m2")])
+    pairs = pairs_mod.design(comp, items, 3)
+    axes = tasks_mod.rating_axes(load_rubric(REPO / "workflow/resources/rubric/heart.yaml"))
+    table = tasks_mod.rating_tasks(items, pairs, comp, 1, 1, 0.0, [], 3, axes=axes)
+    table.to_parquet(tmp_path / "tasks.parquet")
+    db = tmp_path / "annotation.sqlite"
+    server = AnnotationServer(db, tmp_path / "tasks.parquet", log=tmp_path / "server.log").start()
+    try:
+        browser.get(server.links()["rater-01"])
+        assert len(browser.find_elements(By.CSS_SELECTOR, ".axis")) == 5
+        assert "Attunement" in browser.page_source
+        browser.find_element(By.CSS_SELECTOR, "label[for='choice-2']").click()
+        browser.find_element(By.ID, "rationale").send_keys("B picks up the sister, A does not.")
+        browser.find_element(By.ID, "send").click()  # nothing marked: the browser keeps the page
+        assert browser.find_element(By.ID, "axis-H-A").get_attribute("required") is not None
+        assert not browser.find_element(By.ID, "axis-H-A").is_selected()
+        for key, value in zip("HEART", ("A", "A", "same", "B", "same")):
+            browser.find_element(By.CSS_SELECTOR, f"label[for='axis-{key}-{value}']").click()
+        shot(browser, "rating-axes-laptop")
+        shot(browser, "rating-axes-phone", PHONE)
+        old = browser.find_element(By.NAME, "nonce").get_attribute("value")
+        browser.find_element(By.ID, "send").click()
+        WebDriverWait(browser, 15).until(lambda d: d.find_elements(By.ID, "done") or (
+            d.find_elements(By.NAME, "nonce") and d.find_element(By.NAME, "nonce").get_attribute("value") != old))
+    finally:
+        server.kill()
+    from heart.annotation import store
+
+    conn = store.connect(db)
+    try:
+        got = store.answers_frame(conn)
+    finally:
+        conn.close()
+    assert len(got) == 1 and got.iloc[0]["answer"]["axes"] == {"H": "A", "E": "A", "A": "same", "R": "B", "T": "same"}

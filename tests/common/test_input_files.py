@@ -100,7 +100,7 @@ def test_a_byte_order_mark_and_a_multiline_quoted_field_are_fine(tmp_path, kind)
 def test_unknown_columns_are_refused_where_a_typo_would_change_the_meaning(tmp_path):
     # a misspelt qc_expected would silently turn quality checks into judgments
     fails(tmp_path, "judgments", HEADERS["judgments"].rstrip(b"\n") + b",qc_expect\n" + b"r1,i1,m1,m2,2,30,A\n",
-          r": unknown column\(s\) 'qc_expect'; expected rater_id, .* \(\+ optional pair_id, rationale, qc_expected\)")
+          r": unknown column\(s\) 'qc_expect'; expected rater_id, .* \(\+ optional pair_id, rationale, qc_expected, axis_H, axis_E, axis_A, axis_R, axis_T\)")
     fails(tmp_path, "labels", b"item_id,system,strategy,present,contributor\ni1,m,affirmation,1,c1\n",
           r": unknown column\(s\) 'contributor'")
     # the completions format documents other columns as ignored (e.g. seconds_spent)

@@ -85,7 +85,7 @@ def test_example_fixture_converts_to_valid_workflow_tables():
     tableio.to_arrow(out.judgments, "judgments")
     tableio.to_arrow(out.pairs, "pairs")
     tableio.to_arrow(out.verdicts, "judge_verdicts")
-    tableio.to_arrow(out.human.drop(columns=AXIS_COLUMNS), "human_judgments")
+    tableio.to_arrow(out.human, "human_judgments")  # the axis columns are the schema's too
     j = out.judgments
     assert len(out.pairs) == 30 and out.pairs["item_id"].nunique() == 6
     assert set(out.pairs["kind"]) == {"model-model", "dataset-model", "human-model"}

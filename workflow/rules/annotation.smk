@@ -12,6 +12,8 @@ rule annotation_tasks:
         pair_table="results/judging/pairs.parquet",
         completions=COMPLETIONS,
         qc_replies=workflow.source_path("../resources/annotation/qc_replies.yaml"),
+        # the axes raters mark when annotation.rating.axes asks for them
+        rubric=workflow.source_path(f"../resources/rubric/{config['judging']['rubric']}.yaml"),
     output:
         tasks="results/annotation/tasks.parquet",
         summary="results/annotation/summary.parquet",

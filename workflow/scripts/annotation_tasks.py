@@ -8,6 +8,7 @@ import yaml
 from heart.common import provenance, tableio
 from heart.common.atomic import atomic_path
 from heart.annotation import tasks
+from heart.judging.llm_judge import load_rubric
 from heart.common.runtime import logged
 
 with logged(snakemake.log[0], snakemake) as log:
@@ -21,7 +22,8 @@ with logged(snakemake.log[0], snakemake) as log:
         tasks.writing_tasks(items, s["writing"]["writers"], s["writing"]["per_context"], s["seed"]),
         tasks.rating_tasks(items, pairs, completions, s["rating"]["raters"], s["rating"]["per_pair"],
                            s["rating"]["qc_rate"], qc_replies, s["seed"], pair_sample=s["rating"]["pair_sample"],
-                           n_pairs=s["rating"]["pairs"]),
+                           n_pairs=s["rating"]["pairs"],
+                           axes=tasks.rating_axes(load_rubric(snakemake.input.rubric)) if s["rating"]["axes"] else None),
         tasks.spot_check_tasks(completions, items, s["spot_checks"]["completions"], s["spot_checks"]["labellers"],
                                s["spot_checks"]["per_completion"], s["seed"]),
     ], ignore_index=True)

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import json
 import hmac
 import statistics
 from collections import Counter
@@ -174,8 +175,9 @@ def create_app(db_path, taxonomy_path, title: str = "HEART annotation", public_u
                 return render_next(request, token, person_id, status=409,
                                    error="That page was open for more than 12 hours, so its time on task "
                                          "would not mean much: please answer it again.")
-            kind = store.task(conn, serve_row["task_id"])["kind"]
-            value, error = validate(kind, form, strategy_keys)
+            task = store.task(conn, serve_row["task_id"])
+            kind, axes = task["kind"], [a["key"] for a in task_axes(task)]
+            value, error = validate(kind, form, strategy_keys, axes)
             if error:
                 kept = {k: (form.getlist(k) if k == "strategy" else str(v)) for k, v in form.items()}
                 return render_next(request, token, person_id, error=error, form=kept, nonce=nonce, status=422)
@@ -227,14 +229,25 @@ def create_app(db_path, taxonomy_path, title: str = "HEART annotation", public_u
     return app
 
 
+def task_axes(task: dict) -> list[dict]:
+    """The axes a rating task asks to mark ({key, name, question} each; none: one overall choice)."""
+    return json.loads(task["axes"]) if task.get("axes") else []
+
+
 def public(task: dict) -> dict:
-    """What a page may show of a task: the dialogue and the texts, never a system, model or writer."""
+    """What a page may show of a task: the dialogue, the texts and the axes to mark, never a system, model
+    or writer."""
     keep = {"kind", "context", "text_a", "text_b", "text"}
-    return {k: v for k, v in task.items() if k in keep}
+    return {**{k: v for k, v in task.items() if k in keep}, "axes": task_axes(task)}
 
 
-def validate(kind: str, form, strategy_keys: list[str]) -> tuple[dict, str | None]:
-    """(answer, None) or ({}, what is wrong) for a posted form of a task of ``kind``."""
+#: a per-axis mark as posted (the shown sides) and as stored
+AXIS_MARKS = ("A", "B", "same")
+
+
+def validate(kind: str, form, strategy_keys: list[str], axes: list[str] = ()) -> tuple[dict, str | None]:
+    """(answer, None) or ({}, what is wrong) for a posted form of a task of ``kind``; a rating task with
+    ``axes`` needs a mark per axis (field ``axis_<key>``: A, B or same)."""
     if kind == "writing":
         text = " ".join(str(form.get("reply", "")).split())
         words = len(text.split())
@@ -253,7 +266,11 @@ def validate(kind: str, form, strategy_keys: list[str]) -> tuple[dict, str | Non
             return {}, "Say in a few words why you chose it."
         if len(rationale) > LIMITS["rationale_chars"]:
             return {}, f"Keep the reason under {LIMITS['rationale_chars']} characters."
-        return {"choice": int(choice), "rationale": rationale}, None
+        marks = {k: str(form.get(f"axis_{k}", "")) for k in axes}
+        unmarked = [k for k, v in marks.items() if v not in AXIS_MARKS]
+        if unmarked:
+            return {}, f"Mark every aspect (A, B or no clear difference): {', '.join(unmarked)} is not marked."
+        return {"choice": int(choice), "rationale": rationale, **({"axes": marks} if axes else {})}, None
     if kind == "spot_check":
         chosen = form.getlist("strategy")
         unknown = [k for k in chosen if k not in strategy_keys]

@@ -23,10 +23,11 @@ import pandas as pd
 from heart.annotation import store
 from heart.common.atomic import atomic_path, sha256_file
 from heart.common.export import spreadsheet_safe
+from heart.common.vocabulary import AXIS_COLUMNS
 
 COMPLETION_COLUMNS = ["item_id", "contributor_id", "text", "seconds_spent", "pasted"]
 JUDGMENT_COLUMNS = ["rater_id", "item_id", "shown_a", "shown_b", "choice", "seconds_spent", "rationale",
-                    "qc_expected", "pair_id"]
+                    "qc_expected", "pair_id", *AXIS_COLUMNS]
 LABEL_COLUMNS = ["item_id", "system", "contributor_id", "strategy", "present"]
 
 
@@ -79,7 +80,9 @@ def completions(answers: pd.DataFrame) -> pd.DataFrame:
 def judgments(answers: pd.DataFrame) -> pd.DataFrame:
     rows = [{"rater_id": a.person_id, "item_id": a.item_id, "shown_a": a.task["ref_a"], "shown_b": a.task["ref_b"],
              "choice": a.answer["choice"], "seconds_spent": a.seconds, "rationale": a.answer["rationale"],
-             "qc_expected": a.task.get("qc_expected") or "", "pair_id": a.task.get("pair_id") or ""}
+             "qc_expected": a.task.get("qc_expected") or "", "pair_id": a.task.get("pair_id") or "",
+             # per-axis marks where the study asked for them (A, B or same, of the shown sides); else empty
+             **{col: (a.answer.get("axes") or {}).get(col.removeprefix("axis_"), "") for col in AXIS_COLUMNS}}
             for a in answers.itertuples() if a.kind == "rating"]
     return pd.DataFrame(rows, columns=JUDGMENT_COLUMNS)
 

@@ -38,7 +38,7 @@ from heart.judging.pairs import completion_ref, key_text, unit
 from heart.common.tableio import is_blank
 
 TASK_COLUMNS = ["task_id", "kind", "person_id", "position", "item_id", "context",
-                "pair_id", "ref_a", "ref_b", "text_a", "text_b", "qc_expected",
+                "pair_id", "ref_a", "ref_b", "text_a", "text_b", "qc_expected", "axes",
                 "system", "contributor_id", "text"]
 #: The kinds of task and the prefix of their people's ids.
 KINDS = {"writing": "writer", "rating": "rater", "spot_check": "labeller"}
@@ -205,7 +205,8 @@ def qc_count(n: int, qc_rate: float) -> int:
 
 def rating_tasks(items: pd.DataFrame, pairs: pd.DataFrame, completions: pd.DataFrame, raters: int,
                  per_pair: int, qc_rate: float, qc_replies: list[dict], seed: int,
-                 pair_sample: dict | None = None, n_pairs: int | None = None) -> pd.DataFrame:
+                 pair_sample: dict | None = None, n_pairs: int | None = None,
+                 axes: list[dict] | None = None) -> pd.DataFrame:
     """Rating tasks (§4.2): pairs for people, each to ``per_pair`` raters in their own A/B order, plus
     quality checks.
 
@@ -244,6 +245,10 @@ def rating_tasks(items: pd.DataFrame, pairs: pd.DataFrame, completions: pd.DataF
         kind -> rate in [0, 1] (:data:`heart.judging.pairs.KINDS`).
     n_pairs : int, optional
         How many of the kept pairs go to people (None: all of them).
+    axes : list of dict, optional
+        When a study asks raters for per-axis marks (§9.9: Fleiss' κ "overall and per-axis"): the axes, each
+        {"key", "name", "question"}, put on every rating task (quality checks too, so they look the same) as
+        JSON in column ``axes``. None: one overall choice (Figure 2).
 
     Raises
     ------
@@ -295,6 +300,10 @@ def rating_tasks(items: pd.DataFrame, pairs: pd.DataFrame, completions: pd.DataF
             rows.append(row)
             n_real[person] += 1
     rows += _qc_rows(items, contexts, n_real, qc_rate, replies, seed)
+    if axes:
+        shown = json.dumps([{k: str(a[k]) for k in ("key", "name", "question")} for a in axes], ensure_ascii=False)
+        for row in rows:
+            row["axes"] = shown
     return _frame(rows, seed)
 
 
@@ -414,6 +423,12 @@ def spot_check_tasks(completions: pd.DataFrame, items: pd.DataFrame, n: int, lab
                            contributor_id=contributor, text=c.text)
                 rows.append(row)
     return _frame(rows, seed)
+
+
+def rating_axes(rubric: dict) -> list[dict]:
+    """The axes a rater marks, from the rubric: each axis's key, name and one-line description (the judges'
+    examples are not shown: §4.2's raters had no rubric)."""
+    return [{"key": a["key"], "name": a["name"], "question": a["description"]} for a in rubric["axes"]]
 
 
 def summary(tasks: pd.DataFrame) -> pd.DataFrame:

@@ -8,6 +8,11 @@ a free-text rationale, the seconds spent, and for quality-check rows the
 expected side. The item may be named by its item_id or, given the items table,
 by its release key ("regular:17"; :func:`resolve_items`).
 
+Per-axis marks (optional columns ``axis_H`` ... ``axis_T``, when a study asks raters for them, §9.9): ``A``,
+``B`` (of the shown sides) or ``same`` (no clear difference); empty = not marked. They are oriented to the
+pair like the choice (+1 = the pair's system_a, -1 = its system_b, 0 = no clear difference, missing = not
+marked).
+
 Quality control: a rater is excluded when the share of failed quality checks
 reaches ``max_qc_fail_share`` (paper: 50 %) or when the median seconds per
 judgment lies outside [``min_median_seconds``, ``max_median_seconds``]. Every
@@ -23,15 +28,18 @@ import pandas as pd
 
 from heart.items import item_table as items_mod
 from heart.common import tableio
+from heart.common.vocabulary import AXIS_COLUMNS
 from heart.judging import pairs as pairs_mod
 
 REQUIRED = ["rater_id", "item_id", "shown_a", "shown_b", "choice", "seconds_spent"]
-OPTIONAL = ["pair_id", "rationale", "qc_expected"]
+OPTIONAL = ["pair_id", "rationale", "qc_expected", *AXIS_COLUMNS]
+#: a per-axis mark of the shown sides -> its sign for shown A
+AXIS_MARKS = {"A": 1, "B": -1, "same": 0}
 CHOICES = {1: "A is significantly better than B", 2: "A is slightly better than B",
            3: "A and B are about the same", 4: "B is slightly better than A",
            5: "B is significantly better than A"}
 JUDGMENT_COLUMNS = ["pair_id", "judge", "rater_id", "order", "preference", "winner", "strength", "rationale",
-                    "seconds_spent"]
+                    "seconds_spent", *AXIS_COLUMNS]
 RATER_COLUMNS = ["rater_id", "n_judgments", "n_qc", "qc_failed", "qc_fail_share", "median_seconds",
                  "excluded", "reason"]
 
@@ -81,6 +89,11 @@ def read(path) -> pd.DataFrame:
         if row.qc_expected not in ("", "A", "B"):
             raise HumanJudgmentError(f"{where}: field 'qc_expected' is {row.qc_expected!r}; "
                                      "expected A, B or empty (not a quality check)")
+        for col in AXIS_COLUMNS:
+            mark = getattr(row, col, "")
+            if mark and mark not in AXIS_MARKS:
+                raise HumanJudgmentError(f"{where}: field {col!r} is {mark!r}; expected A, B, same (no clear "
+                                         "difference) or empty (not marked)")
         if row.shown_a == row.shown_b:
             raise HumanJudgmentError(f"{where}: fields 'shown_a' and 'shown_b' name the same completion")
     judgments = table[table["qc_expected"] == ""]  # a quality check may be shown to a rater more than once
@@ -186,12 +199,15 @@ def orient(table: pd.DataFrame, pairs: pd.DataFrame, raters: pd.DataFrame, stren
         shown = 3 - r.choice  # +2 .. -2, positive = shown A better
         pref = shown if same_order else -shown
         strength = {0: None, 1: strength_map["slight"], 2: strength_map["significant"]}[abs(pref)]
+        marks = {col: getattr(r, col, None) for col in AXIS_COLUMNS}
         rows.append({"pair_id": pid, "judge": f"human:{r.rater_id}", "rater_id": r.rater_id,
                      "order": "AB" if same_order else "BA", "preference": int(pref),
                      "winner": None if pref == 0 else ("a" if pref > 0 else "b"), "strength": strength,
                      "rationale": None if pd.isna(r.rationale) else r.rationale,
-                     "seconds_spent": r.seconds_spent})
+                     "seconds_spent": r.seconds_spent,
+                     **{col: (None if not isinstance(m, str) or m not in AXIS_MARKS
+                              else AXIS_MARKS[m] * (1 if same_order else -1)) for col, m in marks.items()}})
     out = pd.DataFrame(rows, columns=JUDGMENT_COLUMNS)
-    out["preference"] = out["preference"].astype("Int64")
-    out["strength"] = out["strength"].astype("Int64")
+    for col in ("preference", "strength", *AXIS_COLUMNS):
+        out[col] = out[col].astype("Int64")
     return out

@@ -521,7 +521,7 @@ def convert(table, items: pd.DataFrame | None = None, pairs: pd.DataFrame | None
     for col in llm_judge.MARGIN_COLUMNS:  # imported verdicts are verdicts, never letter margins
         verdict_table[col] = verdict_table[col].astype("float64")
     verdict_table = verdict_table.sort_values(["pair_id", "judge", "order"], ignore_index=True)
-    human_table = pd.DataFrame(human, columns=[*hj.JUDGMENT_COLUMNS, *AXIS_COLUMNS])
+    human_table = pd.DataFrame(human, columns=hj.JUDGMENT_COLUMNS)  # (with the axis columns)
     for col in ("preference", "strength", *AXIS_COLUMNS):
         human_table[col] = human_table[col].astype("Int64")
     human_table["seconds_spent"] = human_table["seconds_spent"].astype(float)
