@@ -137,7 +137,7 @@ def mark(fig: Figure, label: str) -> None:
     crop of the figure loses it: a rehearsal's figures are not results."""
     fig.text(0.5, 0.5, label, transform=fig.transFigure, ha="center", va="center", rotation=30,
              fontsize=64, fontweight="bold", color="#c0392b", alpha=0.18, zorder=1000)
-    fig.text(0.5, 1.0, f"{label}: answers from heart.simulation.simulator, not from the models; no number here is a result",
+    fig.text(0.5, 1.0, f"{label}: made by heart.simulation, not by models or people; no number here is a result",
              transform=fig.transFigure, ha="center", va="bottom", fontsize=9, fontweight="bold", color="#c0392b")
 
 

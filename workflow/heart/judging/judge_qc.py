@@ -95,6 +95,8 @@ def summary(checks: pd.DataFrame, verdicts: pd.DataFrame, flips: pd.DataFrame) -
     study's pairs). A check with no combined verdict (inconsistent orders, unparsed) counts as a miss.
     """
     rows = []
+    if checks.empty:  # no verdicts at all (no checks run, or a bundle that has none): every judge's are absent
+        checks = pd.DataFrame(columns=["pair_id", "judge", "kind", "expected", "winner", "n_orders", "flipped"])
     study = flips[flips["axis"] == "overall"].set_index("judge") if len(flips) else pd.DataFrame()
     per_order = verdicts.merge(checks[["pair_id", "judge", "kind", "expected"]].drop_duplicates(),
                                on=["pair_id", "judge"], how="inner")
@@ -119,7 +121,9 @@ def summary(checks: pd.DataFrame, verdicts: pd.DataFrame, flips: pd.DataFrame) -
             meets = (None if accuracy is None else
                      bool(accuracy >= TARGET_ACCURACY and (worst_flip is None or worst_flip <= TARGET_FLIP_RATE)))
             if not n:
-                status, note = "absent", "no item has a real next-turn reply to check against"
+                status, note = "absent", ("no item has a real next-turn reply to check against" if len(verdicts)
+                                          else "no quality-check verdicts of this judge (none were run, or the "
+                                               "judgments came from elsewhere without them)")
             else:
                 status = "present"
                 note = (f"{hits} of {n} checks won by the real reply; flip rate {flip:.2f} on checks"

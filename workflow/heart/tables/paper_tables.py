@@ -192,6 +192,6 @@ def write(table: pd.DataFrame, csv_path, tex_path, caption: str, label: str | No
     if label:
         table = table.copy()
         table.insert(0, "run", label)
-        caption = f"{label} (heart.simulation.simulator's answers, not results): {caption}"
+        caption = f"{label} (made by heart.simulation, not by models or people; not results): {caption}"
     export.write_csv(table, csv_path)  # safe to open in a spreadsheet, safe to \input (heart.common.export)
     export.write_latex(table, tex_path, caption)
