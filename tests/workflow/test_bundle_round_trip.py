@@ -51,9 +51,16 @@ def test_the_bundle_is_complete_pseudonymous_and_checked(round_trip):
     manifest = json.loads((bundle / "manifest.json").read_text())
     labels = {"strategy_labels.jsonl"} if (wf.root / "resources/human/strategy_labels.csv").exists() else set()
     assert set(manifest["files"]) == {"items.parquet", "completions.parquet", "human_completions.jsonl",
-                                      "pairs.parquet", "llm_verdicts.parquet", "judge_checks.parquet",
+                                      "pairs.parquet", "llm_verdicts.parquet", "llm_verdicts.jsonl",
+                                      "judge_checks.parquet",
                                       "human_judgments.jsonl", "strategy_tags.parquet", "models.csv",
                                       "study.yaml"} | labels
+    # the verdicts in the public judgment format too, which the analysis-only importer reads as they are
+    from heart.judging import judgment_import
+
+    public = judgment_import.read(bundle / "llm_verdicts.jsonl")
+    assert len(public) == manifest["files"]["llm_verdicts.jsonl"]["rows"] > 0
+    assert set(public["judge_kind"]) == {"llm"} and set(public["order"]) <= {"AB", "BA"}
     readme = (bundle / "README.md").read_text()
     assert "CC BY-NC 4.0" in readme and "pseudonyms" in readme and "make paper ARTIFACTS=" in readme
     # writers and raters are pseudonymous in every file: no original id is left anywhere

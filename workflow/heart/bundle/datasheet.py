@@ -64,7 +64,8 @@ make paper ARTIFACTS=/path/to/this/folder      # every figure and table, the rep
 it), runs with `study.yaml`'s settings, and writes `results/` as the study did. Each file is also read on its
 own by the workflow's importers: `completions.parquet` by `imported_systems`, the `.jsonl` human files by
 `human_completions.path`, `human_judgments.path` and `tagging.spot_checks`; the Parquet tables follow
-`workflow/schemas/tables/`.
+`workflow/schemas/tables/`. The LLM verdicts alone, in the public judgment format, re-analysed with no other
+file: `snakemake --configfile config/analysis.yaml --config 'analysis_only={{judgments: llm_verdicts.jsonl}}'`.
 
 ## Files
 

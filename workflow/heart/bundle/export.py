@@ -7,7 +7,8 @@ What goes in (``FILES``; the folder's README, :mod:`heart.bundle.datasheet`, say
   format of ``imported_systems``), the human completions (``human_completions.jsonl``, the human file's);
 * the pairs (``pairs.parquet``), every LLM verdict per pair and shown order with its axis marks and
   rationale (``llm_verdicts.parquet``), and the judges' known-answer quality checks
-  (``judge_checks.parquet``), as the workflow's own verdict tables;
+  (``judge_checks.parquet``), as the workflow's own verdict tables; the verdicts also in the public
+  judgment format (``llm_verdicts.jsonl``), which ``config/analysis.yaml`` re-analyses on its own;
 * every human rating (``human_judgments.jsonl``) and judgment made elsewhere (``imported_judgments.jsonl``),
   the strategy tags (``strategy_tags.parquet``) and spot-check labels (``strategy_labels.jsonl``);
 * the model metadata (``models.csv``), the study's settings (``study.yaml``: what ``make paper`` reads),
@@ -26,6 +27,7 @@ import shutil
 import tempfile
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -34,6 +36,7 @@ import yaml
 from heart.bundle import datasheet, pseudonyms
 from heart.common import tableio
 from heart.common.atomic import sha256_file
+from heart.common.vocabulary import AXIS_COLUMNS
 from heart.completions.imported import IMPORTED_NUMBERS
 from heart.judging import human_judgments, judgment_import, pairs as pairs_mod
 from heart.tagging.spot_checks import SPOT_CHECK_OPTIONAL, SPOT_CHECK_REQUIRED
@@ -49,6 +52,9 @@ FILES = {
     "pairs.parquet": "the compared pairs of completions (pairs.schema.yaml)",
     "llm_verdicts.parquet": "every LLM judge's verdict per pair and shown order: winner, strength, signed axis "
                             "marks, rationale, the answer as received (judge_verdicts.schema.yaml)",
+    "llm_verdicts.jsonl": "the same verdicts in the public judgment format (resources/imported/README.md: item, "
+                          "systems, judge, winner, order, strength, axis marks a/b/tie, rationale), which "
+                          "config/analysis.yaml re-analyses on its own; unparsed answers left out",
     "judge_checks.parquet": "every LLM judge's verdicts on the known-answer quality checks, both orders "
                             "(judge_verdicts.schema.yaml)",
     "human_judgments.jsonl": "every human rating: rater_id (pseudonymous), item_id, shown_a, shown_b, choice 1-5, "
@@ -96,6 +102,24 @@ def _public_completions(completions: pd.DataFrame) -> pd.DataFrame:
                **{c: pa.float64() for c in IMPORTED_NUMBERS}}
     out = model.reindex(columns=list(columns)).sort_values(["system", "item_id"], ignore_index=True)
     return pa.Table.from_pandas(out, schema=pa.schema(columns), preserve_index=False)
+
+
+def public_verdicts(verdicts: pd.DataFrame, pairs: pd.DataFrame) -> pd.DataFrame:
+    """Per-order verdicts (judge_verdicts rows, their pairs) in the public judgment format: one record per
+    parsed verdict, ``winner`` a/b of the pair's systems, ``strength`` |signed|, each axis a/b/tie by the
+    sign of its mark (empty where unmarked). Axis strengths and letter margins have no column there."""
+    v = verdicts[verdicts["parse_ok"] & verdicts["signed"].notna()].merge(pairs, on="pair_id", how="inner")
+    signed = v["signed"].astype(int)
+    out = pd.DataFrame({"item": v["item_id"], "conversation": v["conversation_id"], "subset": v["subset"],
+                        "system_a": v["system_a"], "contributor_a": v["contributor_a"],
+                        "system_b": v["system_b"], "contributor_b": v["contributor_b"], "judge": v["judge"],
+                        "judge_kind": "llm", "winner": np.where(signed > 0, "a", np.where(signed < 0, "b", "tie")),
+                        "order": v["order"], "strength": signed.abs().where(signed != 0).astype("Int64"),
+                        "rationale": v["rationale"]})
+    for col in AXIS_COLUMNS:
+        mark = pd.to_numeric(v[col], errors="coerce")
+        out[col] = np.where(mark > 0, "a", np.where(mark < 0, "b", np.where(mark == 0, "tie", None)))
+    return out.astype(object).where(out.notna(), None)
 
 
 def _people(completions, pairs, tags, files: dict) -> tuple[dict, dict]:
@@ -154,11 +178,14 @@ def write(folder, *, items: pd.DataFrame, completions: pd.DataFrame, pairs: pd.D
         v = verdicts.assign(pair_id=verdicts["pair_id"].map(pair_ids),
                             shown_a=verdicts["shown_a"].map(lambda r: pseudonyms.rename_ref(r, writers)))
         tableio.write_table(v, tmp / "llm_verdicts.parquet", "judge_verdicts", provenance)
+        public_view = public_verdicts(v, pairs_out)
+        _write_jsonl(public_view, tmp / "llm_verdicts.jsonl")
         tableio.write_table(checks, tmp / "judge_checks.parquet", "judge_verdicts", provenance)
         t = tags.assign(contributor_id=pseudonyms.rename(tags["contributor_id"], writers))
         tableio.write_table(t, tmp / "strategy_tags.parquet", "strategy_tags", provenance)
         rows.update({"items.parquet": len(items), "completions.parquet": public.num_rows,
                      "pairs.parquet": len(pairs_out), "llm_verdicts.parquet": len(v),
+                     "llm_verdicts.jsonl": len(public_view),
                      "judge_checks.parquet": len(checks), "strategy_tags.parquet": len(t)})
         rows.update(_human_files(tmp, files, writers, raters, pair_ids))
         shutil.copyfile(models_csv, tmp / "models.csv")
