@@ -103,9 +103,13 @@ def test_statistics_tables_are_frame_equal_and_figures_the_same(round_trip):
     for name in figures:
         a, b = image.imread(wf.root / "results/figures" / name), image.imread(fresh.root / "results/figures" / name)
         assert a.shape == b.shape and np.array_equal(a, b) == (name not in differ), name
-    numbers = [[line.split(" heart: ", 1)[1] for line in (w.root / "logs/figures/fig7_protocol.log").read_text()
-                .splitlines() if " heart: " in line] for w in (wf, fresh)]
+    logged = [[line.split(" heart: ", 1)[1] for line in (w.root / "logs/figures/fig7_protocol.log").read_text()
+               .splitlines() if " heart: " in line] for w in (wf, fresh)]
+    numbers = [[line for line in lines if not line.startswith("rules that ran")] for lines in logged]
     assert len(numbers[0]) == 7 and numbers[0] == numbers[1]
+    ran = [next(line for line in lines if line.startswith("rules that ran")) for lines in logged]
+    assert "judge_pairs" in ran[0] and "bundle_verdicts" not in ran[0]
+    assert "bundle_verdicts" in ran[1] and "judge_pairs" not in ran[1] and "generate_completions" not in ran[1]
     html = (wf.root / "results/figures/example_pair.html").read_text()
     for original, pseudonym in names.items():
         html = html.replace(f"human:{original}", f"human:{pseudonym}")

@@ -1,5 +1,6 @@
 # Stage 7 — the paper's figures and tables from results/stats (Parquet only) -> results/figures/, results/tables/
 # Each figure has its own rule, so changing one figure's style reruns only that figure.
+from snakemake.io import strip_wildcard_constraints
 
 
 rule figure_leaderboard:
@@ -189,8 +190,14 @@ if not ANALYSIS_ONLY:
         params:
             label=RUN_LABEL,
             n_boot=config["stats"]["n_boot"],
-            # rule file -> its rules, once every rule file is read (a lambda: evaluated when the DAG is built)
-            rules=lambda wc: {stem: sorted(r.name for r in workflow.rules if Path(r.snakefile).stem == stem)
+            # rule file -> its rules -> their log files (every judge, tagger, system and shard), once every rule
+            # file is read (a lambda: evaluated when the DAG is built); the figure lists the rules whose logs
+            # exist: those that ran
+            rules=lambda wc: {stem: {r.name: sorted({path for f in r.log for path in expand(
+                                         strip_wildcard_constraints(str(f)), judge=JUDGES, tagger=TAGGERS, shard=SHARDS,
+                                         system=MODEL_SYSTEMS + IMPORTED_SYSTEMS, allow_missing=True)
+                                         if f.regex().fullmatch(path)})  # the rule's own wildcard constraints
+                                     for r in workflow.rules if Path(r.snakefile).stem == stem}
                               for stem in sorted({Path(r.snakefile).stem for r in workflow.rules})},
         log:
             "logs/figures/fig7_protocol.log",

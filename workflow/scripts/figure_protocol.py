@@ -9,7 +9,10 @@ with logged(snakemake.log[0], snakemake) as log, style.applied(snakemake.input.s
     lines = protocol.counts(tableio.read_table(i.item_table), tableio.read_table(i.systems),
                             tableio.read_table(i.pair_table), tableio.read_table(i.judgments), tags,
                             snakemake.params.n_boot)
-    fig = protocol.protocol_figure(lines, snakemake.params.rules)
+    ran = protocol.rules_that_ran(snakemake.params.rules)
+    fig = protocol.protocol_figure(lines, ran)
     style.save(fig, snakemake.output.png, snakemake.output.pdf, dpi=dpi)
     for step, line in lines.items():
         log.info("%s: %s", step, line)
+    log.info("rules that ran (a log file): %s", "; ".join(f"{stem}: {', '.join(names)}" for stem, names in ran.items()
+                                                       if names))

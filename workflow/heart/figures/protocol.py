@@ -4,8 +4,8 @@ run's counts.
 The paper's Figure 7 is a hand-drawn diagram whose caption and text disagree on its numbers (eight human
 judges and 18 LLMs in the caption, 15 raters in §4.2, 16 models in Figure 4). Here every number is this
 run's, counted from its tables (items, completions, pairs, judgments, tags), and every box lists the
-Snakemake rules that made that step (the rule files of ``workflow/rules/``), so the figure cannot drift
-from what ran. What is absent (no human judgments, say) is written as absent, never as zero people.
+Snakemake rules that made that step (the rules of ``workflow/rules/`` with a log file: those that ran), so
+the figure cannot drift from what ran. What is absent (no human judgments, say) is written as absent, never as zero people.
 """
 
 from __future__ import annotations
@@ -66,6 +66,16 @@ def counts(items: pd.DataFrame, systems: pd.DataFrame, pairs: pd.DataFrame, judg
     }
 
 
+def rules_that_ran(rules: dict[str, dict[str, list[str]]], root=".") -> dict[str, list[str]]:
+    """Rule file -> the names of its rules that ran for this run's results: those with a log file (``rules``:
+    rule file -> rule -> its possible log files). A rule this configuration defines but never needed (a
+    download with a local copy given, a model call when the tables came from a bundle) has none."""
+    from pathlib import Path
+
+    return {stem: sorted(name for name, logs in named.items() if any((Path(root) / log).is_file() for log in logs))
+            for stem, named in rules.items()}
+
+
 def _rules_of(step: str, files: tuple[str, ...], rules: dict[str, list[str]]) -> list[str]:
     names = [r for f in files for r in rules.get(f, [])]
     if step == "Pairs":
@@ -97,7 +107,7 @@ def protocol_figure(lines: dict[str, str], rules: dict[str, list[str]], title_no
                 fontsize=style.FONT + 0.5, color="#222222")
         names = _rules_of(title, files, rules)
         if names:
-            ax.text(0.645, top - 0.022, "\n".join(textwrap.wrap("rules: " + ", ".join(names), 58)), ha="left",
+            ax.text(0.625, top - 0.022, "\n".join(textwrap.wrap("rules: " + ", ".join(names), 52)), ha="left",
                     va="top", fontsize=style.FONT - 1.5, color="#555555", family="DejaVu Sans Mono")
         if k:
             ax.add_patch(FancyArrowPatch((0.5, top + 0.027), (0.5, top + 0.002), arrowstyle="-|>",
