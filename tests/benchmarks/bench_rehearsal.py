@@ -10,6 +10,10 @@ release copies are read from ``--data`` (default ../shared/data, relative to the
 
 What it does, in order (config/paper.yaml + config/rehearsal.yaml + .rehearsal/local.yaml):
 
+0. (unless --skip-humans) The human half, SIMULATED: rule annotation_tasks, simulated writers through the
+   annotation store (heart.simulation.people), the store exported and the pairs designed again with the human
+   completions, the tasks again, simulated raters and labellers; its phases' wall time and peak memory are
+   in the report. (It runs after the first run below, which makes the pairs the rating tasks need.)
 1. Starts heart.simulation.simulator on 127.0.0.1:--port (8799; refuses to start if the port is taken), log-normal
    latency (--latency, --sigma), --error-rate transient errors, and a per-model rpm (--sim-rpm) above what
    the config's max_concurrency can send, so the simulator never throttles the paper's concurrency.
@@ -84,6 +88,8 @@ def main():
     ap.add_argument("--skip-noop", action="store_true")
     ap.add_argument("--skip-shards", action="store_true")
     ap.add_argument("--skip-replay", action="store_true")
+    ap.add_argument("--skip-humans", action="store_true", help="leave out the human half (SIMULATED people through "
+                    "the annotation store: heart.simulation.people)")
     args = ap.parse_args()
 
     def stop(signum, frame):

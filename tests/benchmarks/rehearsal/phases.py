@@ -33,6 +33,8 @@ class Rehearsal(Runner):
         r1 = self.run("until-judging", self.snakemake_cmd(flags=["--until", "design_pairs"]), deadline=deadline)
         if r1.rc:
             return self.fail("the first run (--until design_pairs) failed", r1)
+        if not self.a.skip_humans and not self.human_half(deadline):
+            return False
         expected = self.expected_judge_calls()
         judge_models = {self.sim_model(j["model"]) for j in self.config["judging"]["judges"].values()}
         self.out["expected_judge_calls"] = expected
@@ -107,6 +109,38 @@ class Rehearsal(Runner):
         if r4.rc:
             self.notes.append(f"the report step failed (exit {r4.rc}, {r4.log}): " + " | ".join(r4.errors[:3]))
         self.out["main_wall_s"] = time.time() - self.t0
+        return True
+
+    HUMAN_TASKS = "results/annotation/tasks.parquet"
+
+    def human_half(self, deadline):
+        """The human half, SIMULATED (heart.simulation.people): the tasks (rule annotation_tasks), writers through
+        the store, the store exported and the pairs designed again with the human completions (13,500
+        human-model pairs at paper scale), the tasks again (rating now holds human pairs), then raters and
+        labellers. The judging run after it exports their answers (rule export_annotations)."""
+        people = ["env", f"PYTHONPATH={self.wd / 'workflow'}", sys.executable, "-m", "heart.simulation.people",
+                  "--tasks", self.HUMAN_TASKS, "--seed", "1", "--kinds"]
+        steps = [("human-tasks", self.snakemake_cmd(targets=[self.HUMAN_TASKS])),
+                 ("writers", people + ["writing"]),
+                 ("human-pairs", self.snakemake_cmd(flags=["--until", "design_pairs"])),
+                 ("human-tasks-again", self.snakemake_cmd(targets=[self.HUMAN_TASKS])),
+                 ("raters-labellers", people + ["rating", "spot_check"])]
+        runs = []
+        for name, cmd in steps:
+            runs.append(self.run(name, cmd, deadline=deadline))
+            if runs[-1].rc or runs[-1].timed_out:
+                return self.fail(f"the human half failed at {name}", runs[-1])
+        pairs = pd.read_parquet(self.wd / "results/judging/pairs.parquet")
+        tasks = pd.read_parquet(self.wd / self.HUMAN_TASKS)
+        self.out["humans"] = {
+            "phases": [{"name": r.name, "wall_s": r.wall, "peak_rss": self.monitor.phase_peaks.get(r.name, 0)}
+                       for r in runs],
+            "pairs_by_kind": {k: int(n) for k, n in pairs["kind"].value_counts().items()},
+            "tasks_by_kind": {k: int(n) for k, n in tasks["kind"].value_counts().items()},
+            "qc_tasks": int(tasks["qc_expected"].notna().sum()),
+            "people_by_kind": {k: int(n) for k, n in tasks.groupby("kind")["person_id"].nunique().items()},
+            "rated_pairs": int(tasks.loc[tasks["kind"].eq("rating"), "pair_id"].nunique()),
+        }
         return True
 
     def bound_per_s(self, model_cfg):

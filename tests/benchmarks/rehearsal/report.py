@@ -33,6 +33,14 @@ def report(reh):
               delta(r, "successes"), delta(r, "repeated_successes"),
               "killed" if r.killed else "timed out" if r.timed_out else ""] for r in reh.runs],
             ["run", "wall", "s", "exit", "jobs ok", "sim calls", "repeated", ""]))
+    if "humans" in o:
+        h = o["humans"]
+        p("")
+        p("The human half (SIMULATED people through the annotation store: heart.simulation.people)")
+        p(table([[x["name"], hms(x["wall_s"]), f"{x['wall_s']:.1f}", gib(x["peak_rss"])] for x in h["phases"]],
+                ["phase", "wall", "s", "peak tree RSS"]))
+        p(f"  people: {h['people_by_kind']}; tasks: {h['tasks_by_kind']} ({h['qc_tasks']} quality checks); "
+          f"pairs rated by people: {h['rated_pairs']:,}; pairs designed: {h['pairs_by_kind']}")
     if "stages" in o:
         p("")
         p("Stages of the main run (wall = union of the stage's job intervals across the runs; calls/s = simulator "

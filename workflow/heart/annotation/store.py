@@ -274,11 +274,12 @@ def is_active(conn: sqlite3.Connection, task_id: str) -> bool:
     return bool(row and row["active"])
 
 
-def serve(conn: sqlite3.Connection, person_id: str, task_id: str) -> str:
-    """Record that a task's page was served; returns the page's nonce (also its CSRF token)."""
+def serve(conn: sqlite3.Connection, person_id: str, task_id: str, at: float | None = None) -> str:
+    """Record that a task's page was served (at ``at``, default now: simulated people keep their own clock);
+    returns the page's nonce (also its CSRF token)."""
     nonce = secrets.token_urlsafe(24)
     with transaction(conn):
-        conn.execute("INSERT INTO serves VALUES (?, ?, ?, ?)", (nonce, task_id, person_id, now()))
+        conn.execute("INSERT INTO serves VALUES (?, ?, ?, ?)", (nonce, task_id, person_id, now() if at is None else at))
     return nonce
 
 
@@ -290,13 +291,14 @@ def served(conn: sqlite3.Connection, nonce: str, person_id: str) -> sqlite3.Row 
     return row
 
 
-def answer(conn: sqlite3.Connection, serve_row: sqlite3.Row, kind: str, value: dict) -> bool:
-    """Store an answer to the served task, timed from the serve to now by the server's clock.
+def answer(conn: sqlite3.Connection, serve_row: sqlite3.Row, kind: str, value: dict, at: float | None = None) -> bool:
+    """Store an answer to the served task, timed from the serve to now by the server's clock (or to ``at``:
+    simulated people keep their own clock).
 
     Returns False (and stores nothing) when the task was already answered: a resubmitted form is not
     a second answer. The commit is durable when this returns.
     """
-    at = now()
+    at = now() if at is None else at
     with transaction(conn):
         cur = conn.execute(
             "INSERT OR IGNORE INTO answers VALUES (?, ?, ?, ?, ?, ?, ?)",
