@@ -203,7 +203,8 @@ def test_editing_the_judge_prompt_rejudges_and_calls_the_judge_only(judged_copy,
     jobs = wf.jobs(*wf.args, env=KEY_ENV)
     assert jobs == {"judge_pairs": 1, "merge_judgments": 1, "combine_judgments": 1, "export_llm_cache": 1, "all": 1,
                     **dict.fromkeys(STATS_RULES, 1), **dict.fromkeys(JUDGE_FIGURES, 1), "paper_tables": 1,
-                    "paper_comparison": 1, "judge_qc": 1, "judge_quality": 1}
+                    "paper_comparison": 1, "judge_qc": 1, "judge_quality": 1,
+                    "figure_protocol": 1}  # Figure 7 counts the verdicts
     calls = sum(state.ok.values())
     wf.snakemake("results/judging/llm/fake-judge.parquet", *wf.args, env=KEY_ENV)
     verdicts = read(wf, "results/judging/llm/fake-judge.parquet")
@@ -221,7 +222,7 @@ STRATEGIES = {"strategy_stats", "multiple_testing", "figure_strategies", "paper_
 FACTORS = {"factor_analysis", "multiple_testing", "figure_bias_factors", "paper_tables", "all"}
 BOOTSTRAPPED = RATINGS | AGREEMENT | BIAS | STRATEGIES | {"rationale_codes", "preference_shares", "style_ratings"}
 STATS_SETTINGS = {
-    "n_boot": (100, BOOTSTRAPPED),
+    "n_boot": (100, BOOTSTRAPPED | {"figure_protocol"}),  # Figure 7 says how many replicates
     "seed": (1, BOOTSTRAPPED),
     "ci": (0.9, BOOTSTRAPPED | FACTORS),
     "bt_alpha": (0.02, RATINGS | {"style_ratings"}),
