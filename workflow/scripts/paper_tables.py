@@ -13,7 +13,7 @@ with logged(snakemake.log[0], snakemake) as log:
     ci, fig4 = snakemake.params.ci, snakemake.params.fig4
     source, columns, names = fig4["source"], fig4["columns"], fig4.get("display_names") or {}
     ratings, alternative = tableio.read_table(i.ratings), tableio.read_table(i.alternative)
-    other = next(mode for mode in leaderboard.BEST_HUMAN_MODES if mode != snakemake.params.best_human)
+    other = leaderboard.other_mode(snakemake.params.best_human)
     board = leaderboard.headline(ratings, source=source, columns=columns)  # Figure 4's numbers
     # analysis-only has no judge of its own (no quality checks) and no completions (no strategy tags)
     quality = tableio.read_table(i.judge_quality) if i.get("judge_quality") else None

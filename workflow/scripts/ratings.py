@@ -9,7 +9,7 @@ with logged(snakemake.log[0], snakemake) as log:
     judgments = tableio.read_table(snakemake.input.judgments)
     ratings, separability = leaderboard.leaderboard(judgments, alpha=p.bt_alpha, best_human=p.best_human,
                                                     **p.bootstrap)
-    other = next(mode for mode in leaderboard.BEST_HUMAN_MODES if mode != p.best_human)
+    other = leaderboard.other_mode(p.best_human)
     alternative, _ = leaderboard.leaderboard(judgments, alpha=p.bt_alpha, best_human=other, subsets=("all",),
                                              **p.bootstrap)
     tableio.write_tables([(ratings, snakemake.output.ratings, "ratings"),

@@ -254,11 +254,7 @@ def _best_human_row(comp: pd.DataFrame, main: pd.DataFrame, n_boot: int, seed: i
                     ci: float) -> dict:
     """The ``best-human`` row of one scope whose main fit rated "human" (module docstring)."""
     choice = best_human(comp)
-    n_ctx, n_cand = int(choice["best"].sum()), len(choice)
-    what = (f"derived (Best Human, §9.3): per context the human completion that won the largest share of "
-            f"its comparisons in this scope (ties: more comparisons, then contributor id), chosen from "
-            f"{n_cand} completions in {n_ctx} contexts after judging, on the judgments it is rated with -- "
-            "the best of several noisy completions, so flattered (selection bias); ")
+    what = _choice_note(choice)
     human = main.loc[main["system"] == HUMAN].iloc[0].to_dict()
     if choice["best"].all():  # one completion per context: the very comparisons of the pooled "human"
         return {**human, "system": BEST_HUMAN, "status": "ok",
@@ -290,12 +286,17 @@ def _best_human_row(comp: pd.DataFrame, main: pd.DataFrame, n_boot: int, seed: i
                             f"systems there differ from the main fit by at most {spread:.1f} Elo)")}
 
 
-def _in_fit_note(choice: pd.DataFrame) -> str:
-    return (f"derived (Best Human, §9.3): per context the human completion that won the largest share of its "
-            f"comparisons in this scope (ties: more comparisons, then contributor id), chosen from {len(choice)} "
-            f"completions in {int(choice['best'].sum())} contexts after judging, on the judgments it is rated "
-            "with -- the best of several noisy completions, so flattered (selection bias); a system of this "
-            "scope's one fit in place of the pooled human, the paper's Figure 4 (stats.best_human: in_fit)")
+def _choice_note(choice: pd.DataFrame) -> str:
+    """How a scope's Best Human was chosen (:func:`best_human` output ``choice``), the start of its note."""
+    return (f"derived (Best Human, §9.3): per context the human completion that won the largest share of "
+            f"its comparisons in this scope (ties: more comparisons, then contributor id), chosen from "
+            f"{len(choice)} completions in {int(choice['best'].sum())} contexts after judging, on the judgments "
+            "it is rated with -- the best of several noisy completions, so flattered (selection bias); ")
+
+
+def other_mode(best_human: str) -> str:
+    """The way Best Human enters the ratings that ``best_human`` is not (the labelled alternative)."""
+    return next(mode for mode in BEST_HUMAN_MODES if mode != best_human)
 
 
 def scope_ratings(judgments: pd.DataFrame, systems: list[str], axis: str, subset: str, source: str,
@@ -311,7 +312,9 @@ def scope_ratings(judgments: pd.DataFrame, systems: list[str], axis: str, subset
     comp, in_fit_note = full[bt.COMPARISON_COLUMNS], None
     if in_fit and (full["winner"].eq(HUMAN).any() or full["loser"].eq(HUMAN).any()):
         choice = best_human(full)
-        comp, in_fit_note = best_human_comparisons(full, choice), _in_fit_note(choice)
+        comp = best_human_comparisons(full, choice)
+        in_fit_note = _choice_note(choice) + ("a system of this scope's one fit in place of the pooled human, the "
+                                              "paper's Figure 4 (stats.best_human: in_fit)")
     sep = {**scope, "n_systems": 0, "n_comparisons": len(comp),
            "n_conversations": int(comp["conversation_id"].nunique()),
            "separability_asym": math.nan, "separability_boot": math.nan}

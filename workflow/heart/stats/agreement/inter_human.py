@@ -89,12 +89,9 @@ def inter_human(judgments: pd.DataFrame, n_boot: int = 1000, seed: int = 0, ci: 
             r = ratings[ratings["preference"].notna()]
             r, domain = r.assign(label=r["preference"].astype(int)), PREFERENCE_DOMAIN
         left_out = f"{n_no_pref} human ratings without a preference left out" if on_pref and n_no_pref else ""
-        if r.empty or reliability.unit_counts(r, domain).empty:
-            why = ("human judgments are absent" if ratings.empty
-                   else "no human rating carries a 5-point preference (-2..2)" if r.empty
-                   else "no pair has two or more human ratings" + (" with a preference" if on_pref else ""))
-        else:
-            why = ""
+        why = ("human judgments are absent" if ratings.empty
+               else "no human rating carries a 5-point preference (-2..2)" if r.empty
+               else "no pair has two or more human ratings" + (" with a preference" if on_pref else ""))
         rows.append(_measure(measure, labels, level, r, domain, boot, conv_of_unit, ci, why, left_out))
     rows += _per_axis(judgments, boot, conv_of_unit, ci)
     return frame(rows, HUMAN_COLUMNS)
@@ -103,12 +100,12 @@ def inter_human(judgments: pd.DataFrame, n_boot: int = 1000, seed: int = 0, ci: 
 def _measure(measure: str, labels: str, level: str, r: pd.DataFrame, domain, boot, conv_of_unit, ci: float,
              absent_why: str, left_out: str = "") -> dict:
     """One row of :func:`inter_human`: ``measure`` on ratings ``r`` (unit, rater, label) with its bootstrap
-    interval, or "absent" saying ``absent_why``."""
+    interval, or "absent" saying ``absent_why`` when no pair has two or more ratings."""
     row = {"measure": measure, "labels": labels, "level": level, "n_raters": int(r["rater"].nunique())}
-    if absent_why:
+    counts = reliability.unit_counts(r, domain)
+    if counts.empty:
         return {**row, "value": math.nan, "ci_low": math.nan, "ci_high": math.nan, "n_units": 0, "n_ratings": 0,
                 "status": "absent", "note": join_notes(absent_why, left_out)}
-    counts = reliability.unit_counts(r, domain)
     if measure == "fleiss_kappa":
         kept, m = reliability.fleiss_units(counts)
         note = f"pairs with {m} ratings; {len(counts) - len(kept)} pairs with another number of ratings left out"
@@ -158,10 +155,9 @@ def _per_axis(judgments: pd.DataFrame, boot, conv_of_unit, ci: float) -> list[di
         sign = np.sign(values[keep].to_numpy(dtype=float))
         r = pd.DataFrame({"unit": h["pair_id"].to_numpy()[keep], "rater": h["judge"].to_numpy()[keep],
                           "label": np.where(sign > 0, "a", np.where(sign < 0, "b", "tie"))})
-        absent = ("" if not reliability.unit_counts(r, WINNER_DOMAIN).empty
-                  else "no pair has two or more human marks on this axis")
         rows.append(_measure("fleiss_kappa", f"axis {col.removeprefix('axis_')} (a/no clear difference/b)",
-                             "nominal", r, WINNER_DOMAIN, boot, conv_of_unit, ci, absent,
+                             "nominal", r, WINNER_DOMAIN, boot, conv_of_unit, ci,
+                             "no pair has two or more human marks on this axis",
                              f"{int((~keep).sum())} ratings without a mark on this axis left out" if (~keep).any()
                              else ""))
     return rows
