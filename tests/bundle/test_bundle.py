@@ -6,6 +6,7 @@ import json
 import pytest
 
 from heart.bundle import export, load, pseudonyms
+from heart.bundle.study import study_settings
 from heart.common.atomic import sha256_file
 
 
@@ -26,7 +27,7 @@ def test_study_settings_carry_no_key_variable_server_or_local_file():
               "systems": {"s": {"model": "m", "prompt": "supportive_listener"}},
               "human_completions": {"path": "/home/me/writers.csv", "per_context": 3},
               "tagging": {"taggers": {}, "spot_checks": "/home/me/labels.csv"}, "llm": {"cache_dir": "x"}}
-    study = export.study_settings(config)
+    study = study_settings(config)
     assert study["models"] == {"m": {"model": "openai/x", "family": "gpt", "params": {"temperature": 0}}}
     assert "/home/me" not in json.dumps(study) and "llm" not in study
     assert study["human_completions"] == {"per_context": 3}

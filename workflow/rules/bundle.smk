@@ -3,8 +3,6 @@
 # config/artifacts.yaml) the rules below take the tables a model would have made from the bundle instead,
 # and everything after them runs as in the study. Those rules write the stage tables they stand in for.
 
-BUNDLE_FILES = ("human_completions", "human_judgments", "strategy_labels", "imported_judgments")
-
 
 if ARTIFACTS:
 
@@ -92,6 +90,13 @@ if ARTIFACTS:
             "../scripts/bundle_table.py"
 
 else:
+    from heart.bundle.study import study_settings
+
+    # the run's human files and imported judgments by name ([] where it has none: then the bundle has none)
+    BUNDLE_INPUTS = {"human_completions": human_file(config["human_completions"]["path"]),
+                     "human_judgments": human_file(config["human_judgments"]["path"]),
+                     "strategy_labels": human_file(config["tagging"]["spot_checks"]),
+                     "imported_judgments": optional_file(config["imported_judgments"]["path"])}
 
     rule export_bundle:
         # on demand (make bundle): the data release of this run, in the formats the importers read
@@ -103,19 +108,14 @@ else:
             checks=expand("results/judging/qc/{judge}.parquet", judge=JUDGES),
             tags=expand("results/tagging/{tagger}.parquet", tagger=TAGGERS),
             models=MODELS_CSV,
-            human=[*human_file(config["human_completions"]["path"]), *human_file(config["human_judgments"]["path"]),
-                   *human_file(config["tagging"]["spot_checks"]), *optional_file(config["imported_judgments"]["path"])],
+            human=[path for paths in BUNDLE_INPUTS.values() for path in paths],
         output:
             directory("results/bundle"),
         params:
             # which human file is which (None: the run has none, and the bundle says so)
-            files=dict(zip(BUNDLE_FILES, ((human_file(config["human_completions"]["path"]) or [None])[0],
-                                          (human_file(config["human_judgments"]["path"]) or [None])[0],
-                                          (human_file(config["tagging"]["spot_checks"]) or [None])[0],
-                                          (optional_file(config["imported_judgments"]["path"]) or [None])[0]))),
-            config={k: config[k] for k in ("items", "models", "systems", "imported_systems", "judging",
-                                           "human_completions", "human_judgments", "tagging", "stats", "figures",
-                                           "simulated") if k in config},
+            files={name: (paths or [None])[0] for name, paths in BUNDLE_INPUTS.items()},
+            # the study's settings, without key names, servers or local paths (heart.bundle.study)
+            study=study_settings(config),
         log:
             "logs/bundle/export_bundle.log",
         conda:

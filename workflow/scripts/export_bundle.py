@@ -13,7 +13,7 @@ with logged(snakemake.log[0], snakemake) as log:
         verdicts=tableio.read_tables(i.verdicts, "judge_verdicts"),
         checks=tableio.read_tables(i.checks, "judge_verdicts"),
         tags=tableio.read_tables(i.tags, "strategy_tags"),
-        files=p.files, models_csv=i.models, config=p.config, provenance=provenance.collect(snakemake))
+        files=p.files, models_csv=i.models, study=p.study, provenance=provenance.collect(snakemake))
     counts = ", ".join(f"{k} {v:,}" for k, v in manifest["counts"].items())
     log.info("bundle %s: %d files; %s", snakemake.output[0], len(manifest["files"]), counts)
     tell(f"bundle written to {snakemake.output[0]} ({len(manifest['files'])} files; {counts}); "

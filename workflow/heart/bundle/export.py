@@ -37,7 +37,7 @@ from heart.bundle import datasheet, pseudonyms
 from heart.common import tableio
 from heart.common.atomic import sha256_file
 from heart.common.vocabulary import AXIS_COLUMNS
-from heart.completions.imported import IMPORTED_NUMBERS
+from heart.completions.imported import HUMAN_COLUMNS, IMPORTED_NUMBERS
 from heart.judging import human_judgments, judgment_import, pairs as pairs_mod
 from heart.tagging.spot_checks import SPOT_CHECK_OPTIONAL, SPOT_CHECK_REQUIRED
 
@@ -67,26 +67,32 @@ FILES = {
     "study.yaml": "the study's settings: systems, judges, taggers, judging design, human protocol, statistics and "
                   "figures (what make paper ARTIFACTS=<folder> runs with)",
 }
-#: the config sections a study's settings are made of (study.yaml); keys, paths and the LLM engine are left out
-STUDY_SECTIONS = ("items", "models", "systems", "imported_systems", "judging", "human_completions", "human_judgments",
-                  "tagging", "stats", "figures", "simulated")
-_MODEL_KEYS = ("model", "family", "params", "reasoning")
+#: how each of a run's human files is read, as the workflow's own readers read it: columns required and
+#: optional, whether other columns may come along, the identifier columns (normalised the same way)
+_HUMAN_FORMATS = {
+    "human_completions": (HUMAN_COLUMNS, (), True, ("item_id", "contributor_id")),
+    "human_judgments": (human_judgments.REQUIRED, human_judgments.OPTIONAL, False,
+                        ("rater_id", "item_id", ("shown_a", "shown_b"), "pair_id")),
+    "strategy_labels": (SPOT_CHECK_REQUIRED, SPOT_CHECK_OPTIONAL, False,
+                        ("item_id", "system", "contributor_id", "strategy")),
+    "imported_judgments": (judgment_import.REQUIRED, judgment_import.OPTIONAL, False, judgment_import.ID_GROUPS),
+}
 
 
-def study_settings(config: dict) -> dict:
-    """The study's settings from a run's config: no key names, servers, local files or cache paths."""
-    study = {k: json.loads(json.dumps(config[k])) for k in STUDY_SECTIONS if k in config}
-    study["models"] = {name: {k: m[k] for k in _MODEL_KEYS if k in m} for name, m in config.get("models", {}).items()}
-    for section, key in (("human_completions", "path"), ("human_judgments", "path"), ("tagging", "spot_checks")):
-        study.get(section, {}).pop(key, None)
-    study["imported_systems"] = {name: {"family": s.get("family")} for name, s in config.get("imported_systems",
-                                                                                            {}).items()}
-    return study
+def _read_human(files: dict) -> dict[str, pd.DataFrame]:
+    """Each human file the run has (``files``: name -> path or None), read once, every value as text."""
+    tables = {}
+    for name, path in files.items():
+        if path:
+            required, optional, extra, ids = _HUMAN_FORMATS[name]
+            tables[name] = tableio.read_records(path, required, optional, allow_extra=extra, ids=ids).drop(
+                columns="line")
+    return tables
 
 
-def _records(path, required, optional=(), allow_extra=False, ids=()) -> pd.DataFrame:
-    table = tableio.read_records(path, required, optional, allow_extra=allow_extra, ids=ids)
-    return table.drop(columns="line")
+def _human_raters(imported: pd.DataFrame) -> pd.Series:
+    """The human rows of imported judgments (judge_kind "human", spaces around it allowed)."""
+    return imported["judge_kind"].str.strip().eq("human")
 
 
 def _write_jsonl(frame: pd.DataFrame, path: Path) -> None:
@@ -122,25 +128,24 @@ def public_verdicts(verdicts: pd.DataFrame, pairs: pd.DataFrame) -> pd.DataFrame
     return out.astype(object).where(out.notna(), None)
 
 
-def _people(completions, pairs, tags, files: dict) -> tuple[dict, dict]:
-    """The writer and rater pseudonyms: every contributor id and rater id the run's tables and files hold."""
+def _people(completions, pairs, tags, human: dict) -> tuple[dict, dict]:
+    """The writer and rater pseudonyms: every contributor id and rater id the run's tables and human files
+    (:func:`_read_human`) hold."""
     writers = [*completions["contributor_id"], *pairs["contributor_a"], *pairs["contributor_b"],
                *tags["contributor_id"]]
     raters = []
-    if files.get("human_completions"):
-        writers += _records(files["human_completions"], ["item_id", "contributor_id", "text"], allow_extra=True)[
-            "contributor_id"].tolist()
-    if files.get("human_judgments"):
-        rated = _records(files["human_judgments"], human_judgments.REQUIRED, human_judgments.OPTIONAL)
+    if "human_completions" in human:
+        writers += human["human_completions"]["contributor_id"].tolist()
+    if "human_judgments" in human:
+        rated = human["human_judgments"]
         raters += rated["rater_id"].tolist()
         writers += [ref.partition("#")[2] for ref in [*rated["shown_a"], *rated["shown_b"]] if "#" in ref]
-    if files.get("strategy_labels"):
-        writers += _records(files["strategy_labels"], SPOT_CHECK_REQUIRED, SPOT_CHECK_OPTIONAL)[
-            "contributor_id"].tolist()
-    if files.get("imported_judgments"):
-        imported = judgment_import.read(files["imported_judgments"])
-        writers += [*imported["contributor_a"], *imported["contributor_b"]]
-        raters += imported.loc[imported["judge_kind"].eq("human"), "judge"].str.removeprefix("human:").tolist()
+    if "strategy_labels" in human and "contributor_id" in human["strategy_labels"]:
+        writers += human["strategy_labels"]["contributor_id"].tolist()
+    if "imported_judgments" in human:
+        imported = human["imported_judgments"]
+        writers += [v for c in ("contributor_a", "contributor_b") if c in imported for v in imported[c]]
+        raters += imported.loc[_human_raters(imported), "judge"].str.removeprefix("human:").tolist()
     return pseudonyms.mapping(writers, "writer"), pseudonyms.mapping(raters, "rater")
 
 
@@ -155,17 +160,19 @@ def _renamed_pairs(pairs: pd.DataFrame, writers: dict) -> tuple[pd.DataFrame, di
 
 
 def write(folder, *, items: pd.DataFrame, completions: pd.DataFrame, pairs: pd.DataFrame, verdicts: pd.DataFrame,
-          checks: pd.DataFrame, tags: pd.DataFrame, files: dict, models_csv, config: dict,
+          checks: pd.DataFrame, tags: pd.DataFrame, files: dict, models_csv, study: dict,
           provenance: dict | None = None) -> dict:
     """Write the bundle to ``folder`` (which must not exist) and return its manifest.
 
     ``files`` maps ``human_completions``, ``human_judgments``, ``strategy_labels`` and ``imported_judgments``
     to the run's file, or to None where the run has none (the bundle then has none: absent stays absent).
+    ``study`` is the study's settings (:func:`heart.bundle.study.study_settings` of the run's config).
     """
     folder = Path(folder)
     if folder.exists():
         raise FileExistsError(f"{folder} exists: remove it, or export to another folder")
-    writers, raters = _people(completions, pairs, tags, files)
+    human = _read_human(files)
+    writers, raters = _people(completions, pairs, tags, human)
     pairs_out, pair_ids = _renamed_pairs(pairs, writers)
     folder.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{folder.name}.", dir=folder.parent))
@@ -187,22 +194,21 @@ def write(folder, *, items: pd.DataFrame, completions: pd.DataFrame, pairs: pd.D
                      "pairs.parquet": len(pairs_out), "llm_verdicts.parquet": len(v),
                      "llm_verdicts.jsonl": len(public_view),
                      "judge_checks.parquet": len(checks), "strategy_tags.parquet": len(t)})
-        rows.update(_human_files(tmp, files, writers, raters, pair_ids))
+        rows.update(_human_files(tmp, human, writers, raters, pair_ids))
         shutil.copyfile(models_csv, tmp / "models.csv")
-        (tmp / "study.yaml").write_text(yaml.safe_dump(study_settings(config), sort_keys=True, allow_unicode=True),
-                                        encoding="utf-8")
+        (tmp / "study.yaml").write_text(yaml.safe_dump(study, sort_keys=True, allow_unicode=True), encoding="utf-8")
         counts = {"items": len(items), "model_systems": int(public.column("system").unique().__len__()),
                   "pairs": len(pairs_out), "llm_judges": int(verdicts["judge"].nunique()),
                   "llm_verdicts": len(v), "writers": len(writers), "raters": len(raters),
                   "taggers": int(tags["tagger"].nunique())}
-        manifest = {"format": FORMAT, "label": config.get("simulated") and "SIMULATED" or None,
+        manifest = {"format": FORMAT, "label": study.get("simulated") and "SIMULATED" or None,
                     "counts": counts, "files": {}}
         for name in sorted(p.name for p in tmp.iterdir()):
             manifest["files"][name] = {"sha256": sha256_file(tmp / name), "bytes": (tmp / name).stat().st_size,
                                        "rows": rows.get(name), "what": FILES[name]}
         (tmp / "manifest.json").write_text(json.dumps(manifest, indent=1, ensure_ascii=False) + "\n",
                                            encoding="utf-8")
-        (tmp / "README.md").write_text(datasheet.text(manifest, study_settings(config)), encoding="utf-8")
+        (tmp / "README.md").write_text(datasheet.text(manifest, study), encoding="utf-8")
         os.chmod(tmp, 0o755)
         os.replace(tmp, folder)
     except BaseException:
@@ -211,36 +217,26 @@ def write(folder, *, items: pd.DataFrame, completions: pd.DataFrame, pairs: pd.D
     return manifest
 
 
-def _human_files(tmp: Path, files: dict, writers: dict, raters: dict, pair_ids: dict) -> dict:
-    """The human files of the run, pseudonymised, as JSON Lines (the importers' format; rows per file)."""
+def _human_files(tmp: Path, human: dict, writers: dict, raters: dict, pair_ids: dict) -> dict:
+    """The run's human files (:func:`_read_human`), pseudonymised, as JSON Lines (the importers' format);
+    returns the rows per file."""
+    rename = {  # what each file names a writer, a rater or a pair by
+        "human_completions": lambda t: t.assign(contributor_id=pseudonyms.rename(t["contributor_id"], writers)),
+        "human_judgments": lambda t: t.assign(
+            rater_id=pseudonyms.rename(t["rater_id"], raters),
+            shown_a=t["shown_a"].map(lambda r: pseudonyms.rename_ref(r, writers)),
+            shown_b=t["shown_b"].map(lambda r: pseudonyms.rename_ref(r, writers)),
+            # the store's export names the pair it showed
+            **({"pair_id": t["pair_id"].map(lambda p: pair_ids.get(p, p))} if "pair_id" in t else {})),
+        "strategy_labels": lambda t: t.assign(**(
+            {"contributor_id": pseudonyms.rename(t["contributor_id"], writers)} if "contributor_id" in t else {})),
+        "imported_judgments": lambda t: t.assign(
+            judge=[raters.get(j.removeprefix("human:"), j) if is_human else j
+                   for j, is_human in zip(t["judge"], _human_raters(t))],
+            **{c: pseudonyms.rename(t[c], writers) for c in ("contributor_a", "contributor_b") if c in t}),
+    }
     rows = {}
-    if files.get("human_completions"):
-        t = _records(files["human_completions"], ["item_id", "contributor_id", "text"], allow_extra=True)
-        t["contributor_id"] = pseudonyms.rename(t["contributor_id"], writers)
-        _write_jsonl(t, tmp / "human_completions.jsonl")
-        rows["human_completions.jsonl"] = len(t)
-    if files.get("human_judgments"):
-        t = _records(files["human_judgments"], human_judgments.REQUIRED, human_judgments.OPTIONAL)
-        t["rater_id"] = pseudonyms.rename(t["rater_id"], raters)
-        for col in ("shown_a", "shown_b"):
-            t[col] = t[col].map(lambda r: pseudonyms.rename_ref(r, writers))
-        if "pair_id" in t:  # the store's export names the pair it showed
-            t["pair_id"] = t["pair_id"].map(lambda p: pair_ids.get(p, p))
-        _write_jsonl(t, tmp / "human_judgments.jsonl")
-        rows["human_judgments.jsonl"] = len(t)
-    if files.get("strategy_labels"):
-        t = _records(files["strategy_labels"], SPOT_CHECK_REQUIRED, SPOT_CHECK_OPTIONAL)
-        if "contributor_id" in t:
-            t["contributor_id"] = pseudonyms.rename(t["contributor_id"], writers)
-        _write_jsonl(t, tmp / "strategy_labels.jsonl")
-        rows["strategy_labels.jsonl"] = len(t)
-    if files.get("imported_judgments"):
-        t = _records(files["imported_judgments"], judgment_import.REQUIRED, judgment_import.OPTIONAL)
-        human = t["judge_kind"].str.strip().eq("human")
-        t.loc[human, "judge"] = [raters.get(j.removeprefix("human:"), j) for j in t.loc[human, "judge"]]
-        for col in ("contributor_a", "contributor_b"):
-            if col in t:
-                t[col] = pseudonyms.rename(t[col], writers)
-        _write_jsonl(t, tmp / "imported_judgments.jsonl")
-        rows["imported_judgments.jsonl"] = len(t)
+    for name, table in human.items():
+        _write_jsonl(rename[name](table), tmp / f"{name}.jsonl")
+        rows[f"{name}.jsonl"] = len(table)
     return rows

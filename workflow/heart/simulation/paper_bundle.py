@@ -21,10 +21,12 @@ import pandas as pd
 
 from heart import WORKFLOW_DIR
 from heart.bundle import export
+from heart.bundle.study import study_settings
 from heart.common import tableio
 from heart.common.vocabulary import AXIS_COLUMNS
 from heart.completions.generate import static_rows
 from heart.judging import pairs as pairs_mod
+from heart.simulation import simulate
 
 WRITER = "sim-writer"
 
@@ -63,17 +65,16 @@ def completions(item_table: pd.DataFrame, models: list[str]) -> pd.DataFrame:
 
 def verdicts(pairs: pd.DataFrame, elo: pd.Series, judges: list[str], seed: int = 0) -> pd.DataFrame:
     """Each judge's verdict on every pair in one random shown order (judge_verdicts.schema.yaml): system_a
-    wins with probability sigmoid(theta_a - theta_b), theta = (elo - 1500) ln 10 / 400; strength 3, every
-    axis marked for the winner (+-2)."""
+    wins with its Bradley–Terry probability at ``elo`` (:func:`heart.simulation.simulate.win_probability`);
+    strength 3, every axis marked for the winner (+-2)."""
     rng = np.random.default_rng(seed)
-    theta = (elo.astype(float) - 1500.0) * np.log(10.0) / 400.0
-    diff = theta.reindex(pairs["system_a"]).to_numpy() - theta.reindex(pairs["system_b"]).to_numpy()
-    if np.isnan(diff).any():
-        missing = sorted(set(pairs["system_a"]) | set(pairs["system_b"]) - set(elo.index))
+    missing = sorted((set(pairs["system_a"]) | set(pairs["system_b"])) - set(elo.index))
+    if missing:
         raise ValueError(f"elo: no value for system(s) {missing}")
+    p_a = simulate.win_probability(elo.reindex(pairs["system_a"]), elo.reindex(pairs["system_b"]))
     frames = []
     for judge in judges:
-        a_wins = rng.random(len(pairs)) < 1.0 / (1.0 + np.exp(-diff))
+        a_wins = rng.random(len(pairs)) < p_a
         ab = rng.random(len(pairs)) < 0.5
         signed = np.where(a_wins, 3, -3)
         shown_first = np.where(ab, pairs["system_a"], pairs["system_b"])
@@ -112,4 +113,4 @@ def write(folder, config: dict, elo: pd.Series, tmp, n_items: int = 300, seed: i
                         verdicts=verdicts(pair_table, elo, sorted(config["judging"]["judges"]), seed),
                         checks=tableio.empty_like("judge_verdicts"), tags=tableio.empty_like("strategy_tags"),
                         files={"human_completions": human_file},
-                        models_csv=WORKFLOW_DIR / "resources/external/models.csv", config=config)
+                        models_csv=WORKFLOW_DIR / "resources/external/models.csv", study=study_settings(config))
