@@ -52,6 +52,16 @@ def make_completions(items):
     return pd.DataFrame(rows)
 
 
+def serve(db, table):
+    """A new store at ``db`` holding the tasks of ``table``, the app over it, and everyone's link."""
+    store.create(db)
+    conn = store.connect(db)
+    store.load_tasks(conn, table)
+    conn.close()
+    client = TestClient(app_mod.create_app(db, TAXONOMY))
+    return client, {person: link for person, _, link in _links(db, "")}
+
+
 @pytest.fixture
 def study(tmp_path):
     """A store with 1 writer, 2 raters (with quality checks) and 2 labellers over three items; the app;
@@ -63,12 +73,7 @@ def study(tmp_path):
                        tasks.rating_tasks(items, pairs, comp, 2, 1, 0.25, QC, 5),
                        tasks.spot_check_tasks(comp, items, 2, 2, 2, 5)], ignore_index=True)
     db = tmp_path / "human" / "annotation.sqlite"
-    store.create(db)
-    conn = store.connect(db)
-    store.load_tasks(conn, table)
-    conn.close()
-    client = TestClient(app_mod.create_app(db, TAXONOMY))
-    links = {person: link for person, _, link in _links(db, "")}
+    client, links = serve(db, table)
     return {"db": db, "client": client, "links": links, "tasks": table, "items": items, "comp": comp,
             "pairs": pairs, "tmp": tmp_path}
 
@@ -382,12 +387,7 @@ def test_per_axis_marks_flow_from_the_page_to_per_axis_kappa(tmp_path):
     axes = tasks.rating_axes(load_rubric(REPO / "workflow/resources/rubric/heart.yaml"))
     table = tasks.rating_tasks(items, pairs, comp, 2, 2, 0.0, QC, 5, axes=axes)
     db = tmp_path / "annotation.sqlite"
-    store.create(db)
-    conn = store.connect(db)
-    store.load_tasks(conn, table)
-    conn.close()
-    client = TestClient(app_mod.create_app(db, TAXONOMY))
-    links = {person: link for person, _, link in _links(db, "")}
+    client, links = serve(db, table)
     page = client.get(links["rater-01"]).text
     assert page.count('class="axis"') == 5 and "Empathic Responsiveness" in page and 'name="axis_T"' in page
     refused = answer(client, links["rater-01"], choice="2", rationale="warmer and specific", axis_H="A")

@@ -13,7 +13,7 @@ rule annotation_tasks:
         completions=COMPLETIONS,
         qc_replies=workflow.source_path("../resources/annotation/qc_replies.yaml"),
         # the axes raters mark when annotation.rating.axes asks for them
-        rubric=workflow.source_path(f"../resources/rubric/{config['judging']['rubric']}.yaml"),
+        rubric=rubric_file(),
     output:
         tasks="results/annotation/tasks.parquet",
         summary="results/annotation/summary.parquet",

@@ -16,6 +16,7 @@ from heart.llm import shards  # noqa: E402
 from heart.common.config import validate_config  # noqa: E402
 from heart.judging.judge import Judge  # noqa: E402
 from heart.tagging.tagger import Tagger  # noqa: E402
+from snakemake.io import strip_wildcard_constraints  # noqa: E402
 
 # make paper ARTIFACTS=<folder> (config/artifacts.yaml): the run's config is the bundle's study settings, every
 # system imported from its completions, its human files; --config overrides still apply on top
@@ -178,6 +179,24 @@ def judge_families():
     if ANALYSIS_ONLY:
         return dict(config["analysis_only"].get("families", {}).get("judges", {}))
     return {j: config["models"][c["model"]]["family"] for j, c in config["judging"]["judges"].items()}
+
+
+def rule_logs():
+    """Rule file -> its rules -> their possible log files: each log pattern expanded over this run's judges,
+    taggers, systems and shards, under the rule's own wildcard constraints. Called when the DAG is built,
+    once every rule file is read."""
+    def logs(rule):
+        return sorted({path for f in rule.log for path in expand(
+            strip_wildcard_constraints(str(f)), judge=JUDGES, tagger=TAGGERS, shard=SHARDS,
+            system=MODEL_SYSTEMS + IMPORTED_SYSTEMS, allow_missing=True) if f.regex().fullmatch(path)})
+
+    stems = sorted({Path(r.snakefile).stem for r in workflow.rules})
+    return {stem: {r.name: logs(r) for r in workflow.rules if Path(r.snakefile).stem == stem} for stem in stems}
+
+
+def rubric_file():
+    """The configured HEART rubric (a versioned resource: editing it reruns the judges and what draws it)."""
+    return workflow.source_path(f"../resources/rubric/{config['judging']['rubric']}.yaml")
 
 
 def taxonomy_file():

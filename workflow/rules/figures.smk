@@ -1,6 +1,5 @@
 # Stage 7 — the paper's figures and tables from results/stats (Parquet only) -> results/figures/, results/tables/
 # Each figure has its own rule, so changing one figure's style reruns only that figure.
-from snakemake.io import strip_wildcard_constraints
 
 
 rule figure_leaderboard:
@@ -156,7 +155,7 @@ rule figure_example_pair:
 rule figure_rubric:
     # Figure 1 from the versioned rubric the judges are given (its axes and their criteria)
     input:
-        rubric=workflow.source_path(f"../resources/rubric/{config['judging']['rubric']}.yaml"),
+        rubric=rubric_file(),
         style=workflow.source_path("../resources/figures/fig1_rubric.yaml"),
     output:
         png=report("results/figures/fig1_rubric.png", caption="../report/fig1_rubric.rst",
@@ -190,15 +189,8 @@ if not ANALYSIS_ONLY:
         params:
             label=RUN_LABEL,
             n_boot=config["stats"]["n_boot"],
-            # rule file -> its rules -> their log files (every judge, tagger, system and shard), once every rule
-            # file is read (a lambda: evaluated when the DAG is built); the figure lists the rules whose logs
-            # exist: those that ran
-            rules=lambda wc: {stem: {r.name: sorted({path for f in r.log for path in expand(
-                                         strip_wildcard_constraints(str(f)), judge=JUDGES, tagger=TAGGERS, shard=SHARDS,
-                                         system=MODEL_SYSTEMS + IMPORTED_SYSTEMS, allow_missing=True)
-                                         if f.regex().fullmatch(path)})  # the rule's own wildcard constraints
-                                     for r in workflow.rules if Path(r.snakefile).stem == stem}
-                              for stem in sorted({Path(r.snakefile).stem for r in workflow.rules})},
+            # the figure lists the rules whose logs exist: those that ran
+            rules=lambda wc: rule_logs(),
         log:
             "logs/figures/fig7_protocol.log",
         conda:

@@ -48,7 +48,7 @@ else:
             pair_table="results/judging/pairs.parquet",
             item_table="results/items/items.parquet",
             completions=COMPLETIONS,
-            rubric=workflow.source_path(f"../resources/rubric/{config['judging']['rubric']}.yaml"),
+            rubric=rubric_file(),
             prompt=lambda wc: judge_prompt(wc.judge),
             replay=replay_input(),
         output:
@@ -77,7 +77,7 @@ else:
         input:
             item_table="results/items/items.parquet",
             replies=workflow.source_path("../resources/annotation/qc_replies.yaml"),
-            rubric=workflow.source_path(f"../resources/rubric/{config['judging']['rubric']}.yaml"),
+            rubric=rubric_file(),
             prompt=lambda wc: judge_prompt(wc.judge),
             replay=replay_input(),
         output:
@@ -104,7 +104,7 @@ else:
         input:
             item_table="results/items/items.parquet",
             replies=workflow.source_path("../resources/annotation/qc_replies.yaml"),
-            rubric=workflow.source_path(f"../resources/rubric/{config['judging']['rubric']}.yaml"),
+            rubric=rubric_file(),
             qc=expand("results/judging/qc/{judge}.parquet", judge=JUDGES),
             flips="results/judging/flip_rates.parquet",
         output:

@@ -38,7 +38,7 @@ rule preview_llm_calls:
             workflow.source_path(f"../resources/prompts/completion/{s['prompt']}.md")
             for s in config["systems"].values()
         ],
-        rubric=workflow.source_path(f"../resources/rubric/{config['judging']['rubric']}.yaml"),
+        rubric=rubric_file(),
         judge_prompts=[judge_prompt(name) for name in JUDGES],
         qc_replies=workflow.source_path("../resources/annotation/qc_replies.yaml"),
         taxonomy=taxonomy_file(),

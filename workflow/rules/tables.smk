@@ -44,7 +44,7 @@ rule paper_tables:
 rule rubric_table:
     # Table 2 from the versioned rubric the judges are given (editing it reruns this and the judges)
     input:
-        rubric=workflow.source_path(f"../resources/rubric/{config['judging']['rubric']}.yaml"),
+        rubric=rubric_file(),
     output:
         csv=report("results/tables/table2_rubric.csv", caption="../report/table_table2_rubric.rst",
                    category="4. Tables", labels={"table": "table2_rubric", "format": "csv"}),

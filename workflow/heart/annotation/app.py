@@ -35,6 +35,7 @@ from fastapi.templating import Jinja2Templates
 from starlette.concurrency import run_in_threadpool
 
 from heart.annotation import store
+from heart.judging import human_judgments
 from heart.judging.human_judgments import qc_passed
 from heart.tagging.taxonomy import load_taxonomy
 
@@ -241,8 +242,8 @@ def public(task: dict) -> dict:
     return {**{k: v for k, v in task.items() if k in keep}, "axes": task_axes(task)}
 
 
-#: a per-axis mark as posted (the shown sides) and as stored
-AXIS_MARKS = ("A", "B", "same")
+#: a per-axis mark as posted (the shown sides) and as stored: what the human judgments reader accepts
+AXIS_MARKS = tuple(human_judgments.AXIS_MARKS)
 
 
 def validate(kind: str, form, strategy_keys: list[str], axes: list[str] = ()) -> tuple[dict, str | None]:

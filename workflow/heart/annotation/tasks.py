@@ -277,8 +277,7 @@ def rating_tasks(items: pd.DataFrame, pairs: pd.DataFrame, completions: pd.DataF
     coin = {pid: unit(seed, "rating-sample", pid) for pid in pairs.get("pair_id", ())}
     kept = pairs[[not (k in rates and coin[pid] >= rates[k]) for k, pid in zip(pairs.get("kind", ()), coin)]]
     if n_pairs is not None:
-        kept = kept.iloc[sorted(range(len(kept)), key=lambda i: (coin[kept["pair_id"].iat[i]],
-                                                                 kept["pair_id"].iat[i]))[:n_pairs]]
+        kept = kept.assign(_coin=kept["pair_id"].map(coin)).sort_values(["_coin", "pair_id"]).head(n_pairs)
     rows, n_real = [], dict.fromkeys(people, 0)
     for p in (kept.sort_values("pair_id").itertuples() if len(kept) else ()):
         context = _context(contexts, p.item_id, f"pairs (pair {p.pair_id})")

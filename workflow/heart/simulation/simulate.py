@@ -17,12 +17,18 @@ import numpy as np
 import pandas as pd
 
 from heart.judging.combine import JUDGMENT_COLUMNS
+from heart.stats import bradley_terry as bt
 from heart.common.vocabulary import AXES
 
 
 
 def _sigmoid(x):
     return 1.0 / (1.0 + np.exp(-x))
+
+
+def win_probability(elo_a, elo_b):
+    """P(a beats b) under Bradley–Terry at Elo ratings (HEART §9.8: theta = (elo - 1500) / (400 / ln 10))."""
+    return _sigmoid((np.asarray(elo_a, dtype=float) - np.asarray(elo_b, dtype=float)) / bt.ELO_SCALE)
 
 
 def judgments(n_systems: int = 21, n_items: int = 300, n_adversarial: int = 20, pairs_per_item: int = 47,
@@ -104,7 +110,7 @@ def at_elo(elo: pd.Series, n_items: int = 300, n_adversarial: int = 20, pairs_pe
     """
     rng = np.random.default_rng(seed)
     systems = list(elo.index)
-    theta = (elo.to_numpy(dtype=float) - 1500.0) * np.log(10.0) / 400.0
+    ratings = elo.to_numpy(dtype=float)
     cand = np.array([(a, b) for a in range(len(systems)) for b in range(a + 1, len(systems))])
     per_item = min(pairs_per_item, len(cand))
     picks = np.concatenate([rng.choice(len(cand), size=per_item, replace=False) for _ in range(n_items)])
@@ -115,7 +121,7 @@ def at_elo(elo: pd.Series, n_items: int = 300, n_adversarial: int = 20, pairs_pe
     names = np.array(systems, dtype=object)
     frames = []
     for j in range(judges):
-        a_wins = rng.random(len(a)) < _sigmoid(theta[a] - theta[b])
+        a_wins = rng.random(len(a)) < win_probability(ratings[a], ratings[b])
         mark = np.where(a_wins, 2, -2)
         frames.append(pd.DataFrame({
             "pair_id": [f"sim-pair-{i:03d}-{x}-{y}" for i, x, y in zip(item, a, b)],
