@@ -37,8 +37,10 @@ WHEELHOUSE ?= $(HOME)/.cache/heart/wheels/portable-v1
 LLAMA_CMAKE_ARGS ?= -DGGML_NATIVE=OFF
 
 PORT ?= 8765
-# the browser tests drive Debian's chromium through its chromedriver
-BROWSER_PACKAGES := chromium chromium-driver
+# the browser tests drive Debian's chromium through its chromedriver; the proxy tests run Debian's nginx
+# (tests/annotation/test_annotation_proxy.py, workflow/resources/annotation/nginx.conf)
+# (the tests run their own nginx; the one the package may start on port 80 is stopped after installing it)
+BROWSER_PACKAGES := chromium chromium-driver nginx
 
 .PHONY: setup run preview bundle paper test test-fast browser annotate rehearsal clean-results
 
@@ -86,15 +88,17 @@ test: setup browser
 test-fast: setup
 	$(VENV)/bin/python -m pytest -n 2 --dist load -m "not e2e and not local_llm and not shared_data" $(PYTEST_ARGS)
 
-# installs the browser tests' apt packages when absent (as root), else says what to install
+# installs the browser and proxy tests' apt packages when absent (as root), else says what to install
 browser:
-	@if [ -x /usr/bin/chromium ] && [ -x /usr/bin/chromedriver ]; then :; \
+	@if [ -x /usr/bin/chromium ] && [ -x /usr/bin/chromedriver ] && [ -x /usr/sbin/nginx ]; then :; \
 	elif [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
-	  echo "installing $(BROWSER_PACKAGES) for the browser tests (apt-get)"; \
+	  echo "installing $(BROWSER_PACKAGES) for the browser and proxy tests (apt-get)"; \
+	  had_nginx=$$([ -x /usr/sbin/nginx ] && echo yes); \
 	  export DEBIAN_FRONTEND=noninteractive; \
 	  apt-get install -y -q $(BROWSER_PACKAGES) >/dev/null 2>&1 \
 	  || { apt-get update -q >/dev/null && apt-get install -y -q $(BROWSER_PACKAGES) >/dev/null; }; \
-	else echo "the browser tests need Debian's $(BROWSER_PACKAGES): sudo apt-get install $(BROWSER_PACKAGES)" >&2; exit 1; fi
+	  if [ -z "$$had_nginx" ] && [ -s /run/nginx.pid ]; then nginx -s stop || true; fi; \
+	else echo "the browser and proxy tests need Debian's $(BROWSER_PACKAGES): sudo apt-get install $(BROWSER_PACKAGES)" >&2; exit 1; fi
 
 annotate: setup
 	$(VENV)/bin/snakemake --cores $(CORES) results/annotation/tasks.parquet $(RUN_ARGS) $(SNAKEMAKE_ARGS)

@@ -34,10 +34,12 @@ class AnnotationServer:
     """The annotation app's real server (``python -m heart.annotation serve``) as a subprocess on a free port
     of 127.0.0.1; :meth:`start` returns once it answers, :meth:`kill` sends SIGKILL (no clean shutdown)."""
 
-    def __init__(self, db, tasks=None, cwd=REPO, log=None, db_flag=True, port=None):
+    def __init__(self, db, tasks=None, cwd=REPO, log=None, db_flag=True, port=None, serve_args=()):
         """``db_flag=False``: serve without --db, as ``make annotate`` does (the store named beside the tasks);
-        ``port``: always this one (a restart keeps the address), else a free one at each start."""
+        ``port``: always this one (a restart keeps the address), else a free one at each start;
+        ``serve_args``: more ``serve`` options (e.g. ``--proxy 127.0.0.2``)."""
         self.db, self.tasks, self.cwd, self.db_flag, self.port = Path(db), tasks, cwd, db_flag, port
+        self.serve_args = list(serve_args)
         self.log = Path(log) if log else Path(db).with_name("server.log")
         self.proc = None
         self.url = None
@@ -47,7 +49,7 @@ class AnnotationServer:
         args = (["--db", str(self.db)] if self.db_flag else []) + ["--port", str(port)]
         args += ["--tasks", str(self.tasks)] if self.tasks else []
         with open(self.log, "a") as log:
-            self.proc = subprocess.Popen([sys.executable, "-m", "heart.annotation", "serve", *args],
+            self.proc = subprocess.Popen([sys.executable, "-m", "heart.annotation", "serve", *args, *self.serve_args],
                                          cwd=self.cwd, env=ENV, stdout=log, stderr=subprocess.STDOUT)
         self.url = f"http://127.0.0.1:{port}"
         deadline = time.monotonic() + timeout

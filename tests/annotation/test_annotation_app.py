@@ -52,13 +52,14 @@ def make_completions(items):
     return pd.DataFrame(rows)
 
 
-def serve(db, table):
-    """A new store at ``db`` holding the tasks of ``table``, the app over it, and everyone's link."""
+def serve(db, table, rate_limits=None):
+    """A new store at ``db`` holding the tasks of ``table``, the app over it (with these rate limits: see
+    heart.annotation.guard), and everyone's link."""
     store.create(db)
     conn = store.connect(db)
     store.load_tasks(conn, table)
     conn.close()
-    client = TestClient(app_mod.create_app(db, TAXONOMY))
+    client = TestClient(app_mod.create_app(db, TAXONOMY, rate_limits=rate_limits))
     return client, {person: link for person, _, link in _links(db, "")}
 
 
@@ -218,7 +219,8 @@ def test_time_is_measured_by_the_server_and_a_resubmitted_form_is_not_a_second_a
     assert again.status_code == 409 and "already answered" in again.text and "Task 2 of" in again.text
     got = stored(study["db"])
     assert len(got) == 1 and got["seconds"].tolist() == [37.5]
-    assert got["answer"][0] == {"text": "That sounds so hard. What happened?", "pasted": False}
+    assert got["answer"][0] == {"text": "That sounds so hard. What happened?", "pasted": False,
+                                "server": {"fast": False, "pasted_rate": False}}
 
 
 def test_a_person_resumes_at_their_first_unanswered_task(study):
@@ -284,7 +286,7 @@ def test_export_round_trips_through_the_workflows_own_readers(study):
     assert labels.groupby(["item_id", "system"])["present"].sum().tolist() == [1, 1]
     assert sum(expected_fail.values()) > 0  # rater-01 answers 2 on B-side checks, rater-02 5 on A-side ones
     failures = client.get(coord).text.split('id="qc-failures"')[1].split("</table>")[0]
-    assert failures.count("<tr><td>rater-01</td>") == expected_fail["rater-01"]
+    assert failures.count('<tr><td data-label="rater">rater-01</td>') == expected_fail["rater-01"]
 
 
 def test_export_never_replaces_a_file_it_did_not_write(study):

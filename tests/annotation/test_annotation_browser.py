@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
+import yaml
 
 from selenium.webdriver.common.by import By
 from selenium.webdriver.common.keys import Keys
@@ -25,6 +26,8 @@ pytestmark = [pytest.mark.e2e, pytest.mark.browser]
 CHROMIUM, CHROMEDRIVER = Path("/usr/bin/chromium"), Path("/usr/bin/chromedriver")
 SHOTS = REPO / "logs" / "screenshots"
 PHONE, LAPTOP = (390, 844), (1280, 900)
+QC_BAD = {" ".join(r["text"].split()) for r in yaml.safe_load(
+    (REPO / "workflow/resources/annotation/qc_replies.yaml").read_text())["replies"]}
 
 
 @pytest.fixture(scope="module")
@@ -90,16 +93,31 @@ def visit(driver, study, url):
     return driver.page_source
 
 
-def shot(driver, name, size=LAPTOP):
-    """A full-page screenshot at a laptop's or a phone's viewport (device metrics set through CDP)."""
+def emulate(driver, size=LAPTOP):
+    """The viewport of a laptop or a phone (device metrics through CDP). A phone also gets a touch screen:
+    headless chromium has no pointing device at all (`(hover: none)` matches, `(pointer: coarse)` does not)
+    until touch emulation makes its primary pointer coarse, as on a real phone."""
     width, height = size
     metrics = {"width": width, "height": height, "deviceScaleFactor": 1, "mobile": size == PHONE}
     driver.execute_cdp_cmd("Emulation.setDeviceMetricsOverride", metrics)
+    driver.execute_cdp_cmd("Emulation.setTouchEmulationEnabled", {"enabled": size == PHONE, "maxTouchPoints": 5})
+    return metrics
+
+
+def unemulate(driver):
+    driver.execute_cdp_cmd("Emulation.setTouchEmulationEnabled", {"enabled": False})
+    driver.execute_cdp_cmd("Emulation.clearDeviceMetricsOverride", {})
+
+
+def shot(driver, name, size=LAPTOP):
+    """A full-page screenshot at a laptop's or a phone's viewport (device metrics set through CDP)."""
+    metrics = emulate(driver, size)
     full = driver.execute_script("return document.documentElement.scrollHeight")
-    driver.execute_cdp_cmd("Emulation.setDeviceMetricsOverride", {**metrics, "height": min(max(height, full), 5000)})
+    driver.execute_cdp_cmd("Emulation.setDeviceMetricsOverride",
+                           {**metrics, "height": min(max(size[1], full), 5000)})
     driver.execute_script("window.scrollTo(0, 0)")
     driver.save_screenshot(str(SHOTS / f"{name}.png"))
-    driver.execute_cdp_cmd("Emulation.clearDeviceMetricsOverride", {})
+    unemulate(driver)
 
 
 def submit(driver, study):
@@ -121,6 +139,31 @@ def answers(study):
         return store.answers_frame(conn)
     finally:
         conn.close()
+
+
+def test_keyboard_hints_show_on_a_laptop_and_not_on_a_touch_phone(browser, study):
+    """"Keys 1-5 choose", "Ctrl+Enter submits" mean nothing on a phone: `.keys-hint` is hidden where the
+    primary pointer is coarse (a touch screen), shown with a mouse. The rest of a hint line (the word count)
+    stays. Runs first: the writer's and a rater's first pages."""
+    for name in ("writer-01", "rater-01"):
+        visit(browser, study, study["links"][name])
+        assert browser.find_elements(By.CSS_SELECTOR, ".keys-hint"), f"{name}'s page has no .keys-hint"
+        coarse = "return matchMedia('(pointer: coarse)').matches"
+        try:
+            for size in (LAPTOP, PHONE):
+                emulate(browser, size)
+                browser.refresh()
+                assert browser.execute_script(coarse) == (size == PHONE)  # the emulation is what we think
+                hints = browser.find_elements(By.CSS_SELECTOR, ".keys-hint")
+                shown = [h.is_displayed() for h in hints]
+                assert shown == [size == LAPTOP] * len(hints), f"{name} at {size}: .keys-hint shown {shown}"
+                if name == "writer-01":
+                    assert browser.find_element(By.ID, "word-count").is_displayed()  # the rest of its line stays
+                if name == "rater-01" and size == PHONE:
+                    browser.execute_script("window.scrollTo(0, document.body.scrollHeight)")
+                    browser.save_screenshot(str(SHOTS / "rating-phone-touch.png"))
+        finally:
+            unemulate(browser)
 
 
 def test_a_writer_completes_their_tasks_and_a_reload_loses_nothing(browser, study):
@@ -166,8 +209,12 @@ def test_raters_judge_pairs_with_quality_checks_by_keyboard(browser, study):
         for k in range(len(mine)):
             page = browser.page_source
             body = browser.find_element(By.TAG_NAME, "body")
-            body.send_keys("4" if k % 3 else "2")   # keys 1-5 choose outside the text box
-            assert browser.find_element(By.ID, f"choice-{'4' if k % 3 else '2'}").is_selected()
+            # a careful rater: a quality check (a known-worse reply on one side) on the good side, else by turns
+            a_text = browser.find_element(By.CSS_SELECTOR, "#response-a p").text
+            b_text = browser.find_element(By.CSS_SELECTOR, "#response-b p").text
+            key = "4" if a_text in QC_BAD else "2" if b_text in QC_BAD else ("4" if k % 3 else "2")
+            body.send_keys(key)   # keys 1-5 choose outside the text box
+            assert browser.find_element(By.ID, f"choice-{key}").is_selected()
             browser.find_element(By.ID, "rationale").send_keys(f"It follows what the seeker said ({k}).")
             if n == 0 and k == 1:
                 shot(browser, "rating-chosen")
@@ -190,6 +237,52 @@ def test_a_bad_answer_is_refused_with_the_typed_text_kept(browser, study):
     shot(browser, "spot-check-error")
 
 
+# the label, its checkbox, the first letter of its name (where the name starts) and the definition
+_MEASURE = """
+const row = arguments[0], label = row.querySelector('label'), box = label.querySelector('input');
+const name = [...label.childNodes].find(n => n.nodeType === Node.TEXT_NODE && n.data.trim());
+const at = name.data.search(/\\S/), letter = document.createRange();
+letter.setStart(name, at); letter.setEnd(name, at + 1);
+const r = b => ({top: b.top, bottom: b.bottom, left: b.left, right: b.right, width: b.width});
+const def = row.querySelector('details p');
+return {label: r(label.getBoundingClientRect()), box: r(box.getBoundingClientRect()),
+        letter: r(letter.getBoundingClientRect()), row: r(row.getBoundingClientRect()),
+        def: def && def.getClientRects().length ? r(def.getBoundingClientRect()) : null};
+"""
+
+
+def test_a_strategy_definition_opens_below_its_label_without_squeezing_it(browser, study):
+    """Opening a strategy's definition (a <details>) keeps the checkbox and the label on one line at their
+    width, and opens the definition below them, at a laptop's and a phone's width."""
+    link = study["links"]["labeller-01"]
+    for size, name in ((LAPTOP, "laptop"), (PHONE, "phone")):
+        try:
+            emulate(browser, size)
+            visit(browser, study, link)
+            rows = browser.find_elements(By.CSS_SELECTOR, "#spot-form .strategy:has(details)")
+            assert len(rows) >= 10
+            for row in rows:
+                before = browser.execute_script(_MEASURE, row)
+                row.find_element(By.TAG_NAME, "summary").click()
+                after = browser.execute_script(_MEASURE, row)
+                what = f"{row.text.splitlines()[0]!r} at {name} width"
+                assert after["def"], f"{what}: the definition did not open"
+                assert after["label"]["width"] >= 0.6 * before["label"]["width"], f"{what}: label {before} -> {after}"
+                # the checkbox and the start of the name on one line (the letter's line holds the box's middle)
+                middle = (after["box"]["top"] + after["box"]["bottom"]) / 2
+                assert after["letter"]["top"] <= middle <= after["letter"]["bottom"], (
+                    f"{what}: the checkbox and its label are not on one line: {after}")
+                assert after["def"]["top"] >= after["label"]["bottom"] - 1, f"{what}: definition beside the label: {after}"
+                assert after["def"]["width"] >= 0.7 * after["row"]["width"], f"{what}: a narrow definition: {after}"
+                row.find_element(By.TAG_NAME, "summary").click()  # closed again
+        finally:
+            unemulate(browser)
+        # the longest name open for the picture
+        longest = max(rows, key=lambda r: len(r.find_element(By.TAG_NAME, "label").text))
+        longest.find_element(By.TAG_NAME, "summary").click()
+        shot(browser, f"spot-check-definition-{name}", size)
+
+
 def test_labellers_label_and_the_coordinator_adjudicates(browser, study):
     for n, labeller in enumerate(("labeller-01", "labeller-02")):
         mine = study["tasks"][study["tasks"]["person_id"] == labeller]
@@ -207,8 +300,19 @@ def test_labellers_label_and_the_coordinator_adjudicates(browser, study):
     page = visit(browser, study, coordinator)
     assert "1 completion with disagreeing labels" in page and "rater-01" in page
     n_items = study["tasks"].groupby("kind")["item_id"].nunique()
-    assert f"<td>writing</td><td>{n_items['writing']}</td><td>3</td><td>3</td>" in page
+    kinds = [[td.text for td in tr.find_elements(By.TAG_NAME, "td")[:4]]
+             for tr in browser.find_elements(By.CSS_SELECTOR, "#kinds tbody tr")]
+    assert ["writing", str(n_items["writing"]), "3", "3"] in kinds
     shot(browser, "coordinator")
+    try:  # on a phone its wide tables are cards: nothing off the right edge
+        emulate(browser, PHONE)
+        assert browser.execute_script("return document.documentElement.scrollWidth <= window.innerWidth")
+        for section in browser.find_elements(By.TAG_NAME, "section"):
+            assert browser.execute_script("return arguments[0].scrollWidth <= arguments[0].clientWidth", section), (
+                section.find_element(By.TAG_NAME, "h2").text)
+    finally:
+        unemulate(browser)
+    shot(browser, "coordinator-phone", PHONE)
     browser.find_element(By.LINK_TEXT, "Adjudicate").click()
     study["pages"].append(browser.page_source)
     shot(browser, "adjudicate")
@@ -217,6 +321,57 @@ def test_labellers_label_and_the_coordinator_adjudicates(browser, study):
     boxes[0].click()  # the coordinator keeps affirmation
     browser.find_element(By.ID, "send").click()
     WebDriverWait(browser, 15).until(lambda d: d.find_elements(By.ID, "nothing"))
+
+
+def test_a_stacked_table_is_a_column_of_cards_on_a_phone(browser, tmp_path):
+    """A wide table of the coordinator page (`table.stack`, every <td> with its column's name in data-label)
+    shows each row as a card under ~700 px: no header row, one line per cell with its label, nothing off the
+    right edge. A page of its own (a file holding such a table) with the app's own stylesheet."""
+    css = (REPO / "workflow/heart/annotation/static/app.css").as_uri()
+    columns = ["person", "role", "answered", "median s", "QC failed", "pasted", "link"]
+    rows = [["rater-01", "rater", "12 / 40", "8.5", "3 / 4", "–",
+             '<input class="link" readonly value="https://annotation.example.org/p/' + "k" * 43 + '">'],
+            ["writer-01", "writer", "3 / 3", "61.0", "–", "0", '<input class="link" readonly value="x">']]
+    body = "".join(('<tr class="flag">' if r[0] == "rater-01" else "<tr>") + "".join(
+        f'<td data-label="{c}">{v}</td>' for c, v in zip(columns, r)) + "</tr>" for r in rows)
+    kinds = "".join(f'<tr><td data-label="kind">{k}</td><td data-label="items">3</td><td data-label="answered">'
+                    f'{n}</td><td data-label="assigned">6</td><td data-label="progress"><progress value="{n}" max="6">'
+                    "</progress></td></tr>" for k, n in (("writing", 3), ("rating", 5)))
+    page = tmp_path / "coordinator.html"
+    page.write_text(f"""<!doctype html><html lang="en"><head><meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1"><link rel="stylesheet" href="{css}"></head>
+<body><header class="bar"><span class="brand">Coordinator — HEART annotation</span></header><main><h1>Coordinator</h1>
+<section><h2>Progress by task kind</h2><table class="stack" id="kinds"><thead><tr><th>kind</th><th>items</th>
+<th>answered</th><th>assigned</th><th>progress</th></tr></thead><tbody>{kinds}</tbody></table></section>
+<section><h2>People</h2><table class="stack" id="people"><thead><tr>{"".join(f"<th>{c}</th>" for c in columns)}</tr>
+</thead><tbody>{body}</tbody></table></section></main></body></html>""")
+    label = "return getComputedStyle(arguments[0], '::before').content"
+    for size in (PHONE, LAPTOP):
+        try:
+            emulate(browser, size)
+            browser.get(page.as_uri())
+            assert browser.find_element(By.CSS_SELECTOR, ".bar").value_of_css_property("position") == "sticky"
+            width = browser.execute_script("return window.innerWidth")
+            assert browser.execute_script("return document.documentElement.scrollWidth") <= width
+            cells = browser.find_elements(By.CSS_SELECTOR, "table.stack td")
+            assert len(cells) == 2 * 5 + 2 * 7
+            for head in browser.find_elements(By.CSS_SELECTOR, "table.stack thead"):
+                assert head.is_displayed() == (size == LAPTOP)
+            for td in cells:
+                shown = browser.execute_script(label, td)
+                right = browser.execute_script("return arguments[0].getBoundingClientRect().right", td)
+                if size == PHONE:
+                    assert shown == f'"{td.get_attribute("data-label")}"', f"{td.text}: label {shown}"
+                    assert right <= width, f"{td.get_attribute('data-label')} ends at {right} of {width} px"
+                    assert td.value_of_css_property("display") == "block" and td.size["height"] > 0
+                else:
+                    assert shown in ("none", "normal") and td.value_of_css_property("display") == "table-cell"
+            for section in browser.find_elements(By.TAG_NAME, "section"):  # nothing scrolls sideways inside either
+                assert browser.execute_script("return arguments[0].scrollWidth <= arguments[0].clientWidth", section)
+        finally:
+            unemulate(browser)
+        if size == PHONE:
+            shot(browser, "coordinator-stack-phone", PHONE)
 
 
 def test_a_token_reaches_only_its_own_tasks(browser, study):

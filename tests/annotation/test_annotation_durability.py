@@ -86,11 +86,13 @@ def post(session, url, nonce, choice, rationale):
 
 
 def stored(db: Path, person: str) -> pd.DataFrame:
+    """The person's answers by task, as the page posted them (without the server's flags)."""
     conn = store.connect(db)
     try:
         out = store.answers_frame(conn)
     finally:
         conn.close()
+    out["answer"] = [{k: v for k, v in a.items() if k != "server"} for a in out["answer"]]
     return out[out["person_id"] == person].set_index("task_id")
 
 
@@ -178,7 +180,8 @@ def test_answers_survive_kill_9_and_raters_resume(server, tmp_path):
     conn = sqlite3.connect(db)
     try:
         n_answers = conn.execute("SELECT COUNT(*) FROM answers").fetchone()[0]
-        raw = {r[0]: json.loads(r[1]) for r in conn.execute("SELECT task_id, answer FROM answers")}
+        raw = {r[0]: {k: v for k, v in json.loads(r[1]).items() if k != "server"}  # as posted
+               for r in conn.execute("SELECT task_id, answer FROM answers")}
     finally:
         conn.close()
     assert n_answers == 6 and raw == submitted

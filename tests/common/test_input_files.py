@@ -185,7 +185,8 @@ def test_blank_human_completions_are_listed_as_violations(tmp_path):
 def test_a_failing_script_leaves_none_of_its_tables(tmp_path):
     """write_tables checks every table before any is moved into place: none or all."""
     good = pd.DataFrame({"rater_id": ["r1"], "n_judgments": [1], "n_qc": [0], "qc_failed": [0], "qc_fail_share": [None],
-                         "median_seconds": [3.0], "excluded": [False], "reason": [""]})
+                         "median_seconds": [3.0], "majority_agreement": [None], "n_compared": [0],
+                         "outlier_q": [None], "excluded": [False], "reason": [""]})
     bad = good.drop(columns="reason")
     with pytest.raises(tableio.TableSchemaError):
         tableio.write_tables([(good, tmp_path / "a.parquet", "human_raters"), (bad, tmp_path / "b.parquet", "human_raters")])
@@ -201,7 +202,8 @@ def test_a_failing_move_takes_back_the_tables_already_moved(tmp_path, monkeypatc
     import os
 
     good = pd.DataFrame({"rater_id": ["r1"], "n_judgments": [1], "n_qc": [0], "qc_failed": [0],
-                         "qc_fail_share": [None], "median_seconds": [3.0], "excluded": [False], "reason": [""]})
+                         "qc_fail_share": [None], "median_seconds": [3.0], "majority_agreement": [None], "n_compared": [0],
+                         "outlier_q": [None], "excluded": [False], "reason": [""]})
     paths = [tmp_path / f"{k}.parquet" for k in ("a", "b", "c")]
     tableio.write_table(good.assign(reason="old"), paths[1], "human_raters")  # an older b exists, a and c do not
     target = paths[0] if blocked == "first" else paths[2]
@@ -232,7 +234,8 @@ def test_an_undone_move_puts_back_a_symbolic_link_too(tmp_path, monkeypatch):
     import os
 
     good = pd.DataFrame({"rater_id": ["r1"], "n_judgments": [1], "n_qc": [0], "qc_failed": [0],
-                         "qc_fail_share": [None], "median_seconds": [3.0], "excluded": [False], "reason": [""]})
+                         "qc_fail_share": [None], "median_seconds": [3.0], "majority_agreement": [None], "n_compared": [0],
+                         "outlier_q": [None], "excluded": [False], "reason": [""]})
     a, b = tmp_path / "a.parquet", tmp_path / "b.parquet"
     a.symlink_to(tmp_path / "nowhere.parquet")  # a dangling link was there before
     real = os.replace

@@ -12,6 +12,8 @@ rule annotation_tasks:
         pair_table="results/judging/pairs.parquet",
         completions=COMPLETIONS,
         qc_replies=workflow.source_path("../resources/annotation/qc_replies.yaml"),
+        # the consent and practice items people recruited on a platform see (annotation.crowd)
+        study_texts=workflow.source_path("../resources/annotation/study.yaml"),
         # the axes raters mark when annotation.rating.axes asks for them
         rubric=rubric_file(),
     output:
@@ -41,6 +43,8 @@ if ANNOTATION_STORE:
             completions=config["human_completions"]["path"],
             judgments=config["human_judgments"]["path"],
             labels=config["tagging"]["spot_checks"],
+            # every answer, void, revocation, consent and stop, for the data release's record
+            audit="results/annotation/audit.parquet",
         params:
             answers=annotation_fingerprint(),
         log:

@@ -31,7 +31,8 @@ with logged(snakemake.log[0], snakemake) as log:
     tableio.write_tables([(table, snakemake.output.tasks, "annotation_tasks"),
                           (summary, snakemake.output.summary, "annotation_summary")], {**job, "settings": s})
     with atomic_path(snakemake.output.serve) as tmp:
-        Path(tmp).write_text(json.dumps({"db": s["db"], "taxonomy": snakemake.params.taxonomy}, indent=1) + "\n")
+        Path(tmp).write_text(json.dumps({"db": s["db"], "taxonomy": snakemake.params.taxonomy,
+                                             "crowd": s["crowd"]}, indent=1) + "\n")
     for kind, g in table.groupby("kind"):
         log.info("%s: %d tasks for %d people over %d items", kind, len(g), g["person_id"].nunique(),
                  g["item_id"].nunique())

@@ -10,7 +10,7 @@ with logged(snakemake.log[0], snakemake) as log:
         path = snakemake.input.humans[0]
         raw = human_judgments.read(path)
         raters = human_judgments.quality_control(raw, s["max_qc_fail_share"], s["min_median_seconds"],
-                                                 s["max_median_seconds"])
+                                                 s["max_median_seconds"], s["outlier_alpha"])
         for r in raters[raters["excluded"]].itertuples():
             log.warning("rater %s excluded: %s", r.rater_id, r.reason)
         # an item may be named by its item_id or its release key (regular:17)

@@ -4,6 +4,10 @@
     serve   load the task table (if given) and serve the pages on 127.0.0.1
     links   print every person's secret link
     revoke  give one person a new link (the old one stops working)
+    answers list answers (task id, person, kind, time, a preview), to find one to void
+    void    withdraw one answer (kept in table voided, recorded in the audit log); its task is served again
+    backup  copy the store and its key into a folder while the server runs
+    restore put a backup in place of the store (stop the server first)
     export  write the import files (rule export_annotations does this inside the workflow)
 """
 
@@ -17,7 +21,7 @@ from pathlib import Path
 import pandas as pd
 
 from heart import WORKFLOW_DIR
-from heart.annotation import store
+from heart.annotation import crowd, store
 
 DEFAULT_TAXONOMY = WORKFLOW_DIR / "resources/taxonomy/strategies.yaml"
 
@@ -40,15 +44,20 @@ def _defaults(args) -> None:
 
 
 def _load(db: Path, tasks: Path | None) -> None:
+    """Create the store if absent and load the task table, with the study settings (config annotation.crowd)
+    rule annotation_tasks recorded beside it."""
     store.create(db)
     if tasks is None:
         return
     if not tasks.exists():
         sys.exit(f"{tasks} does not exist: make it with `snakemake --cores 2 annotation_tasks` "
                  "(or `make annotation-tasks`)")
+    recorded = tasks.parent / "serve.json"
     conn = store.connect(db)
     try:
         counts = store.load_tasks(conn, pd.read_parquet(tasks), source=str(tasks))
+        if recorded.is_file():
+            crowd.save_settings(conn, json.loads(recorded.read_text()).get("crowd"))
     finally:
         conn.close()
     print(f"{tasks}: {counts['added']} tasks added, {counts['kept']} kept, {counts['retired']} unanswered retired "
@@ -64,6 +73,31 @@ def _links(db: Path, base: str, who: str | None = None) -> list[tuple[str, str, 
         conn.close()
     return [(r["person_id"], r["role"], base + store.link_path(key, r["person_id"], r["role"], r["epoch"]))
             for r in rows if who is None or r["person_id"] == who]
+
+
+def _operate(args) -> None:
+    """answers, void, backup, restore (see the module's text)."""
+    if args.command == "backup":
+        print(f"backup: {store.backup(args.db, args.folder)} (with its key)")
+        return
+    if args.command == "restore":
+        store.restore(args.backup, args.db, force=args.force)
+        print(f"restored {args.backup} to {args.db}")
+        return
+    conn = store.connect(args.db)
+    try:
+        if args.command == "void":
+            row = store.void(conn, args.task_id, args.reason)
+            print(f"voided the {row['kind']} answer of {row['person_id']} to task {args.task_id}; it is served again")
+            return
+        answers = store.answers_frame(conn, active_only=False)
+    finally:
+        conn.close()
+    if args.person:
+        answers = answers[answers["person_id"] == args.person]
+    for a in answers.itertuples():
+        text = a.answer.get("text") or a.answer.get("rationale") or ",".join(a.answer.get("present", []))
+        print(f"{a.task_id}\t{a.person_id}\t{a.kind}\t{a.item_id}\t{a.seconds:.1f}s\t{text[:60]!r}")
 
 
 def main(argv=None) -> int:
@@ -82,12 +116,25 @@ def main(argv=None) -> int:
                    "only; put a TLS reverse proxy in front to serve people elsewhere)")
     p.add_argument("--port", type=int, default=8765)
     p.add_argument("--taxonomy", type=Path, default=None, help=f"default: {DEFAULT_TAXONOMY}")
-    p.add_argument("--public-url", default=None, help="the address people use, for the printed links")
+    p.add_argument("--public-url", default=None, help="the address people use, for the printed links "
+                   "(behind a reverse proxy: its https address)")
+    p.add_argument("--proxy", default=None, metavar="ADDR[,ADDR]", help="the reverse proxy's address(es): "
+                   "X-Forwarded-For/-Proto are trusted from these peers only (default: from nobody)")
     p = sub.add_parser("links", parents=[common], help="print every person's secret link")
     p.add_argument("--base", default="http://127.0.0.1:8765")
     p = sub.add_parser("revoke", parents=[common], help="give a person a new link")
     p.add_argument("person_id")
     p.add_argument("--base", default="http://127.0.0.1:8765")
+    p = sub.add_parser("answers", parents=[common], help="list answers, to find one to void")
+    p.add_argument("--person", default=None, help="only this person's")
+    p = sub.add_parser("void", parents=[common], help="withdraw one answer (audited); its task is served again")
+    p.add_argument("task_id")
+    p.add_argument("--reason", required=True, help="why (recorded in the audit log)")
+    p = sub.add_parser("backup", parents=[common], help="copy the store and its key while serving")
+    p.add_argument("folder", type=Path)
+    p = sub.add_parser("restore", parents=[common], help="put a backup in place of the store")
+    p.add_argument("backup", type=Path, help="the store file inside a backup folder")
+    p.add_argument("--force", action="store_true", help="replace an existing store")
     p = sub.add_parser("export", parents=[common], help="write the import files")
     p.add_argument("--completions", type=Path, default=Path("resources/human/completions.csv"))
     p.add_argument("--judgments", type=Path, default=Path("resources/human/judgments.csv"))
@@ -108,11 +155,18 @@ def main(argv=None) -> int:
 
             from heart.annotation.app import create_app
 
+            from heart.annotation.guard import BoundedH11Protocol
+
             base = args.public_url or f"http://{args.host}:{args.port}"
-            app = create_app(args.db, args.taxonomy, public_url=args.public_url)
+            app = create_app(args.db, args.taxonomy, public_url=base)
             (coordinator,) = [link for _, role, link in _links(args.db, base) if role == store.COORDINATOR]
             print(f"coordinator page (secret; it lists everyone's link): {coordinator}", flush=True)
-            uvicorn.run(app, host=args.host, port=args.port, log_level="warning", access_log=False)
+            # no access log (links are secrets); forwarded headers only from the named proxy; at most 512
+            # connections and tasks at once (more get 503); idle connections closed after 5 s
+            uvicorn.run(app, host=args.host, port=args.port, log_level="warning", access_log=False,
+                        http=BoundedH11Protocol, proxy_headers=bool(args.proxy),
+                        forwarded_allow_ips=args.proxy or "", limit_concurrency=512, timeout_keep_alive=5,
+                        server_header=False)
         elif args.command == "links":
             for person, role, link in _links(args.db, args.base):
                 print(f"{person}\t{role}\t{link}")
@@ -123,6 +177,8 @@ def main(argv=None) -> int:
             finally:
                 conn.close()
             print(_links(args.db, args.base, args.person_id)[0][2])
+        elif args.command in ("answers", "void", "backup", "restore"):
+            _operate(args)
         elif args.command == "export":
             from heart.annotation import export
             from heart.tagging.taxonomy import load_taxonomy, strategy_keys

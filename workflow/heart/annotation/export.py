@@ -1,6 +1,7 @@
 """The store's answers as the import files the workflow reads (``resources/human/README.md``).
 
-- writing answers -> human completions (item_id, contributor_id, text, and seconds_spent, pasted);
+- writing answers -> human completions (item_id, contributor_id, text, and seconds_spent, pasted: the page saw
+  a paste, or the text arrived faster than anyone types);
 - rating answers -> human judgments (rater_id, item_id, shown_a, shown_b, choice, seconds_spent,
   rationale, qc_expected, pair_id); quality-check rows carry ``qc_expected``;
 - spot-check answers -> strategy labels (item_id, system, contributor_id, strategy, present), one row
@@ -70,9 +71,15 @@ def _write(frame: pd.DataFrame, path) -> None:
                                               "rows": len(frame)}) + "\n")
 
 
+def pasted(answer: dict) -> int:
+    """1 when the page saw the reply pasted or the server saw it arrive faster than anyone types
+    (:func:`heart.annotation.crowd.flags`): the page's flag can add suspicion, never remove it."""
+    return int(bool(answer.get("pasted")) or bool((answer.get("server") or {}).get("pasted_rate")))
+
+
 def completions(answers: pd.DataFrame) -> pd.DataFrame:
     rows = [{"item_id": a.item_id, "contributor_id": a.person_id, "text": a.answer["text"],
-             "seconds_spent": a.seconds, "pasted": int(bool(a.answer.get("pasted")))}
+             "seconds_spent": a.seconds, "pasted": pasted(a.answer)}
             for a in answers.itertuples() if a.kind == "writing"]
     return pd.DataFrame(rows, columns=COMPLETION_COLUMNS)
 

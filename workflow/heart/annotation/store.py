@@ -28,7 +28,7 @@ import pandas as pd
 
 from heart.annotation.tasks import KINDS
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2  # 1 -> 2 adds tables only: an older store is upgraded in place by create()
 ROLES = KINDS  # task kind -> the role of the people who do it
 COORDINATOR = "coordinator"
 
@@ -50,7 +50,27 @@ CREATE TABLE IF NOT EXISTS answers (
     answer TEXT NOT NULL, seconds REAL NOT NULL, served_at REAL NOT NULL, answered_at REAL NOT NULL);
 CREATE TABLE IF NOT EXISTS adjudications (
     completion TEXT PRIMARY KEY, present TEXT NOT NULL, decided_at REAL NOT NULL);
+-- schema 2: a page view reuses its open serve; voids, people's study state, crowd entry and the audit log
+CREATE INDEX IF NOT EXISTS serves_task ON serves (person_id, task_id, served_at);
+CREATE TABLE IF NOT EXISTS voided (
+    task_id TEXT NOT NULL, person_id TEXT NOT NULL, kind TEXT NOT NULL, answer TEXT NOT NULL,
+    seconds REAL NOT NULL, served_at REAL NOT NULL, answered_at REAL NOT NULL, voided_at REAL NOT NULL,
+    reason TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS person_state (
+    person_id TEXT PRIMARY KEY REFERENCES people(person_id), consented_at REAL,
+    practice_step INTEGER NOT NULL DEFAULT 0, practice_correct INTEGER NOT NULL DEFAULT 0,
+    practice_done_at REAL, stopped_at REAL, stop_reason TEXT);
+CREATE TABLE IF NOT EXISTS participants (
+    role TEXT NOT NULL, participant TEXT NOT NULL, person_id TEXT NOT NULL UNIQUE REFERENCES people(person_id),
+    study TEXT, session TEXT, provisioned_at REAL NOT NULL, PRIMARY KEY (role, participant));
+CREATE TABLE IF NOT EXISTS audit (
+    seq INTEGER PRIMARY KEY AUTOINCREMENT, at REAL NOT NULL, event TEXT NOT NULL, person_id TEXT,
+    task_id TEXT, detail TEXT NOT NULL DEFAULT '{}');
 """
+#: what the audit log records (:func:`log`)
+AUDIT_EVENTS = ("answer", "void", "revoke", "provision", "consent", "practice", "stop", "restore")
+#: a page open longer than this is served again with a fresh clock (time on task must stay meaningful)
+PAGE_MAX_AGE_S = 12 * 3600
 
 
 class StoreError(RuntimeError):
@@ -104,6 +124,10 @@ def create(db_path) -> None:
             conn.execute("INSERT OR IGNORE INTO meta VALUES ('schema_version', ?)", (str(SCHEMA_VERSION),))
             conn.execute("INSERT OR IGNORE INTO people (person_id, role) VALUES (?, ?)", (COORDINATOR, COORDINATOR))
         found = conn.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()[0]
+        if int(found) == 1:  # the tables of schema 2 were just created beside the old ones
+            with transaction(conn):
+                conn.execute("UPDATE meta SET value = ? WHERE key = 'schema_version'", (str(SCHEMA_VERSION),))
+            found = SCHEMA_VERSION
         if int(found) != SCHEMA_VERSION:
             raise StoreError(f"{db_path} has store schema {found}; this heart reads {SCHEMA_VERSION}")
     finally:
@@ -136,10 +160,42 @@ def tokens(conn: sqlite3.Connection, key: bytes) -> dict[str, tuple[str, str]]:
 
 
 def revoke(conn: sqlite3.Connection, person_id: str) -> None:
-    """Give a person a new link; the old one stops working at once."""
+    """Give a person a new link; the old one stops working at once (recorded in the audit log)."""
     with transaction(conn):
         if conn.execute("UPDATE people SET epoch = epoch + 1 WHERE person_id = ?", (person_id,)).rowcount != 1:
             raise StoreError(f"no person {person_id!r} in the store")
+        log(conn, "revoke", person_id)
+
+
+def log(conn: sqlite3.Connection, event: str, person_id: str | None = None, task_id: str | None = None,
+        at: float | None = None, **detail) -> None:
+    """Append to the audit log (inside the caller's transaction, so the event and its record commit together)."""
+    if event not in AUDIT_EVENTS:
+        raise ValueError(f"unknown audit event {event!r}; one of {AUDIT_EVENTS}")
+    conn.execute("INSERT INTO audit (at, event, person_id, task_id, detail) VALUES (?, ?, ?, ?, ?)",
+                 (now() if at is None else at, event, person_id, task_id, json.dumps(detail, sort_keys=True)))
+
+
+def audit_frame(conn: sqlite3.Connection) -> pd.DataFrame:
+    """The audit log, oldest first: seq, at, event, person_id, task_id, detail (JSON text)."""
+    return pd.read_sql_query("SELECT seq, at, event, person_id, task_id, detail FROM audit ORDER BY seq", conn)
+
+
+def void(conn: sqlite3.Connection, task_id: str, reason: str) -> dict:
+    """Withdraw one answer: it moves to table ``voided`` (kept, never deleted), the task is served to its
+    person again, and the audit log records why. Returns the voided answer's row."""
+    if not str(reason).strip():
+        raise StoreError("say why the answer is voided (--reason): the audit log records it")
+    with transaction(conn):
+        row = conn.execute("SELECT * FROM answers WHERE task_id = ?", (task_id,)).fetchone()
+        if row is None:
+            raise StoreError(f"task {task_id!r} has no answer to void; `heart-annotate answers` lists them")
+        at = now()
+        conn.execute("INSERT INTO voided VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)", (*tuple(row), at, reason))
+        conn.execute("DELETE FROM answers WHERE task_id = ?", (task_id,))
+        conn.execute("DELETE FROM serves WHERE task_id = ?", (task_id,))  # its page is served afresh
+        log(conn, "void", row["person_id"], task_id, at=at, kind=row["kind"], reason=str(reason))
+    return dict(row)
 
 
 def load_tasks(conn: sqlite3.Connection, tasks: pd.DataFrame, source: str = "tasks") -> dict:
@@ -275,11 +331,20 @@ def is_active(conn: sqlite3.Connection, task_id: str) -> bool:
 
 
 def serve(conn: sqlite3.Connection, person_id: str, task_id: str, at: float | None = None) -> str:
-    """Record that a task's page was served (at ``at``, default now: simulated people keep their own clock);
-    returns the page's nonce (also its CSRF token)."""
+    """The nonce (also the CSRF token) of the person's page of a task, served at ``at`` (default now:
+    simulated people keep their own clock).
+
+    A page already served to this person and open less than :data:`PAGE_MAX_AGE_S` keeps its nonce and its
+    serve time: a reload neither restarts the clock on the task nor writes to the disk. Only a first view
+    (or one after that age) records a serve."""
+    at = now() if at is None else at
+    row = conn.execute("SELECT nonce, served_at FROM serves WHERE person_id = ? AND task_id = ? "
+                       "ORDER BY served_at DESC LIMIT 1", (person_id, task_id)).fetchone()
+    if row is not None and at - row["served_at"] <= PAGE_MAX_AGE_S:
+        return row["nonce"]
     nonce = secrets.token_urlsafe(24)
     with transaction(conn):
-        conn.execute("INSERT INTO serves VALUES (?, ?, ?, ?)", (nonce, task_id, person_id, now() if at is None else at))
+        conn.execute("INSERT INTO serves VALUES (?, ?, ?, ?)", (nonce, task_id, person_id, at))
     return nonce
 
 
@@ -305,6 +370,8 @@ def answer(conn: sqlite3.Connection, serve_row: sqlite3.Row, kind: str, value: d
             (serve_row["task_id"], serve_row["person_id"], kind, json.dumps(value, ensure_ascii=False),
              round(max(0.0, at - serve_row["served_at"]), 3), serve_row["served_at"], at))
         stored = cur.rowcount == 1
+        if stored:
+            log(conn, "answer", serve_row["person_id"], serve_row["task_id"], at=at, kind=kind)
     return stored  # (the commit happened when the ``with`` block closed)
 
 
@@ -315,19 +382,22 @@ def adjudicate(conn: sqlite3.Connection, completion: str, present: list[str]) ->
 
 
 def fingerprint(db_path) -> str:
-    """What the export depends on, read-only: the number and the last time of answers and adjudications.
+    """What the export depends on, read-only: the number and the last time of answers and adjudications, and
+    the last audit event (a void, a revocation, a stop).
     Rule export_annotations reruns when this changes, not when the file's mtime does (a page view writes
     to the store too)."""
     conn = sqlite3.connect(f"file:{Path(db_path).resolve()}?mode=ro", uri=True, timeout=10)
     try:
         a = conn.execute("SELECT COUNT(*), MAX(answered_at) FROM answers").fetchone()
         d = conn.execute("SELECT COUNT(*), MAX(decided_at) FROM adjudications").fetchone()
+        has_audit = conn.execute("SELECT 1 FROM sqlite_master WHERE name = 'audit'").fetchone()
+        e = conn.execute("SELECT MAX(seq) FROM audit").fetchone() if has_audit else (None,)
     except sqlite3.DatabaseError as exc:
         raise StoreError(f"{db_path}: cannot read the annotation store ({exc}); is it a heart annotation "
                          "store? Set config annotation.db to one, or move the file away") from None
     finally:
         conn.close()
-    return f"answers={a[0]}@{a[1]};adjudications={d[0]}@{d[1]}"
+    return f"answers={a[0]}@{a[1]};adjudications={d[0]}@{d[1]};audit={e[0]}"
 
 
 def answers_frame(conn: sqlite3.Connection, active_only: bool = True) -> pd.DataFrame:
@@ -346,3 +416,74 @@ def answers_frame(conn: sqlite3.Connection, active_only: bool = True) -> pd.Data
 
 def adjudications(conn: sqlite3.Connection) -> dict[str, list[str]]:
     return {r["completion"]: json.loads(r["present"]) for r in conn.execute("SELECT * FROM adjudications")}
+
+
+def backup(db_path, dest_dir) -> Path:
+    """An online backup of the store into ``dest_dir`` (SQLite's backup API: consistent while the server goes on
+    answering), with its link key (mode 0600, or every link changes on restore). The copy is checked
+    (``PRAGMA integrity_check``) and moved into place whole. Returns the copy's path."""
+    dest_dir = Path(dest_dir)
+    dest_dir.mkdir(parents=True, exist_ok=True)
+    target = dest_dir / Path(db_path).name
+    tmp = target.with_name(f".{target.name}.partial")
+    tmp.unlink(missing_ok=True)
+    src = connect(db_path)
+    try:
+        dst = sqlite3.connect(tmp)
+        try:
+            src.backup(dst)
+            ok = dst.execute("PRAGMA integrity_check").fetchone()[0]
+            dst.execute("PRAGMA journal_mode=DELETE")  # one self-contained file
+        finally:
+            dst.close()
+    finally:
+        src.close()
+    if ok != "ok":
+        tmp.unlink(missing_ok=True)
+        raise StoreError(f"the backup of {db_path} failed its integrity check ({ok}); nothing was written")
+    with open(tmp, "rb+") as fh:
+        os.fsync(fh.fileno())
+    key_copy = key_path(target)
+    fd = os.open(key_copy.with_name(key_copy.name + ".partial"), os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w") as fh:
+        fh.write(key_path(db_path).read_text())
+        fh.flush()
+        os.fsync(fh.fileno())
+    os.replace(key_copy.with_name(key_copy.name + ".partial"), key_copy)
+    os.replace(tmp, target)
+    return target
+
+
+def restore(backup_path, db_path, force: bool = False) -> None:
+    """Put a backup (and its key) in place of the store at ``db_path``; stop the server first. An existing store
+    is replaced only with ``force`` (its WAL files go with it); the restore is recorded in the audit log."""
+    backup_path, db_path = Path(backup_path), Path(db_path)
+    if not backup_path.is_file() or not key_path(backup_path).is_file():
+        raise StoreError(f"{backup_path}: not a backup made by `heart-annotate backup` (the store and its "
+                         f"key {key_path(backup_path).name} must both be there)")
+    check = sqlite3.connect(f"file:{backup_path.resolve()}?mode=ro", uri=True)
+    try:
+        ok = check.execute("PRAGMA integrity_check").fetchone()[0]
+    finally:
+        check.close()
+    if ok != "ok":
+        raise StoreError(f"{backup_path} fails its integrity check ({ok}); use another backup")
+    if db_path.exists() and not force:
+        raise StoreError(f"{db_path} exists; stop the server and pass --force to replace it with {backup_path}")
+    db_path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = db_path.with_name(f".{db_path.name}.restoring")
+    tmp.write_bytes(backup_path.read_bytes())
+    for suffix in ("-wal", "-shm"):
+        Path(f"{db_path}{suffix}").unlink(missing_ok=True)
+    os.replace(tmp, db_path)
+    kp = key_path(db_path)
+    fd = os.open(kp.with_name(kp.name + ".restoring"), os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w") as fh:
+        fh.write(key_path(backup_path).read_text())
+    os.replace(kp.with_name(kp.name + ".restoring"), kp)
+    conn = connect(db_path)
+    try:
+        with transaction(conn):
+            log(conn, "restore", source=backup_path.name)
+    finally:
+        conn.close()

@@ -60,6 +60,14 @@ def task_id(kind: str, person_id: str, item_id: str, key: str = "") -> str:
     return f"{kind[0]}-{digest}"
 
 
+def shown_text(text) -> str:
+    """A reply as every page shows it: whitespace runs (line breaks, tabs, double spaces) made one space, the
+    edges trimmed. Every reply a person compares or labels goes through this, whatever made it (the release's
+    original replies keep line breaks and double spaces, models and people do not), so its layout cannot
+    tell A from B."""
+    return " ".join(str(text).split())
+
+
 def context_json(history) -> str:
     """An item's history as the JSON text people are shown: a list of {"role", "text"} turns."""
     return json.dumps([{"role": str(t["role"]), "text": str(t["text"])} for t in history], ensure_ascii=False)
@@ -71,13 +79,23 @@ def _empty_row(kind: str, person: str, item_id: str, context: str) -> dict:
     return row
 
 
-def _frame(rows: list[dict], seed: int) -> pd.DataFrame:
-    """The tasks table of ``rows`` (one kind), with every person's tasks in seeded shuffled order."""
+def _frame(rows: list[dict], seed: int, last: set | None = None) -> pd.DataFrame:
+    """The tasks table of ``rows`` (one kind), with every person's tasks in seeded shuffled order; a task whose
+    id is in ``last`` comes after every other task of its person on its item (its place among the later ones
+    still drawn by its coin)."""
     df = pd.DataFrame(rows, columns=TASK_COLUMNS).astype(object)
     if df.empty:
         return df.astype({"position": "int64"})
     coins = [unit(seed, f"{kind}-position", f"{person}\x1f{tid}")
              for kind, person, tid in zip(df["kind"], df["person_id"], df["task_id"])]
+    if last:
+        late = df["task_id"].isin(last).to_numpy()
+        ceiling = {}
+        for key, coin, is_late in zip(zip(df["kind"], df["person_id"], df["item_id"]), coins, late):
+            if not is_late:
+                ceiling[key] = max(ceiling.get(key, 0.0), coin)
+        coins = [(m := ceiling.get(key, 0.0)) + (1 - m) * coin if is_late else coin
+                 for key, coin, is_late in zip(zip(df["kind"], df["person_id"], df["item_id"]), coins, late)]
     df = df.assign(_coin=coins).sort_values(["kind", "person_id", "_coin", "task_id"], ignore_index=True)
     df["position"] = df.groupby(["kind", "person_id"]).cumcount().astype("int64")
     return df.drop(columns="_coin")
@@ -221,9 +239,12 @@ def rating_tasks(items: pd.DataFrame, pairs: pd.DataFrame, completions: pd.DataF
       ``unit(seed, "rating-order", pair_id \\x1f person) < 1/2``.
     * A rater with ``n`` real tasks gets :func:`qc_count` (n, qc_rate) quality checks: an item with an
       original reply (the good side, ref ``"original"``) against a known-worse reply (ref ``"qc:<key>"``),
-      the good side A or B by a coin, ``qc_expected`` the good side's letter. A rater's checks use distinct
-      items (ranked by ``unit(seed, "qc-item", person \\x1f item)``) as long as there are enough, then the
+      the good side A or B by a coin, ``qc_expected`` the good side's letter. A rater's checks use items
+      the rater judges in no real pair first (else the check would show them a real pair's reference; in a
+      study too small for that, a check on a judged item comes after the rater's real pairs of it), distinct
+      ones (ranked by ``unit(seed, "qc-item", person \\x1f item)``) as long as there are enough, then the
       next-ranked bad reply for each item again.
+    * Every reply is shown as :func:`shown_text` makes it.
 
     Parameters
     ----------
@@ -288,7 +309,7 @@ def rating_tasks(items: pd.DataFrame, pairs: pd.DataFrame, completions: pd.DataF
             if is_blank(text):
                 raise ValueError(f"pair {p.pair_id}: completion {ref} of item {p.item_id!r} has no text; "
                                  f"rebuild the pairs from the current completions (heart.judging.pairs.design)")
-            sides.append((ref, text))
+            sides.append((ref, shown_text(text)))
         chosen = sorted(people, key=lambda q: (unit(seed, "rater", f"{p.pair_id}\x1f{q}"), q))[:per_pair]
         for person in chosen:
             swap = unit(seed, "rating-order", f"{p.pair_id}\x1f{person}") < 0.5
@@ -298,16 +319,24 @@ def rating_tasks(items: pd.DataFrame, pairs: pd.DataFrame, completions: pd.DataF
                        ref_a=ref_a, ref_b=ref_b, text_a=text_a, text_b=text_b)
             rows.append(row)
             n_real[person] += 1
-    rows += _qc_rows(items, contexts, n_real, qc_rate, replies, seed)
+    judged = {}
+    for row in rows:
+        judged.setdefault(row["person_id"], set()).add(row["item_id"])
+    qc_rows = _qc_rows(items, contexts, n_real, qc_rate, replies, seed, judged)
+    rows += qc_rows
     if axes:
         shown = json.dumps([{k: str(a[k]) for k in ("key", "name", "question")} for a in axes], ensure_ascii=False)
         for row in rows:
             row["axes"] = shown
-    return _frame(rows, seed)
+    return _frame(rows, seed, last={r["task_id"] for r in qc_rows if r["item_id"] in judged.get(r["person_id"], ())})
 
 
-def _qc_rows(items, contexts, n_real, qc_rate, replies, seed) -> list[dict]:
-    """The quality-check tasks of every rater (:func:`rating_tasks`)."""
+def _qc_rows(items, contexts, n_real, qc_rate, replies, seed, judged) -> list[dict]:
+    """The quality-check tasks of every rater (:func:`rating_tasks`), on contexts the rater does not otherwise
+    judge (``judged``: person -> item ids of their real pairs) first: a check shows the item's original reply as
+    the good side, and a rater who met it there would know it again in a real pair of the same context. Only a
+    study too small for that (every context judged by the rater) checks on a judged context, and
+    :func:`rating_tasks` then places the check after the rater's real pairs of that context."""
     needed = {person: qc_count(n, qc_rate) for person, n in n_real.items()}
     if not any(needed.values()):
         return []
@@ -323,14 +352,15 @@ def _qc_rows(items, contexts, n_real, qc_rate, replies, seed) -> list[dict]:
             raise ValueError(f"{person}: needs {n_qc} quality checks but only {len(good) * len(bad)} "
                              f"distinct ones exist ({len(good)} items x {len(bad)} qc_replies); "
                              f"lower qc_rate or add qc_replies")
-        ranked = sorted(good, key=lambda i: (unit(seed, "qc-item", f"{person}\x1f{i}"), i))
+        mine = judged.get(person, set())
+        ranked = sorted(good, key=lambda i: (i in mine, unit(seed, "qc-item", f"{person}\x1f{i}"), i))
         for j in range(n_qc):
             round_, index = divmod(j, len(ranked))
             item_id = ranked[index]
             key = sorted(bad, key=lambda k: (unit(seed, "qc-reply", f"{person}\x1f{item_id}\x1f{k}"), k)
                          )[round_]
-            good_side = (QC_GOOD_REF, good[item_id])
-            bad_side = (f"{QC_PREFIX}{key}", bad[key])
+            good_side = (QC_GOOD_REF, shown_text(good[item_id]))
+            bad_side = (f"{QC_PREFIX}{key}", shown_text(bad[key]))
             good_first = unit(seed, "qc-order", f"{person}\x1f{item_id}\x1f{key}") < 0.5
             (ref_a, text_a), (ref_b, text_b) = (good_side, bad_side) if good_first else (bad_side, good_side)
             row = _empty_row("rating", person, item_id, contexts[item_id])
@@ -419,7 +449,7 @@ def spot_check_tasks(completions: pd.DataFrame, items: pd.DataFrame, n: int, lab
                 row = _empty_row("spot_check", person, c.item_id, context)
                 key = f"{c.system}#{c.spot_contributor}"
                 row.update(task_id=task_id("spot_check", person, c.item_id, key), system=c.system,
-                           contributor_id=contributor, text=c.text)
+                           contributor_id=contributor, text=shown_text(c.text))
                 rows.append(row)
     return _frame(rows, seed)
 

@@ -16,24 +16,39 @@ untrusted text.
 from __future__ import annotations
 
 import re
+import unicodedata
 from pathlib import Path
 
 import pandas as pd
 
 from heart.common.atomic import atomic_path
 
-FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
+FORMULA_START = ("=", "+", "-", "@", "\t", "\r", "\n", "\uff1d", "\uff0b", "\uff0d", "\uff20")
 _LATEX_SPECIAL = {"\\": r"\textbackslash{}", "&": r"\&", "%": r"\%", "$": r"\$", "#": r"\#", "_": r"\_",
                   "{": r"\{", "}": r"\}", "~": r"\textasciitilde{}", "^": r"\textasciicircum{}"}
 _LATEX_CHAR = re.compile("[" + re.escape("".join(_LATEX_SPECIAL)) + "]")
 _PLAIN_NUMBER = re.compile(r"[+-]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?%?")
 
 
+def _visible_start(text: str) -> str:
+    """``text`` from its first character that is neither whitespace nor an invisible format character (a
+    spreadsheet may trim a leading space, NBSP or zero-width space and then run the formula behind it)."""
+    i = 0
+    while i < len(text) and (text[i] in " \u00a0\u3000" or unicodedata.category(text[i]) == "Cf"):
+        i += 1
+    return text[i:]
+
+
 def spreadsheet_cell(value):
-    """One cell as a spreadsheet will not run it: text starting like a formula gets a leading ``'``."""
-    if isinstance(value, str) and value.startswith(FORMULA_START) and not _PLAIN_NUMBER.fullmatch(value):
-        return "'" + value
-    return value
+    """One cell as a spreadsheet will not run it: text starting like a formula -- after any leading spaces or
+    invisible characters, and with a full-width ``＝ ＋ － ＠`` too -- gets a leading ``'``."""
+    return "'" + value if isinstance(value, str) and looks_like_formula(value) else value
+
+
+def looks_like_formula(text: str) -> bool:
+    """True if a spreadsheet could run ``text`` (see :func:`spreadsheet_cell`); a plain number cannot."""
+    return ((text.startswith(FORMULA_START) or _visible_start(text).startswith(FORMULA_START))
+            and not _PLAIN_NUMBER.fullmatch(text))
 
 
 def spreadsheet_safe(frame: pd.DataFrame) -> pd.DataFrame:

@@ -26,7 +26,7 @@ import yaml
 
 from heart.common import strict_json
 from heart.common.atomic import move_all, ordinary_permissions, temp_beside
-from heart.common.export import FORMULA_START
+from heart.common.export import FORMULA_START, looks_like_formula
 from heart import WORKFLOW_DIR
 
 TABLE_SCHEMA_DIR = WORKFLOW_DIR / "schemas" / "tables"
@@ -291,7 +291,8 @@ def read_records(path, required, optional=(), allow_extra: bool = False, ids=())
     header = [h.strip() for h in header]
     # a cell that a spreadsheet (or heart.common.export) wrote as text with a leading "'" before = + - @:
     # the text without it
-    records = [[v[1:] if v[:1] == "'" and v[1:2] in FORMULA_START else v for v in record] for record in records]
+    records = [[v[1:] if v[:1] == "'" and (v[1:2] in FORMULA_START or looks_like_formula(v[1:])) else v
+                for v in record] for record in records]
     return _checked(path, header, records, lines, required, optional, allow_extra, ids, expected)
 
 

@@ -15,8 +15,10 @@ marked).
 
 Quality control: a rater is excluded when the share of failed quality checks
 reaches ``max_qc_fail_share`` (paper: 50 %) or when the median seconds per
-judgment lies outside [``min_median_seconds``, ``max_median_seconds``]. Every
-rater and every exclusion with its reason is listed in the raters table.
+judgment lies outside [``min_median_seconds``, ``max_median_seconds``], or, with
+``outlier_alpha``, when their votes agree with the other raters' majority less than the pool's do
+(:mod:`heart.judging.rater_agreement`). Every rater, their agreement with the majority and every exclusion
+with its reason is listed in the raters table.
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ from heart.items import item_table as items_mod
 from heart.common import tableio
 from heart.common.vocabulary import AXIS_COLUMNS
 from heart.judging import pairs as pairs_mod
+from heart.judging import rater_agreement
 
 REQUIRED = ["rater_id", "item_id", "shown_a", "shown_b", "choice", "seconds_spent"]
 OPTIONAL = ["pair_id", "rationale", "qc_expected", *AXIS_COLUMNS]
@@ -41,7 +44,7 @@ CHOICES = {1: "A is significantly better than B", 2: "A is slightly better than 
 JUDGMENT_COLUMNS = ["pair_id", "judge", "rater_id", "order", "preference", "winner", "strength", "rationale",
                     "seconds_spent", *AXIS_COLUMNS]
 RATER_COLUMNS = ["rater_id", "n_judgments", "n_qc", "qc_failed", "qc_fail_share", "median_seconds",
-                 "excluded", "reason"]
+                 "majority_agreement", "n_compared", "outlier_q", "excluded", "reason"]
 
 
 class HumanJudgmentError(ValueError):
@@ -119,8 +122,11 @@ def qc_passed(expected, choice):
 
 
 def quality_control(table: pd.DataFrame, max_qc_fail_share: float, min_median_seconds: float,
-                    max_median_seconds: float) -> pd.DataFrame:
-    """One row per rater: quality-check and timing figures, whether excluded and why."""
+                    max_median_seconds: float, outlier_alpha: float | None = None) -> pd.DataFrame:
+    """One row per rater: quality-check and timing figures, agreement with the other raters' majority and the
+    outlier test (:mod:`heart.judging.rater_agreement`), whether excluded and why. With ``outlier_alpha``, an
+    outlier rater (Benjamini-Hochberg q below it) is excluded too; without, the test is reported only."""
+    agreement = rater_agreement.outliers(table, outlier_alpha or 0.05).set_index("rater_id")
     rows = []
     for rater, g in table.groupby("rater_id", sort=True):
         qc = g[g["qc_expected"].notna()]
@@ -134,8 +140,14 @@ def quality_control(table: pd.DataFrame, max_qc_fail_share: float, min_median_se
             reasons.append(f"median {median:.1f} s per judgment < {min_median_seconds} s")
         if median > max_median_seconds:
             reasons.append(f"median {median:.1f} s per judgment > {max_median_seconds} s")
+        a = agreement.loc[rater] if rater in agreement.index else None
+        if outlier_alpha is not None and a is not None and a["outlier"]:
+            reasons.append(rater_agreement.reason(a))
         rows.append({"rater_id": rater, "n_judgments": int(len(g) - len(qc)), "n_qc": int(len(qc)),
                      "qc_failed": failed, "qc_fail_share": share, "median_seconds": median,
+                     "majority_agreement": None if a is None or pd.isna(a["agreement"]) else float(a["agreement"]),
+                     "n_compared": 0 if a is None else int(a["n_compared"]),
+                     "outlier_q": None if a is None or pd.isna(a["outlier_q"]) else float(a["outlier_q"]),
                      "excluded": bool(reasons), "reason": "; ".join(reasons)})
     return pd.DataFrame(rows, columns=RATER_COLUMNS)
 

@@ -1,0 +1,203 @@
+"""People recruited on a crowd platform (Prolific, MTurk, ...): entry, consent, practice, attention, completion.
+
+A study link, ``/s/<study token>?PROLIFIC_PID=..&STUDY_ID=..&SESSION_ID=..``, is the one link a coordinator
+posts on the platform: its token is an HMAC of the role under the store's key, so it names the role and
+nothing else, and it gives no one's tasks. Opening it provisions the platform participant once (the next
+person of the role who has not started; the same person on every later visit) and sends them on to their
+own secret link. Participant ids stay in the store (table ``participants``) and on the coordinator's page,
+for paying and approving; they are never exported.
+
+A person then meets, in order and as the study's settings ask (:data:`DEFAULTS`, config ``annotation.crowd``):
+the consent text, the instructions and practice items with feedback (``resources/annotation/study.yaml``;
+practice answers are not data), their tasks, and a done page with the platform's completion code. A rater
+who fails ``stop_after_qc_failures`` quality checks *and* at least ``max_qc_fail_share`` of the checks so far
+is stopped: no more tasks, a page that says so (with the platform's "screened out" code if one is set),
+flagged on the coordinator's page and in the audit log. The statistics exclude that rater by the same share
+(rule ``human_judgments``), so a stop never disagrees with the analysis.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import hmac
+import json
+import re
+import sqlite3
+
+from heart.annotation import store
+
+#: the study settings and their defaults (config ``annotation.crowd``; schema: workflow/schemas/config.schema.yaml)
+DEFAULTS = {
+    "consent": False,                # consent (study.yaml) before any task
+    "practice": False,               # instructions and practice items with feedback before real tasks
+    "completion_code": None,         # shown on the done page
+    "completion_url": None,          # the done page's link; "{code}" is replaced by completion_code
+    "stopped_code": None,            # shown to a person stopped by the attention checks
+    "stop_after_qc_failures": None,  # a number: stop a rater failing that many checks (and the share below)
+    "max_qc_fail_share": 0.5,        # ... and at least this share of the checks so far (human_judgments')
+    "min_seconds": {"writing": 20, "rating": 8, "spot_check": 5},  # faster answers are flagged "fast"
+    "max_chars_per_second": 12,      # text that arrived faster cannot have been typed: flagged "pasted"
+}
+#: query parameters that carry the platform's ids (Prolific's, MTurk's, and plain names), first found wins
+PLATFORM_PARAMS = {"participant": ("PROLIFIC_PID", "workerId", "participant"),
+                   "study": ("STUDY_ID", "hitId", "study"),
+                   "session": ("SESSION_ID", "assignmentId", "session")}
+PLATFORM_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.:-]{0,63}")
+
+
+def settings(conn: sqlite3.Connection) -> dict:
+    """The study settings stored with the tasks (:func:`save_settings`), over :data:`DEFAULTS`."""
+    row = conn.execute("SELECT value FROM meta WHERE key = 'crowd'").fetchone()
+    saved = json.loads(row["value"]) if row else {}
+    return {**DEFAULTS, **saved, "min_seconds": {**DEFAULTS["min_seconds"], **saved.get("min_seconds", {})}}
+
+
+def save_settings(conn: sqlite3.Connection, values: dict | None) -> dict:
+    """Store the study settings (unknown keys are an error naming them); returns them over the defaults."""
+    values = dict(values or {})
+    unknown = sorted(set(values) - set(DEFAULTS))
+    if unknown:
+        raise store.StoreError(f"annotation.crowd: unknown settings {unknown}; known: {sorted(DEFAULTS)}")
+    with store.transaction(conn):
+        conn.execute("INSERT OR REPLACE INTO meta VALUES ('crowd', ?)", (json.dumps(values, sort_keys=True),))
+    return settings(conn)
+
+
+def study_token(key: bytes, role: str) -> str:
+    """The study link's secret for one role: 128 bits of HMAC-SHA256(key, "study" role)."""
+    mac = hmac.new(key, f"study\x1f{role}".encode(), hashlib.sha256).digest()[:16]
+    return base64.urlsafe_b64encode(mac).decode().rstrip("=")
+
+
+def study_links(key: bytes) -> dict[str, str]:
+    """role -> the path of its study link (``/s/<token>``), for every role that does tasks."""
+    return {role: f"/s/{study_token(key, role)}" for role in store.ROLES.values()}
+
+
+def role_of(key: bytes, token: str) -> str | None:
+    """The role a study token is for, else None (compared in constant time)."""
+    for role in store.ROLES.values():
+        if hmac.compare_digest(study_token(key, role), token):
+            return role
+    return None
+
+
+def platform_ids(query) -> tuple[dict | None, str | None]:
+    """({participant, study, session}, None) from a study link's query, or (None, what is wrong)."""
+    out = {}
+    for field, names in PLATFORM_PARAMS.items():
+        value = next((query[n] for n in names if query.get(n)), None)
+        if value is not None and not PLATFORM_ID.fullmatch(value):
+            return None, f"the link's {field} id is not one a platform gives (letters, digits, _ . : -, at most 64)"
+        out[field] = value
+    if out["participant"] is None:
+        return None, ("this study link lacks the platform's participant id (PROLIFIC_PID, workerId or "
+                      "participant): open it from the study's page on your platform")
+    return out, None
+
+
+def provision(conn: sqlite3.Connection, role: str, ids: dict) -> str | None:
+    """The person a platform participant works as: theirs if provisioned before, else the first person of
+    ``role`` (by id) with active tasks who is nobody's yet and has never been served a page; None when
+    every place is taken."""
+    with store.transaction(conn):
+        row = conn.execute("SELECT person_id FROM participants WHERE role = ? AND participant = ?",
+                           (role, ids["participant"])).fetchone()
+        if row:
+            return row["person_id"]
+        free = conn.execute(
+            "SELECT p.person_id FROM people p WHERE p.role = ? "
+            "AND EXISTS (SELECT 1 FROM tasks t WHERE t.person_id = p.person_id AND t.active = 1) "
+            "AND NOT EXISTS (SELECT 1 FROM participants x WHERE x.person_id = p.person_id) "
+            "AND NOT EXISTS (SELECT 1 FROM serves s WHERE s.person_id = p.person_id) "
+            "ORDER BY p.person_id LIMIT 1", (role,)).fetchone()
+        if free is None:
+            return None
+        conn.execute("INSERT INTO participants VALUES (?, ?, ?, ?, ?, ?)",
+                     (role, ids["participant"], free["person_id"], ids["study"], ids["session"], store.now()))
+        store.log(conn, "provision", free["person_id"], role=role)
+    return free["person_id"]
+
+
+def participants(conn: sqlite3.Connection) -> dict[str, str]:
+    """person_id -> platform participant id, for the coordinator's page."""
+    return {r["person_id"]: r["participant"] for r in conn.execute("SELECT person_id, participant FROM participants")}
+
+
+def state(conn: sqlite3.Connection, person_id: str) -> dict:
+    """A person's study state: consented_at, practice_step (items answered), practice_done_at, stopped_at,
+    stop_reason (None: not yet)."""
+    row = conn.execute("SELECT * FROM person_state WHERE person_id = ?", (person_id,)).fetchone()
+    keys = ("consented_at", "practice_step", "practice_done_at", "stopped_at", "stop_reason")
+    return {k: (row[k] if row else (0 if k == "practice_step" else None)) for k in keys}
+
+
+def _set(conn, person_id: str, column: str, value, event: str, **detail) -> None:
+    with store.transaction(conn):
+        conn.execute("INSERT OR IGNORE INTO person_state (person_id) VALUES (?)", (person_id,))
+        conn.execute(f"UPDATE person_state SET {column} = ? WHERE person_id = ? AND {column} IS NULL",
+                     (value, person_id))
+        store.log(conn, event, person_id, **detail)
+
+
+def consent(conn: sqlite3.Connection, person_id: str) -> None:
+    _set(conn, person_id, "consented_at", store.now(), "consent")
+
+
+def practice_answered(conn: sqlite3.Connection, person_id: str, step: int, correct: bool, total: int) -> bool:
+    """Count practice item ``step`` as answered (once: a resubmitted form is not counted again); the last
+    one ends the practice (audit: how many were right). Returns False when ``step`` is not the next item."""
+    with store.transaction(conn):
+        conn.execute("INSERT OR IGNORE INTO person_state (person_id) VALUES (?)", (person_id,))
+        moved = conn.execute("UPDATE person_state SET practice_step = practice_step + 1, practice_correct = "
+                             "practice_correct + ? WHERE person_id = ? AND practice_step = ?",
+                             (int(correct), person_id, step)).rowcount
+        if moved and step + 1 >= total:
+            conn.execute("UPDATE person_state SET practice_done_at = ? WHERE person_id = ?", (store.now(), person_id))
+            right = conn.execute("SELECT practice_correct FROM person_state WHERE person_id = ?",
+                                 (person_id,)).fetchone()[0]
+            store.log(conn, "practice", person_id, correct=right, total=total)
+    return bool(moved)
+
+
+def stop(conn: sqlite3.Connection, person_id: str, reason: str) -> None:
+    with store.transaction(conn):
+        conn.execute("INSERT OR IGNORE INTO person_state (person_id) VALUES (?)", (person_id,))
+        conn.execute("UPDATE person_state SET stopped_at = ?, stop_reason = ? WHERE person_id = ? "
+                     "AND stopped_at IS NULL", (store.now(), reason, person_id))
+        store.log(conn, "stop", person_id, reason=reason)
+
+
+def qc_record(conn: sqlite3.Connection, person_id: str) -> tuple[int, int]:
+    """(failed, checked) quality checks of a rater so far."""
+    from heart.judging.human_judgments import qc_passed
+
+    rows = conn.execute("SELECT t.payload, a.answer FROM answers a JOIN tasks t USING (task_id) "
+                        "WHERE a.person_id = ? AND a.kind = 'rating'", (person_id,)).fetchall()
+    checks = [(json.loads(r["payload"]).get("qc_expected"), json.loads(r["answer"])["choice"]) for r in rows]
+    checks = [(e, c) for e, c in checks if e]
+    return sum(not qc_passed(e, c) for e, c in checks), len(checks)
+
+
+def attention(conn: sqlite3.Connection, person_id: str, study: dict) -> str | None:
+    """Stop the rater if their quality checks call for it (see the module's text); returns the reason when
+    stopped now, else None."""
+    limit = study.get("stop_after_qc_failures")
+    if not limit:
+        return None
+    failed, checked = qc_record(conn, person_id)
+    if failed >= limit and failed / checked >= study["max_qc_fail_share"]:
+        reason = f"failed {failed} of {checked} attention checks"
+        stop(conn, person_id, reason)
+        return reason
+    return None
+
+
+def flags(kind: str, answer: dict, seconds: float, study: dict) -> dict:
+    """What the server flags on an answer: ``fast`` (under the kind's minimum seconds) and ``pasted_rate``
+    (its text arrived faster than anyone types since the page was served)."""
+    text = answer.get("text") or answer.get("rationale") or ""
+    fast = seconds < float(study["min_seconds"].get(kind, 0))
+    typed_too_fast = bool(text) and len(text) / max(seconds, 1e-3) > float(study["max_chars_per_second"])
+    return {"fast": fast, "pasted_rate": typed_too_fast}
