@@ -182,7 +182,9 @@ def test_an_online_backup_while_answers_arrive_restores_every_acknowledged_one(c
 
     worker = threading.Thread(target=rate)
     worker.start()
-    time.sleep(0.3)
+    deadline = time.monotonic() + 30
+    while len(acknowledged) < 2 and time.monotonic() < deadline:  # answers are arriving
+        time.sleep(0.05)
     began = time.monotonic()
     n_before = sum(t < began for t in acknowledged)
     out = cli("backup", "--db", str(db), str(tmp_path / "backup"))

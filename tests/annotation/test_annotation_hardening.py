@@ -202,14 +202,16 @@ def test_a_flood_of_one_link_is_cut_off_cheaply_while_another_person_goes_on(tmp
     items = make_items()
     table = tasks.writing_tasks(items, 2, 1, 5)
     db = tmp_path / "a.sqlite"
-    client, links = serve(db, table)
+    # a link's burst of 30 and (nearly) no refill, so the count does not depend on this machine's speed
+    client, links = serve(db, table, rate_limits={"link": (0.001, 30), "address": (1000.0, 1000)})
     flood = [client.get(links["writer-01"]).status_code for _ in range(60)]
-    assert flood.count(429) >= 25 and flood[:10] == [200] * 10
+    assert flood == [200] * 30 + [429] * 30
     limited = client.get(links["writer-01"])
     assert limited.status_code == 429 and limited.headers["retry-after"] and \
         limited.headers["content-security-policy"].startswith("default-src")
     other = client.get(links["writer-02"])  # same address (the test client), so only the link limit is spent
     assert other.status_code == 200
+    assert guard.link_of("/s/abc") is None and guard.link_of("/p/abc/answer") == "p/abc"  # a study link is shared
 
 
 def _server(app, port, head_timeout):
@@ -245,7 +247,7 @@ def test_half_open_connections_are_closed_after_the_head_timeout(tmp_path):
         ok.sendall(b"GET / HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
         assert ok.recv(64).startswith(b"HTTP/1.1 200")
         ok.close()
-        time.sleep(2.0)
+        time.sleep(3.0)
         closed = 0
         for s in held:
             s.settimeout(2)

@@ -4,9 +4,10 @@ limits per link and per address, and bounded request heads and bodies.
 * :class:`Guard` (ASGI middleware, outermost in the app) adds the security headers to *every* response the
   app sends -- a 404, 405, 400 or 413 as much as a page -- and answers a request over its limits with a small
   429 before any routing, form parsing or store access, so a flood costs little. Limits are token buckets:
-  per client address (every request) and per secret link (``/p/<x>``, ``/c/<x>``, ``/s/<x>``: a person's
-  pages and posts). A normal person makes a few requests a minute; a flood of one link is cut off after its
-  burst while other people go on. Behind a reverse proxy, the client address is the proxy's forwarded one
+  per client address (every request) and per person's secret link (``/p/<x>``, ``/c/<x>``: their pages and
+  posts). A normal person makes a few requests a minute; a flood of one link is cut off after its burst
+  while other people go on. A study link (``/s/<x>``) is shared by every participant of a role, who may all
+  arrive at once when a study opens, so only the per-address limit applies to it. Behind a reverse proxy, the client address is the proxy's forwarded one
   only when the proxy is trusted (``serve --proxy``: uvicorn's proxy-headers handling, which runs before this
   middleware), else the TCP peer's.
 * :class:`BoundedH11Protocol` (uvicorn's HTTP/1.1 protocol) closes a connection that has not sent a whole
@@ -34,7 +35,7 @@ _RAW_HEADERS = [(k.lower().encode(), v.encode()) for k, v in HEADERS.items()]
 LIMITS = {"address": (20.0, 60), "link": (4.0, 30)}
 HEAD_TIMEOUT_S = 10.0
 BODY_TIMEOUT_S = 30.0
-_LINK_KINDS = {"p", "c", "s"}
+_LINK_KINDS = {"p", "c"}  # not "s": a study link is everyone's
 _TOO_MANY = (b"<!doctype html><title>Slow down</title><h1>Too many requests</h1>"
              b"<p>Wait a few seconds, then reload the page.</p>")
 
@@ -66,7 +67,7 @@ class Buckets:
 
 
 def link_of(path: str) -> str | None:
-    """The secret of a link path (``/p/<x>/...`` -> ``p/<x>``), else None."""
+    """The secret of a person's link path (``/p/<x>/...`` -> ``p/<x>``), else None."""
     parts = path.split("/", 3)
     return f"{parts[1]}/{parts[2]}" if len(parts) > 2 and parts[1] in _LINK_KINDS and parts[2] else None
 
