@@ -158,11 +158,9 @@ def create_app(db_path, taxonomy_path, title: str = "HEART annotation", public_u
     def render_person(request, token, person_id, **kwargs):
         """What a person sees now: stopped, consent, practice, their next task, or done."""
         with db() as conn:
-            study, state = crowd.settings(conn), crowd.state(conn, person_id)
-            role = conn.execute("SELECT role FROM people WHERE person_id = ?", (person_id,)).fetchone()["role"]
+            study, state, role = crowd.settings(conn), crowd.state(conn, person_id), store.role(conn, person_id)
         if state["stopped_at"] is not None:
-            return page(request, "stopped.html", 200 if not kwargs.get("status") else kwargs["status"],
-                        code=study["stopped_code"])
+            return page(request, "stopped.html", kwargs.get("status", 200), code=study["stopped_code"])
         if study["consent"] and state["consented_at"] is None:
             return page(request, "consent.html", token=token, nonce=step_nonce(token, "consent"),
                         consent=texts["consent"])
@@ -280,8 +278,7 @@ def create_app(db_path, taxonomy_path, title: str = "HEART annotation", public_u
 
     def store_practice(request: Request, token: str, person_id: str, form):
         with db() as conn:
-            state = crowd.state(conn, person_id)
-            role = conn.execute("SELECT role FROM people WHERE person_id = ?", (person_id,)).fetchone()["role"]
+            state, role = crowd.state(conn, person_id), store.role(conn, person_id)
         items, step = texts["practice"].get(role, []), state["practice_step"]
         if step >= len(items) or not hmac.compare_digest(str(form.get("nonce", "")), step_nonce(token, f"practice-{step}")):
             return redirect(f"/p/{token}")  # an old practice form (reloaded, resubmitted): carry on where they are

@@ -26,6 +26,7 @@ import re
 import sqlite3
 
 from heart.annotation import store
+from heart.judging.human_judgments import qc_passed
 
 #: the study settings and their defaults (config ``annotation.crowd``; schema: workflow/schemas/config.schema.yaml)
 DEFAULTS = {
@@ -171,8 +172,6 @@ def stop(conn: sqlite3.Connection, person_id: str, reason: str) -> None:
 
 def qc_record(conn: sqlite3.Connection, person_id: str) -> tuple[int, int]:
     """(failed, checked) quality checks of a rater so far."""
-    from heart.judging.human_judgments import qc_passed
-
     rows = conn.execute("SELECT t.payload, a.answer FROM answers a JOIN tasks t USING (task_id) "
                         "WHERE a.person_id = ? AND a.kind = 'rating'", (person_id,)).fetchall()
     checks = [(json.loads(r["payload"]).get("qc_expected"), json.loads(r["answer"])["choice"]) for r in rows]

@@ -159,6 +159,11 @@ def tokens(conn: sqlite3.Connection, key: bytes) -> dict[str, tuple[str, str]]:
             for r in conn.execute("SELECT person_id, role, epoch FROM people")}
 
 
+def role(conn: sqlite3.Connection, person_id: str) -> str:
+    """A person's role (writer, rater, labeller, coordinator)."""
+    return conn.execute("SELECT role FROM people WHERE person_id = ?", (person_id,)).fetchone()["role"]
+
+
 def revoke(conn: sqlite3.Connection, person_id: str) -> None:
     """Give a person a new link; the old one stops working at once (recorded in the audit log)."""
     with transaction(conn):
