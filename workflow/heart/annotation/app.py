@@ -30,6 +30,7 @@ import contextlib
 import hashlib
 import hmac
 import json
+import threading
 from pathlib import Path
 from urllib.parse import urlsplit
 
@@ -79,16 +80,28 @@ def create_app(db_path, taxonomy_path, title: str = "HEART annotation", public_u
     app.mount("/static", StaticFiles(directory=str(HERE / "static")), name="static")
     base_url = (public_url or "").rstrip("/")
 
+    local = threading.local()
+
+    @contextlib.contextmanager
     def db():
-        """A connection to the store for one request, closed when its ``with`` block ends."""
-        return contextlib.closing(store.connect(db_path))
+        """The store's connection of this worker thread, opened once and kept (opening one, with its pragmas,
+        was a tenth of a request's time under load); every write still commits before the page answers."""
+        conn = getattr(local, "conn", None)
+        if conn is None:
+            conn = local.conn = store.connect(db_path)
+        yield conn
+
+    links = {"version": None, "tokens": {}}
 
     def holder(token: str, coordinator: bool) -> str | None:
-        """The person_id of a token with the asked role (the coordinator's, or a worker's), else None. Tokens
-        are recomputed from the key on each call, so a revoked link stops at once; the lookup is a dict of
-        HMACs, never a string scan."""
+        """The person_id of a token with the asked role (the coordinator's, or a worker's), else None. The
+        tokens (HMACs of every person under the key) are recomputed whenever the people or their epochs
+        change, so a revoked link stops at once; the lookup is a dict, never a string scan."""
         with db() as conn:
-            found = store.tokens(conn, key).get(token)
+            version = store.people_version(conn)
+            if version != links["version"]:
+                links["tokens"], links["version"] = store.tokens(conn, key), version
+            found = links["tokens"].get(token)
         return found[0] if found and (found[1] == store.COORDINATOR) == coordinator else None
 
     def page(request: Request, name: str, status: int = 200, **context) -> HTMLResponse:
