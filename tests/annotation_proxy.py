@@ -9,15 +9,13 @@ import os
 import pwd
 import re
 import shutil
-import socket
 import ssl
 import subprocess
-import time
 from pathlib import Path
 
 import pytest
 
-from annotation_server import free_port
+from annotation_server import free_port, terminate, wait_listening
 
 REPO = Path(__file__).resolve().parents[1]
 TEMPLATE = REPO / "workflow/resources/annotation/nginx.conf"
@@ -90,27 +88,18 @@ class TlsProxy:
             self.proc = subprocess.Popen([str(NGINX), "-p", str(self.workdir), "-c", str(self.conf),
                                           "-e", str(self.error_log), "-g", "daemon off;"],
                                          stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
-        deadline = time.monotonic() + timeout
-        while True:
-            try:
-                socket.create_connection(("127.0.0.1", self.port), timeout=1).close()
-                return self
-            except OSError:
-                if self.proc.poll() is not None or time.monotonic() > deadline:
-                    self.stop()
-                    raise AssertionError(f"nginx did not start:\n{self.output.read_text()}"
-                                         f"{self.error_log.read_text() if self.error_log.exists() else ''}")
-                time.sleep(0.05)
+
+        def failed():
+            self.stop()
+            raise AssertionError(f"nginx did not start:\n{self.output.read_text()}"
+                                 f"{self.error_log.read_text() if self.error_log.exists() else ''}")
+
+        wait_listening(self.proc, self.port, timeout, failed)
+        return self
 
     def stop(self) -> None:
         """Fast shutdown (SIGTERM: nginx closes its connections and exits; SIGKILL after 10 s)."""
-        if self.proc is not None and self.proc.poll() is None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(10)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait(10)
+        terminate(self.proc)
 
     def directive(self, name: str) -> str:
         """The value of a directive in the rendered configuration (its first occurrence), e.g. the

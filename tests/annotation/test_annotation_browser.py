@@ -19,6 +19,7 @@ from selenium.webdriver.common.keys import Keys
 from selenium.webdriver.support.ui import WebDriverWait
 
 from annotation_server import AnnotationServer
+from heart.annotation.tasks import shown_text
 from conftest import KEY_ENV, REPO, WorkflowCopy, edit_config, judging_config
 
 pytestmark = [pytest.mark.e2e, pytest.mark.browser]
@@ -26,12 +27,12 @@ pytestmark = [pytest.mark.e2e, pytest.mark.browser]
 CHROMIUM, CHROMEDRIVER = Path("/usr/bin/chromium"), Path("/usr/bin/chromedriver")
 SHOTS = REPO / "logs" / "screenshots"
 PHONE, LAPTOP = (390, 844), (1280, 900)
-QC_BAD = {" ".join(r["text"].split()) for r in yaml.safe_load(
+QC_BAD = {shown_text(r["text"]) for r in yaml.safe_load(
     (REPO / "workflow/resources/annotation/qc_replies.yaml").read_text())["replies"]}
 
 
-@pytest.fixture(scope="module")
-def browser(tmp_path_factory):
+def chromium(user_data_dir, *extra_args):
+    """Debian's headless chromium through its chromedriver, at a laptop's size (``extra_args``: more flags)."""
     if not (CHROMIUM.exists() and CHROMEDRIVER.exists()):
         pytest.fail("the browser tests need Debian's chromium and chromium-driver: "
                     "apt-get install chromium chromium-driver (make test does it when run as root)")
@@ -44,12 +45,18 @@ def browser(tmp_path_factory):
     options.binary_location = str(CHROMIUM)
     for arg in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--no-first-run",
                 "--disable-background-networking", "--disable-component-update", "--disable-sync",
-                "--disable-quic", f"--user-data-dir={tmp_path_factory.mktemp('chromium')}"):
+                "--disable-quic", f"--user-data-dir={user_data_dir}", *extra_args):
         options.add_argument(arg)
     driver = webdriver.Chrome(service=Service(str(CHROMEDRIVER)), options=options)
     driver.set_page_load_timeout(30)
     driver.set_window_size(*LAPTOP)
     SHOTS.mkdir(parents=True, exist_ok=True)
+    return driver
+
+
+@pytest.fixture(scope="module")
+def browser(tmp_path_factory):
+    driver = chromium(tmp_path_factory.mktemp("chromium"))
     yield driver
     driver.quit()
 

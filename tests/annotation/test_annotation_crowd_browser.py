@@ -3,7 +3,6 @@ certificate): two platform participants enter from the study link, consent and p
 attention checks until stopped, the other finishes with the completion code; the coordinator sees both.
 Everyone here is SYNTHETIC (the test clicks and types). Screenshots: logs/screenshots/crowd-*.png."""
 
-import os
 import re
 
 import pandas as pd
@@ -18,34 +17,15 @@ from heart.annotation import crowd, store, tasks
 from heart.annotation.app import STUDY_TEXTS
 from heart.judging import pairs as pairs_mod
 from test_annotation_app import QC, make_completions, make_items
-from test_annotation_browser import CHROMEDRIVER, CHROMIUM, LAPTOP, PHONE, SHOTS, emulate, unemulate
+from test_annotation_browser import LAPTOP, PHONE, QC_BAD, SHOTS, chromium, emulate, unemulate
 
 pytestmark = [pytest.mark.e2e, pytest.mark.browser]
 CODE, STOPPED = "C0MPLETE7", "SCREEN0UT"
-BAD = {" ".join(r["text"].split()) for r in QC}
 
 
 @pytest.fixture(scope="module")
 def driver(tmp_path_factory):
-    if not (CHROMIUM.exists() and CHROMEDRIVER.exists()):
-        pytest.fail("the browser tests need Debian's chromium and chromium-driver: apt-get install chromium "
-                    "chromium-driver (make test does it when run as root)")
-    from selenium import webdriver
-    from selenium.webdriver.chrome.options import Options
-    from selenium.webdriver.chrome.service import Service
-
-    os.environ["SE_OFFLINE"] = "true"
-    options = Options()
-    options.binary_location = str(CHROMIUM)
-    for arg in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--no-first-run",
-                "--disable-background-networking", "--disable-component-update", "--disable-sync",
-                "--disable-quic", "--ignore-certificate-errors",  # the proxy's self-signed certificate
-                f"--user-data-dir={tmp_path_factory.mktemp('chromium-crowd')}"):
-        options.add_argument(arg)
-    d = webdriver.Chrome(service=Service(str(CHROMEDRIVER)), options=options)
-    d.set_page_load_timeout(30)
-    d.set_window_size(*LAPTOP)
-    SHOTS.mkdir(parents=True, exist_ok=True)
+    d = chromium(tmp_path_factory.mktemp("chromium-crowd"), "--ignore-certificate-errors")  # self-signed proxy
     yield d
     d.quit()
 
@@ -126,8 +106,8 @@ def rate_until(d, good: bool):
             return where
         a = d.find_element(By.CSS_SELECTOR, "#response-a p").text
         b = d.find_element(By.CSS_SELECTOR, "#response-b p").text
-        if a in BAD or b in BAD:
-            bad_is_a = a in BAD
+        if a in QC_BAD or b in QC_BAD:
+            bad_is_a = a in QC_BAD
             choice = ("5" if bad_is_a else "1") if good else ("1" if bad_is_a else "5")
         else:
             choice = "2"

@@ -19,10 +19,8 @@ import pandas as pd
 import pytest
 import requests
 
-from annotation_server import AnnotationServer, cli
-from heart.judging import pairs as pairs_mod
+from annotation_server import AnnotationServer, cli, synthetic_rating_tasks
 from heart.annotation import store
-from heart.annotation import tasks as tasks_mod
 
 pytestmark = pytest.mark.e2e
 
@@ -34,22 +32,8 @@ SEED = 5
 
 
 def synthetic_tasks() -> pd.DataFrame:
-    """Two synthetic items, each with two model replies and the original: 3 pairs an item, 6 in all, every
-    pair to both raters (per_pair 2 of 2), no quality checks: 6 rating tasks per rater."""
-    items = pd.DataFrame([{
-        "item_id": f"synthetic-{i}", "conversation_id": 900 + i, "subset": "regular",
-        "history": [{"role": "seeker", "text": f"[synthetic] I feel low, day {i}."},
-                    {"role": "supporter", "text": "[synthetic] What happened?"},
-                    {"role": "seeker", "text": f"[synthetic] Exams, round {i}."}],
-        "original_reply": f"[synthetic] Exams are a lot to carry (item {i})."} for i in range(2)])
-    comp = pd.DataFrame(
-        [{"item_id": it.item_id, "system": s, "source": "model", "contributor_id": None,
-          "text": f"[synthetic] {s} answers {it.item_id}"} for it in items.itertuples() for s in ("m1", "m2")]
-        + [{"item_id": it.item_id, "system": "original", "source": "dataset", "contributor_id": None,
-            "text": it.original_reply} for it in items.itertuples()])
-    pairs = pairs_mod.design(comp, items, SEED)
-    out = tasks_mod.rating_tasks(items, pairs, comp, raters=2, per_pair=2, qc_rate=0.0, qc_replies=[],
-                                 seed=SEED)
+    """Every pair to both raters (per_pair 2 of 2), no quality checks: 6 rating tasks per rater."""
+    out = synthetic_rating_tasks(raters=2, seed=SEED)
     assert out.groupby("person_id").size().to_dict() == {"rater-01": 6, "rater-02": 6}
     return out
 

@@ -27,11 +27,9 @@ import requests
 
 from annotation_proxy import TlsProxy
 from annotation_server import AnnotationServer
-from annotation_server import free_port
+from annotation_server import free_port, synthetic_rating_tasks
 from heart.annotation import crowd, guard, store
-from heart.annotation import tasks as tasks_mod
 from heart.annotation.__main__ import _links
-from heart.judging import pairs as pairs_mod
 
 pytestmark = [pytest.mark.e2e]
 
@@ -43,20 +41,7 @@ SEED = 5
 
 def synthetic_tasks() -> pd.DataFrame:
     """Two synthetic items, two model replies and the original each: their 6 pairs, each to 2 of 3 raters."""
-    items = pd.DataFrame([{
-        "item_id": f"synthetic-{i}", "conversation_id": 900 + i, "subset": "regular",
-        "history": [{"role": "seeker", "text": f"[synthetic] I feel low, day {i}."},
-                    {"role": "supporter", "text": "[synthetic] What happened?"},
-                    {"role": "seeker", "text": f"[synthetic] Exams, round {i}."}],
-        "original_reply": f"[synthetic] Exams are a lot to carry (item {i})."} for i in range(2)])
-    comp = pd.DataFrame(
-        [{"item_id": it.item_id, "system": s, "source": "model", "contributor_id": None,
-          "text": f"[synthetic] {s} answers {it.item_id}"} for it in items.itertuples() for s in ("m1", "m2")]
-        + [{"item_id": it.item_id, "system": "original", "source": "dataset", "contributor_id": None,
-            "text": it.original_reply} for it in items.itertuples()])
-    pairs = pairs_mod.design(comp, items, SEED)
-    return tasks_mod.rating_tasks(items, pairs, comp, raters=3, per_pair=2, qc_rate=0.0, qc_replies=[],
-                                  seed=SEED)
+    return synthetic_rating_tasks(raters=3, seed=SEED)
 
 
 @pytest.fixture(scope="module")

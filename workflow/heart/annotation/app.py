@@ -105,9 +105,8 @@ def create_app(db_path, taxonomy_path, title: str = "HEART annotation", public_u
         return found[0] if found and (found[1] == store.COORDINATOR) == coordinator else None
 
     def page(request: Request, name: str, status: int = 200, **context) -> HTMLResponse:
-        response = templates.TemplateResponse(request, name, context, status_code=status)
-        response.headers.update(guard.HEADERS)
-        return response
+        """A template rendered (:class:`.guard.Guard` adds the security headers, to every response)."""
+        return templates.TemplateResponse(request, name, context, status_code=status)
 
     def message(request: Request, status: int, heading: str, text: str) -> HTMLResponse:
         return page(request, "message.html", status, heading=heading, text=text)
@@ -137,7 +136,7 @@ def create_app(db_path, taxonomy_path, title: str = "HEART annotation", public_u
 
     def redirect(path: str) -> RedirectResponse:
         """A 303 to one of this site's paths, relative: never built from the request's Host."""
-        return RedirectResponse(path, status_code=303, headers=guard.HEADERS)
+        return RedirectResponse(path, status_code=303)
 
     def step_nonce(token: str, step: str) -> str:
         """The form token of a consent or practice form: an HMAC of the link and the step under the key."""

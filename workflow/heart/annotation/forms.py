@@ -20,6 +20,7 @@ from __future__ import annotations
 import re
 import unicodedata
 
+from heart.annotation.tasks import shown_text
 from heart.judging import human_judgments
 
 LIMITS = {"reply_words": 100, "reply_chars": 800, "rationale_min_chars": 5, "rationale_chars": 1000}
@@ -30,7 +31,7 @@ _BIDI = re.compile("[\u202a-\u202e\u2066-\u2069]")
 
 def clean_text(raw: str, field: str) -> tuple[str, str | None]:
     """(text with whitespace collapsed, None), or ("", what is wrong with it) for a text field."""
-    text = " ".join(str(raw).split())
+    text = shown_text(raw)
     for ch in text:
         if unicodedata.category(ch) in ("Cc", "Cs") or ch in "\ufffe\uffff":
             return "", (f"Your {field} holds an invisible control character (U+{ord(ch):04X}), often left by "
