@@ -463,15 +463,20 @@ def backup(db_path, dest_dir) -> Path:
         raise StoreError(f"the backup of {db_path} failed its integrity check ({ok}); nothing was written")
     with open(tmp, "rb+") as fh:
         os.fsync(fh.fileno())
-    key_copy = key_path(target)
-    fd = os.open(key_copy.with_name(key_copy.name + ".partial"), os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    with os.fdopen(fd, "w") as fh:
-        fh.write(key_path(db_path).read_text())
-        fh.flush()
-        os.fsync(fh.fileno())
-    os.replace(key_copy.with_name(key_copy.name + ".partial"), key_copy)
+    _put_key(key_path(target), key_path(db_path).read_text())
     os.replace(tmp, target)
     return target
+
+
+def _put_key(path: Path, text: str) -> None:
+    """Write a link key atomically, readable by its owner only (mode 0600), synced to disk."""
+    partial = path.with_name(path.name + ".partial")
+    fd = os.open(partial, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w") as fh:
+        fh.write(text)
+        fh.flush()
+        os.fsync(fh.fileno())
+    os.replace(partial, path)
 
 
 def restore(backup_path, db_path, force: bool = False) -> None:
@@ -496,11 +501,7 @@ def restore(backup_path, db_path, force: bool = False) -> None:
     for suffix in ("-wal", "-shm"):
         Path(f"{db_path}{suffix}").unlink(missing_ok=True)
     os.replace(tmp, db_path)
-    kp = key_path(db_path)
-    fd = os.open(kp.with_name(kp.name + ".restoring"), os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    with os.fdopen(fd, "w") as fh:
-        fh.write(key_path(backup_path).read_text())
-    os.replace(kp.with_name(kp.name + ".restoring"), kp)
+    _put_key(key_path(db_path), key_path(backup_path).read_text())
     conn = connect(db_path)
     try:
         with transaction(conn):
