@@ -323,3 +323,63 @@ def test_an_exit_message_is_redacted_too(tmp_path, monkeypatch, capsys):
         with logged(tmp_path / "y.log"):
             raise SystemExit(3)  # an exit status passes as it is
     assert exit_.value.code == 3
+
+
+@pytest.mark.parametrize("where", ["text", "escaped text", "double-escaped text", "model", "usage key",
+                                   "logprob token", "error", "cut echo"])
+def test_a_cache_hit_skips_masking_only_when_nothing_in_it_could_be_masked(where):
+    """The cache read path's fast path (:meth:`Redactor.holds_secret`): a hit holding a key run anywhere --
+    a field, a dict key, a list, the text behind one or two layers of JSON escapes -- is masked exactly as
+    the full walk masks it, and a clean hit comes back unchanged."""
+    from heart.llm.cache import redacted_entry
+
+    redactor = Redactor([KEY])
+    escaped = "".join(f"\\u{ord(c):04x}" for c in KEY[:12]) + KEY[12:]
+    clean = {"model": "openai/t", "text": json.dumps({"winner": "A", "rationale": "kind\nand warm"}),
+             "parsed": {"winner": "A"}, "usage": {"prompt_tokens": 3}, "cost": None,
+             "logprobs": [{"token": "A", "logprob": -0.1}]}
+    dirty = json.loads(json.dumps(clean))
+    if where == "text":
+        dirty["text"] = f"answer {KEY}"
+    elif where == "escaped text":
+        dirty["text"] = '{"winner": "A", "rationale": "' + escaped + '"}'
+    elif where == "double-escaped text":
+        dirty["text"] = json.dumps({"note": '{"k": "' + escaped + '"}'})
+    elif where == "model":
+        dirty["model"] = KEY
+    elif where == "usage key":
+        dirty["usage"] = {KEY: 1}
+    elif where == "logprob token":
+        dirty["logprobs"][0]["token"] = KEY[5:20]
+    elif where == "error":
+        dirty["parse_error"] = f"bad key {KEY[:10]}"
+    else:
+        dirty["text"] = f"Incorrect API key provided: {KEY[3:3 + MIN_RUN]}..."
+
+    def slow(entry):  # the full walk the fast path stands in for
+        out = redactor.redact_obj({k: v for k, v in entry.items() if k not in ("text", "parsed")})
+        out["text"] = redactor.redact_json(entry["text"])
+        return out
+
+    assert redactor.holds_secret({k: v for k, v in dirty.items() if k != "text"}, [dirty["text"]])
+    assert redacted_entry(dirty, redactor) == slow(dirty) != {k: v for k, v in dirty.items() if k != "parsed"}
+    assert key_pieces(json.dumps(redacted_entry(dirty, redactor))) == []
+    assert not redactor.holds_secret({k: v for k, v in clean.items() if k != "text"}, [clean["text"]])
+    assert redacted_entry(clean, redactor) == slow(clean) == {k: v for k, v in clean.items() if k != "parsed"}
+    assert not Redactor([]).holds_secret(dirty, [dirty["text"]])  # no keys in the environment: nothing to mask
+
+
+def test_every_run_of_a_key_holds_one_of_its_probes():
+    """The probes are chosen per window by rarity, not aligned: every one of a key's runs of MIN_RUN still
+    holds a whole one (exhaustively, over keys of every length and alphabet)."""
+    import random
+
+    from heart.common.redaction import _probes
+
+    rng = random.Random(11)
+    for _ in range(400):
+        alphabet = rng.choice(["abcdefghijklmnopqrstuvwxyz", "0123456789", "aZ09-_/+", "eeeeet", "x"])
+        key = "".join(rng.choice(alphabet) for _ in range(rng.randint(MIN_RUN, 70)))
+        probes = _probes(key)
+        for start in range(len(key) - MIN_RUN + 1):
+            assert any(p in key[start:start + MIN_RUN] for p in probes), (key, start)

@@ -130,3 +130,22 @@ def test_every_field_of_a_message_but_its_role_is_neutralised():
     out = req.messages[0]
     assert n == 2 and out["role"] == "user" and "<|im_end|>" not in out["name"]
     assert "<|im_start|>" not in out["content"][0]["text"] and out["content"][0]["type"] == "text"
+
+
+def test_the_first_character_shortcut_never_skips_a_token():
+    """A text holding no first character of any pattern or token is returned without the regex: each generic
+    pattern starts with one of GENERIC_FIRSTS, and texts of random characters get the same answer both ways."""
+    import random
+
+    for pattern in chat_tokens.GENERIC:
+        assert pattern[0] in chat_tokens.GENERIC_FIRSTS or (pattern[0] == "\\" and pattern[1] in "<["), pattern
+    rng = random.Random(3)
+    tokens = ["<|im_end|>", "\u2581\u2581special", "Ġtok", "[PAD]"]
+    fast = Neutraliser(tokens=tokens)
+    slow = Neutraliser(tokens=tokens)
+    slow._firsts = None  # the regex on every text
+    alphabet = "ab <|>[]/INSTsimendĠ\u2581\uff5cpecial_"
+    for _ in range(3000):
+        text = "".join(rng.choice(alphabet) for _ in range(rng.randint(0, 30)))
+        assert fast(text) == slow(text), text
+    assert fast("a \u2581\u2581special b")[1] == 1 and fast("Ġtok")[1] == 1

@@ -69,16 +69,39 @@ def _unescaped(text: str) -> str:
                        text)
 
 
+#: lowercase letters from the most to the least common in English prose
+_PROSE = "etaoinshrdlcumwfgypbvkjxqz"
+PROBE = 4  # characters per probe
+
+
+def _probes(secret: str) -> set[str]:
+    """4-grams of ``secret`` such that every run of MIN_RUN of its characters holds one whole: for a run
+    starting at p, one starting in [p, p + MIN_RUN - PROBE]. Each is chosen, within its window, to start
+    with the character rarest in prose (a digit or sign, then a capital, then a rare letter), so that the
+    regular expression of all probes, which first checks a character's membership in the set of probe
+    starts, passes over most positions of an ordinary answer at once (4x faster than aligned 4-grams)."""
+    def commonness(i):
+        c = secret[i]
+        return (2, len(_PROSE) - _PROSE.index(c)) if c in _PROSE else (1 if c.isupper() else 0, 0)
+
+    out, start = set(), 0
+    while start <= len(secret) - MIN_RUN:
+        q = min(range(start, start + MIN_RUN - PROBE + 1), key=lambda i: (commonness(i), -i))
+        out.add(secret[q:q + PROBE])
+        start = q + 1  # every run starting in [q - (MIN_RUN - PROBE), q] holds this one
+    return out
+
+
 class Redactor:
     """Replace every run of >= ``MIN_RUN`` consecutive characters of any secret by ``MASK``."""
 
     def __init__(self, secrets=()):
         self.secrets = sorted({s for s in secrets if s and len(s) >= MIN_RUN}, key=len, reverse=True)
         self._grams = {s[i:i + MIN_RUN] for s in self.secrets for i in range(len(s) - MIN_RUN + 1)}
-        # a run of MIN_RUN (8) key characters always holds one of the key's 4-grams at offsets 0, 4, 8 ...
-        # (the first such offset is at most 3 past the run's start), so a text holding none of them is clean
-        probes = sorted({s[i:i + 4] for s in self.secrets for i in range(0, len(s) - 3, 4)})
+        probes = sorted({p for s in self.secrets for p in _probes(s)})
         self._probe = re.compile("|".join(map(re.escape, probes))) if probes else None
+        # no quote, backslash or control character in any secret: json.dumps leaves a run of one as it is
+        self._json_verbatim = not any(c in '"\\' or ord(c) < 0x20 for s in self.secrets for c in s)
 
     @classmethod
     def from_env(cls, extra_names=()) -> "Redactor":
@@ -150,6 +173,38 @@ class Redactor:
         if len(text) >= MIN_RUN and in_a_secret(text[-MIN_RUN:]):
             return 0
         return next((n for n in range(min(len(text), MIN_RUN - 1), 0, -1) if in_a_secret(text[-n:])), 0)
+
+    def holds_secret(self, obj, json_texts=()) -> bool:
+        """Whether :meth:`redact_obj` of ``obj`` or :meth:`redact_json` of any of ``json_texts`` could change
+        anything: one probe over every string (keys too, and each JSON text with its escapes undone). False
+        means both would return their input unchanged, so a caller may skip them (a clean cache hit)."""
+        if not self._grams:
+            return False
+        strings = []
+
+        def walk(value):
+            if isinstance(value, str):
+                strings.append(value)
+            elif isinstance(value, dict):
+                for k, v in value.items():
+                    walk(k)
+                    walk(v)
+            elif isinstance(value, (list, tuple)):
+                for v in value:
+                    walk(v)
+
+        try:
+            if not self._json_verbatim:
+                raise TypeError
+            strings.append(json.dumps(obj, ensure_ascii=False))  # each string as it is, at C speed
+        except (TypeError, ValueError):  # not JSON (a set, bytes), or a secret JSON would escape
+            walk(obj)
+        for text in json_texts:
+            strings.append(text)
+            if "\\" in text:
+                strings.append(_unescaped(text))
+        # NUL between the strings: a probe across a boundary is only a false alarm (the slow path runs)
+        return self._probe.search("\0".join(strings)) is not None
 
     def redact_obj(self, obj):
         """Redact every string inside nested dicts/lists/tuples (keys too)."""

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 from pathlib import Path
 
 import pandas as pd
@@ -36,7 +37,10 @@ def cache_key(spec: ModelSpec, req: Request) -> str:
         "schema": req.schema,
         "template_version": req.template_version,
     }
-    return hashlib.sha256(json.dumps(payload, sort_keys=True, ensure_ascii=False).encode()).hexdigest()
+    return hashlib.sha256(_KEY_JSON.encode(payload).encode()).hexdigest()
+
+
+_KEY_JSON = json.JSONEncoder(sort_keys=True, ensure_ascii=False)  # = json.dumps(..., sort_keys=True, ensure_ascii=False)
 
 
 class ResponseCache:
@@ -48,6 +52,7 @@ class ResponseCache:
 
     def __init__(self, directory, replay=None):
         self.dir = Path(directory)
+        self._root = os.fspath(self.dir)  # string paths: a hit is read 42,000 times in a paper-scale replay
         self.replay: dict[str, str] = {}  # key -> entry JSON, parsed when asked for (a job asks for few)
         if replay:
             table = pd.read_parquet(replay, columns=["key", "entry"])
@@ -58,7 +63,7 @@ class ResponseCache:
 
     def get(self, key: str) -> dict | None:
         try:
-            return json.loads(self._path(key).read_text())
+            return json.loads(_read(f"{self._root}/{key[:2]}/{key}.json"))
         except FileNotFoundError:
             entry = self.replay.get(key)
             return None if entry is None else json.loads(entry)
@@ -83,10 +88,26 @@ class ResponseCache:
         return len(rows)
 
 
+def _read(path: str) -> bytes:
+    """A file's bytes by plain ``os.read`` (half the cost of ``open``'s buffered reader for a small file)."""
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        chunks = []
+        while chunk := os.read(fd, 1 << 16):
+            chunks.append(chunk)
+        return b"".join(chunks)
+    finally:
+        os.close(fd)
+
+
 def redacted_entry(entry: dict, redactor: Redactor) -> dict:
     """A cache entry with every field redacted, its text JSON-aware, and without ``parsed`` (which is
     derived from the text, and re-derived by whoever reads the entry)."""
-    clean = redactor.redact_obj({k: v for k, v in entry.items() if k not in ("text", "parsed")})
+    body = {k: v for k, v in entry.items() if k not in ("text", "parsed")}
+    text = entry.get("text")
+    if not redactor.holds_secret(body, [text] if isinstance(text, str) else []):
+        return {**body, "text": text} if "text" in entry else body  # nothing to mask: one probe, no copies
+    clean = redactor.redact_obj(body)
     if "text" in entry:
         clean["text"] = redactor.redact_json(entry["text"])
     return clean

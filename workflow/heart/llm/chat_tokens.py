@@ -35,6 +35,8 @@ GENERIC = (
     r"</?s>", r"<(?:bos|eos|pad|unk)>",  # SentencePiece specials
     r"<(?:start|end)_of_turn>",  # Gemma
 )
+#: the first character of every string a :data:`GENERIC` pattern matches (a test holds each pattern to it)
+GENERIC_FIRSTS = ("<", "[")
 
 
 class Neutraliser:
@@ -44,10 +46,16 @@ class Neutraliser:
         exact = sorted({t for t in tokens if t and not t.isspace()}, key=len, reverse=True)
         parts = list(patterns) + [re.escape(t) for t in exact]
         self.pattern = re.compile("|".join(f"(?:{p})" for p in parts)) if parts else None
+        # every generic pattern starts with one of these characters; a text holding none of them (and no
+        # exact token's first character) has nothing to break, which ``in`` tells faster than the regex
+        firsts = set(GENERIC_FIRSTS) | {t[0] for t in exact}
+        self._firsts = tuple(firsts) if patterns in (GENERIC, ()) and len(firsts) <= 16 else None
 
     def __call__(self, text: str) -> tuple[str, int]:
         """(text with every special token broken, how many were broken)."""
         if self.pattern is None or not isinstance(text, str):
+            return text, 0
+        if self._firsts is not None and not any(c in text for c in self._firsts):
             return text, 0
         total = 0
         while True:  # inserting the joiner cannot form a new token, but overlapping ones are found next round
