@@ -29,6 +29,7 @@ import time
 
 from heart.common.redaction import RedactingStream, Redactor, redacted_logging
 from heart.llm.answers import parse_structured, token_logprobs
+from heart.llm.batch import Journal, run_batches
 from heart.llm.cache import ResponseCache, cache_key, clean_hit
 from heart.llm.decoding import resolved_params
 from heart.llm.local_server import LocalServer
@@ -98,9 +99,8 @@ def _quiet_litellm() -> None:
     logging.getLogger("LiteLLM").setLevel(logging.WARNING)
 
 
-async def _call(spec: ModelSpec, req: Request, api_base: str | None, redactor: Redactor) -> dict:
-    import litellm
-
+def wire_params(spec: ModelSpec, req: Request, api_base: str | None) -> dict:
+    """The params a request is sent with: :func:`resolved_params` and its response format."""
     kwargs = resolved_params(spec, req)
     if req.schema is not None:
         # OpenAI-compatible servers (llama.cpp, vLLM) take a schema inside json_object;
@@ -110,12 +110,47 @@ async def _call(spec: ModelSpec, req: Request, api_base: str | None, redactor: R
         else:
             kwargs["response_format"] = {"type": "json_schema",
                                          "json_schema": {"name": "response", "schema": req.schema}}
+    return kwargs
+
+
+def wire_messages(spec: ModelSpec, req: Request) -> list:
+    """The messages as sent: the request's, with the shared prefix marked where the provider needs a mark to
+    cache it. Anthropic caches a prefix only up to a ``cache_control`` mark: the system turn (the judge's
+    instructions and rubric, the tagger's taxonomy: the same in every call of a stage) is marked. OpenAI and
+    Gemini cache a long enough shared prefix by themselves. The mark is not part of the cache key: it
+    changes the price of a call, not its answer."""
+    messages = list(req.messages)
+    if spec.model.startswith("anthropic/"):
+        messages = [{**m, "content": [{"type": "text", "text": m["content"], "cache_control": {"type": "ephemeral"}}]}
+                    if m["role"] == "system" and isinstance(m.get("content"), str) else m for m in messages]
+    return messages
+
+
+def usage_of(usage) -> dict:
+    """A provider's usage (an object or a dict) as the cache keeps it: prompt, completion and total tokens,
+    and the prompt tokens read from the provider's prompt cache and written to it (None: not reported)."""
+    get = (lambda o, k: o.get(k) if isinstance(o, dict) else getattr(o, k, None))  # noqa: E731
+    out = {k: get(usage, k) if usage is not None else None
+           for k in ("prompt_tokens", "completion_tokens", "total_tokens")}
+    details = get(usage, "prompt_tokens_details") if usage is not None else None
+    cached = get(details, "cached_tokens") if details is not None else None
+    read = get(usage, "cache_read_input_tokens") if usage is not None else None
+    write = get(usage, "cache_creation_input_tokens") if usage is not None else None
+    out["cached_tokens"] = read if read is not None else cached
+    out["cache_write_tokens"] = write
+    return out
+
+
+async def _call(spec: ModelSpec, req: Request, api_base: str | None, redactor: Redactor) -> dict:
+    import litellm
+
+    kwargs = wire_params(spec, req, api_base)
     api_key = os.environ.get(spec.api_key_env) if spec.api_key_env else None
     if api_base and not api_key:
         api_key = "no-key-needed"  # OpenAI-compatible local servers accept any key
     start = time.monotonic()
     ttft, usage, finished, parts, logprobs = None, None, False, [], None
-    common = dict(model=spec.model, messages=list(req.messages), api_base=api_base, api_key=api_key,
+    common = dict(model=spec.model, messages=wire_messages(spec, req), api_base=api_base, api_key=api_key,
                   timeout=spec.timeout, num_retries=0, **kwargs)
     if spec.stream and req.stream and not kwargs.get("logprobs"):  # an answer read by its logprobs is not streamed
         stream = await litellm.acompletion(stream=True, stream_options={"include_usage": True}, **common)
@@ -147,7 +182,7 @@ async def _call(spec: ModelSpec, req: Request, api_base: str | None, redactor: R
     text = redactor.redact_json("".join(parts))
     if not text.strip() and not logprobs:
         raise RetryableResponse("empty content")
-    usage = {k: getattr(usage, k, None) for k in ("prompt_tokens", "completion_tokens", "total_tokens")}
+    usage = usage_of(usage)
     cost = cost_usd(litellm, spec.model, usage)
     parsed, parse_error = parse_structured(text, req.schema, redactor)
     entry = {
@@ -172,9 +207,15 @@ def error_text(exc: BaseException, redactor: Redactor, limit: int = 300) -> str:
     return f"{type(exc).__name__}: {first[:limit]}"
 
 
+def by_batch(spec: ModelSpec, req: Request) -> bool:
+    """Whether a request goes through its model's batch interface (:mod:`heart.llm.batch`): the model has
+    one configured, and the request is not timed to its first token (completions stay synchronous)."""
+    return bool(spec.batch) and not req.stream and not spec.local_gguf
+
+
 async def _run(specs: dict[str, ModelSpec], requests: list[Request], cache: ResponseCache,
                keys: dict[str, str], hits: dict[str, dict], api_bases: dict[str, str | None],
-               progress, backoff: float, redactor: Redactor) -> tuple[dict, dict]:
+               progress, backoff: float, redactor: Redactor, batch_cfg: dict | None = None) -> tuple[dict, dict]:
     sems = {n: asyncio.Semaphore(s.max_concurrency) for n, s in specs.items()}
     limiters = {n: RateLimiter(s.rpm, s.tpm) for n, s in specs.items()}
     pacer = Pacer()
@@ -231,7 +272,25 @@ async def _run(specs: dict[str, ModelSpec], requests: list[Request], cache: Resp
         counts["failed"] += 1
         tick()
 
-    await asyncio.gather(*(one(r) for r in requests if r.id not in results))
+    batched: dict[str, list[Request]] = {}
+    for r in requests:
+        if r.id not in results and by_batch(specs[r.model], r):
+            batched.setdefault(r.model, []).append(r)
+    in_batches = {r.id for reqs in batched.values() for r in reqs}
+
+    async def batch(name: str, reqs: list[Request]):
+        got, failed = await run_batches(specs[name], reqs, keys, cache, Journal(cache.dir), redactor, progress,
+                                        wire=(wire_params, wire_messages), **(batch_cfg or {}))
+        schemas = {r.id: r.schema for r in reqs}
+        for rid, entry in got.items():
+            results[rid] = {**clean_hit(entry, schemas[rid], redactor),
+                            "cache_key": keys[rid], "from_cache": False}
+            counts["done"] += 1
+        failures.update(failed)
+        counts["failed"] += len(failed)
+
+    await asyncio.gather(*(one(r) for r in requests if r.id not in results and r.id not in in_batches),
+                         *(batch(name, reqs) for name, reqs in sorted(batched.items())))
     return results, failures
 
 
@@ -248,7 +307,8 @@ def prefix_order(specs: dict[str, ModelSpec], requests: list[Request]) -> list[R
 
 
 def run_requests(specs: dict[str, ModelSpec], requests: list[Request], cache: ResponseCache,
-                 desc: str = "LLM calls", log=None, backoff: float = 1.0) -> dict[str, dict]:
+                 desc: str = "LLM calls", log=None, backoff: float = 1.0, batch: dict | None = None
+                 ) -> dict[str, dict]:
     """Answer every request (cache first, then the model); raise LLMStageError if any failed.
 
     Returns
@@ -301,7 +361,7 @@ def run_requests(specs: dict[str, ModelSpec], requests: list[Request], cache: Re
             # identical requests (same cache key) in one batch are sent once and share the answer
             leaders = prefix_order(specs, list({keys[r.id]: r for r in reversed(requests)}.values())[::-1])
             results, failures = asyncio.run(
-                _run(specs, leaders, cache, keys, hits, api_bases, progress, backoff, redactor))
+                _run(specs, leaders, cache, keys, hits, api_bases, progress, backoff, redactor, batch))
             by_key = {keys[r.id]: r.id for r in leaders}
             for r in requests:
                 lead = by_key[keys[r.id]]
@@ -336,6 +396,7 @@ class Engine:
         self.specs = {s.name: s for s in map(ModelSpec.from_params, model_params)}
         self.cache = ResponseCache(llm_cfg["cache_dir"], replay=llm_cfg.get("replay"))
         self.backoff = llm_cfg.get("backoff_s", 1.0)
+        self.batch = {"poll_s": llm_cfg.get("batch_poll_s", 60.0), "max_requests": llm_cfg.get("batch_max_requests", 10_000)}
 
     def run(self, requests: list[Request], desc: str) -> dict[str, dict]:
-        return run_requests(self.specs, requests, self.cache, desc=desc, backoff=self.backoff)
+        return run_requests(self.specs, requests, self.cache, desc=desc, backoff=self.backoff, batch=self.batch)

@@ -27,6 +27,10 @@ class ModelSpec:
     max_retries: int = 4
     stream: bool = True  # stream to measure time to first token; False is cheaper (no TTFT)
     reasoning: str = "least"  # completions (decoding): the "least" reasoning, or the provider's "default"
+    # the provider's batch interface for this model's judge, tagger and rewrite calls (half price, answers
+    # within hours; heart.llm.batch): "openai" (OpenAI's Batch API and servers that speak it, through
+    # litellm's batch API) or None. Completions stay synchronous: they are timed to the first token.
+    batch: str | None = None
 
     @classmethod
     def from_config(cls, name: str, cfg: dict) -> "ModelSpec":
@@ -71,7 +75,9 @@ def cost_usd(litellm, model: str, usage: dict) -> float | None:
     try:
         prompt, completion = litellm.cost_per_token(
             model=model, prompt_tokens=usage["prompt_tokens"],
-            completion_tokens=usage["completion_tokens"] or 0)
+            completion_tokens=usage["completion_tokens"] or 0,
+            cache_read_input_tokens=usage.get("cached_tokens") or 0,
+            cache_creation_input_tokens=usage.get("cache_write_tokens") or 0)
         total = float(prompt + completion)
         if total == 0 and usage["prompt_tokens"]:
             raise ValueError("no price")  # litellm answers 0 for some models it has no price for
@@ -79,3 +85,42 @@ def cost_usd(litellm, model: str, usage: dict) -> float | None:
     except Exception:  # noqa: BLE001 - litellm raises several kinds for unknown models
         _UNPRICED.add(model)
         return None
+
+
+#: price-map fields per (mode, kind of token): a field the map lacks leaves that mode unpriced
+PRICE_FIELDS = {
+    "sync": {"input": "input_cost_per_token", "output": "output_cost_per_token",
+             "cache_read": "cache_read_input_token_cost", "cache_write": "cache_creation_input_token_cost"},
+    "batch": {"input": "input_cost_per_token_batches", "output": "output_cost_per_token_batches",
+              "cache_read": "cache_read_input_token_cost_batches",
+              "cache_write": "cache_creation_input_token_cost_batches"},
+}
+
+
+def prices(litellm, model: str, mode: str = "sync") -> dict | None:
+    """Per-token prices of ``model`` in ``mode`` ("sync" or "batch") from litellm's local price map:
+    input, output, and (None where the map has none) cache_read and cache_write; None when the map has no
+    input or output price for the mode (a model it does not know, or no batch price)."""
+    try:
+        info = litellm.get_model_info(model)
+    except Exception:  # noqa: BLE001 - litellm raises several kinds for unknown models
+        return None
+    fields = PRICE_FIELDS[mode]
+    got = {kind: info.get(name) for kind, name in fields.items()}
+    if got["input"] is None or got["output"] is None or not (got["input"] or got["output"]):
+        return None
+    return got
+
+
+def priced(table: dict | None, prompt_tokens: int, completion_tokens: int, cache_read: int = 0,
+           cache_write: int = 0) -> float | None:
+    """USD for a call's tokens at ``table`` (:func:`prices`; None without one). Cached reads and cache writes
+    are at their own prices where the map has them, else at the input price: an upper bound, never a
+    discount the map does not state (o3's batch mode has no cached-read price, so none is taken)."""
+    if table is None:
+        return None
+    read = table["cache_read"] if table["cache_read"] is not None else table["input"]
+    write = table["cache_write"] if table["cache_write"] is not None else table["input"]
+    fresh = max(0, prompt_tokens - cache_read - cache_write)
+    return float(fresh * table["input"] + cache_read * read + cache_write * write
+                 + completion_tokens * table["output"])

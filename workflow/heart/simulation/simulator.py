@@ -73,6 +73,7 @@ import socket
 import time
 from dataclasses import dataclass, field
 
+from heart.simulation.batches import BatchDesk
 from heart.simulation.answers import (
     canonical, cut, instance, is_judge_schema, judge_material, logprobs, normal, plain_reply, prompt_chars, schema_of,
     seeded_rng, tokens, unit, verdict)
@@ -99,6 +100,9 @@ class Options:
     time_scale: float = 1.0  # multiplies every duration
     stream_chunks: int = 8  # content chunks per streamed answer, at most
     judge_position_bias: float = 0.02  # quality bonus of response A (near-ties go to A in both orders)
+    batch_delay: float = 2.0  # seconds from a batch's creation to its end (heart.simulation.batches)
+    batch_error_rate: float = 0.0  # per request of a batch, on its first submission only
+    batch_expire_rate: float = 0.0  # per batch: it expires with only its first half answered
     parent_pid: int | None = None  # exit when this process is gone (Simulator sets it)
 
     def args(self) -> list[str]:
@@ -160,6 +164,9 @@ def parse_args(argv: list[str] | None = None) -> Options:
     p.add_argument("--time-scale", type=float, default=d.time_scale, help="multiplies every duration")
     p.add_argument("--stream-chunks", type=int, default=d.stream_chunks)
     p.add_argument("--judge-position-bias", type=float, default=d.judge_position_bias)
+    p.add_argument("--batch-delay", type=float, default=d.batch_delay, help="seconds until a batch ends")
+    p.add_argument("--batch-error-rate", type=float, default=d.batch_error_rate)
+    p.add_argument("--batch-expire-rate", type=float, default=d.batch_expire_rate)
     p.add_argument("--parent-pid", type=int, default=None, help="exit when this process is gone")
     a = p.parse_args(argv)
     statuses = tuple(int(s) for s in a.error_statuses.split(",") if s.strip())
@@ -169,7 +176,8 @@ def parse_args(argv: list[str] | None = None) -> Options:
                    rpm_model=dict(a.rpm_model), max_concurrent=a.max_concurrent,
                    max_concurrent_model=dict(a.max_concurrent_model), seed=a.seed, time_scale=a.time_scale,
                    stream_chunks=max(1, a.stream_chunks), judge_position_bias=a.judge_position_bias,
-                   parent_pid=a.parent_pid)
+                   batch_delay=a.batch_delay, batch_error_rate=a.batch_error_rate,
+                   batch_expire_rate=a.batch_expire_rate, parent_pid=a.parent_pid)
 
 
 class Stats:
@@ -211,6 +219,7 @@ class App:
         self.windows: dict[str, collections.deque[float]] = collections.defaultdict(collections.deque)
         self.in_flight: collections.Counter[str] = collections.Counter()
         self.models: set[str] = set()
+        self.desk = BatchDesk(self)
 
     def reset(self) -> None:
         self.stats.reset()
@@ -234,8 +243,22 @@ class App:
         if method == "GET" and path in ("/v1/models", "/models"):
             data = [{"id": m, "object": "model", "created": 0, "owned_by": "simulator"} for m in sorted(self.models)]
             return await _json(send, 200, {"object": "list", "data": data})
+        if path.removeprefix("/v1").startswith(("/files", "/batches")):
+            body = b""
+            while True:
+                message = await receive()
+                body += message.get("body", b"")
+                if not message.get("more_body"):
+                    break
+            headers = {k.decode().lower(): v.decode() for k, v in scope.get("headers", [])}
+            status, payload = self.desk.route(method, path, scope.get("query_string", b"").decode(), headers, body)
+            if isinstance(payload, bytes):
+                await send({"type": "http.response.start", "status": status,
+                            "headers": [(b"content-type", b"application/octet-stream")]})
+                return await send({"type": "http.response.body", "body": payload})
+            return await _json(send, status, payload)
         if method == "GET" and path == "/stats":
-            return await _json(send, 200, self.stats.report())
+            return await _json(send, 200, {**self.stats.report(), **self.desk.report()})
         if method == "POST" and path == "/stats/reset":
             self.reset()
             return await _json(send, 200, {"status": "reset"})

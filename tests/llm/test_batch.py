@@ -1,0 +1,183 @@
+"""heart.llm.batch: a provider's batch interface, against the simulator's batch desk over real HTTP.
+
+Nothing submitted is paid for twice: the journal records each batch before submission, a job killed at any
+moment resumes its batches, and only unanswered requests are ever resubmitted (the simulator counts
+``batch_resubmitted``: requests submitted again after a batch had answered them).
+"""
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import threading
+import time
+
+import pytest
+from conftest import REPO
+from heart.judging import llm_judge
+from heart.llm.batch import Journal
+from heart.llm.cache import ResponseCache, cache_key
+from heart.llm.engine import run_requests
+from heart.llm.models import ModelSpec
+from heart.llm.request import Request, prepare_all
+from heart.simulation.handle import Simulator
+
+SCHEMA = llm_judge.response_schema(llm_judge.load_rubric(REPO / "workflow/resources/rubric/heart.yaml"), 240)
+FAST = {"poll_s": 0.1, "max_requests": 20}
+
+
+def judge_requests(n, tag="p", stream=False):
+    return [Request(id=f"{tag}{i}", model="j", template_version="judge:t", schema=SCHEMA, stream=stream,
+                    messages=llm_judge.messages("Judge the two replies.", [{"role": "seeker", "text": f"worry {i}"}],
+                                                f"reply one {i}", f"reply two {i}\nwith a line break"))
+            for i in range(n)]
+
+
+def spec(sim, batch="openai", **kw):
+    return ModelSpec(name="j", model="openai/sim-judge", api_base=sim.api_base, batch=batch, **{"max_retries": 3, **kw})
+
+
+def batch_stats(sim):
+    s = sim.stats()
+    return {k: s[k] for k in ("batch_requests", "batch_resubmitted", "batch_retried", "batches")}
+
+
+def test_batch_answers_are_the_synchronous_answers_and_a_rerun_sends_nothing(tmp_path):
+    reqs = judge_requests(45)
+    with Simulator(time_scale=0.01, error_rate=0.0, rpm=None, batch_delay=50, batch_error_rate=0.2) as sim:
+        cache = ResponseCache(tmp_path / "batch")
+        out = run_requests({"j": spec(sim)}, reqs, cache, batch=FAST)
+        first = batch_stats(sim)
+        assert first["batches"] >= 3 and first["batch_retried"] > 0  # 20 a batch; failed requests asked again
+        assert first["batch_resubmitted"] == 0 and sim.stats()["requests"] == 0  # no synchronous call at all
+        sync = run_requests({"j": spec(sim, batch=None)}, reqs, ResponseCache(tmp_path / "sync"))
+        for r in reqs:
+            assert out[r.id]["text"] == sync[r.id]["text"] and out[r.id]["parsed"] == sync[r.id]["parsed"]
+            assert out[r.id]["mode"] == "batch" and out[r.id]["batch_id"].startswith("batch_sim")
+        again = run_requests({"j": spec(sim)}, reqs, cache, batch=FAST)
+        assert all(a["from_cache"] for a in again.values()) and batch_stats(sim) == first
+        records = [json.loads(p.read_text()) for p in (tmp_path / "batch" / "batches").glob("*.json")]
+        assert {r["state"] for r in records} == {"collected"} and len(records) == first["batches"]
+        keys = {cache_key(spec(sim), r) for r in prepare_all({"j": spec(sim)}, reqs)[0]}
+        assert set().union(*(r["keys"] for r in records)) == keys
+
+
+def test_completions_stay_synchronous(tmp_path):
+    with Simulator(time_scale=0.01, error_rate=0.0, rpm=None) as sim:
+        out = run_requests({"j": spec(sim)}, judge_requests(3, stream=True), ResponseCache(tmp_path), batch=FAST)
+        assert sim.stats()["requests"] == 3 and batch_stats(sim)["batch_requests"] == 0
+        assert all("mode" not in r for r in out.values())
+
+
+def test_an_expired_batch_is_resubmitted_for_its_unanswered_requests_only(tmp_path):
+    reqs = judge_requests(40)
+    with Simulator(time_scale=0.01, error_rate=0.0, rpm=None, batch_delay=20, batch_expire_rate=1.0) as sim:
+        out = run_requests({"j": spec(sim, max_retries=8)}, reqs, ResponseCache(tmp_path), batch=FAST)
+        s = batch_stats(sim)
+        assert len(out) == 40 and s["batch_retried"] > 0 and s["batch_resubmitted"] == 0
+        assert s["batch_requests"] == 40 + s["batch_retried"]
+        records = [json.loads(p.read_text()) for p in (tmp_path / "batches").glob("*.json")]
+        assert any(r["status"] == "expired" and r["unanswered"] for r in records)
+
+
+def test_a_job_killed_between_submitting_and_recording_finds_its_batch_by_its_token(tmp_path):
+    """The record is written before the provider hears of the batch; the provider's batch carries the token.
+    Here the batch was created and the job died before writing the id: the rerun adopts it."""
+    import asyncio
+
+    from heart.llm.batch import OpenAIBatches, line
+    from heart.llm.engine import wire_messages, wire_params
+
+    reqs = judge_requests(5)
+    with Simulator(time_scale=0.01, error_rate=0.0, rpm=None, batch_delay=50) as sim:
+        s = spec(sim)
+        prepared, _ = prepare_all({"j": s}, reqs)
+        keys = [cache_key(s, r) for r in prepared]
+        record = {"format": 1, "token": "deadbeef" * 4, "model": s.model, "name": "j", "protocol": "openai",
+                  "api_base": s.api_base, "state": "prepared", "created": time.time(), "attempt": 1, "keys": keys,
+                  "meta": {k: [r.template_version, None] for k, r in zip(keys, prepared)}, "schemas": {},
+                  "batch_id": None}
+        Journal(tmp_path).write(record)
+        lines = [line(s, r, k, wire_params, wire_messages) for r, k in zip(prepared, keys)]
+        asyncio.run(OpenAIBatches(s).submit(record["token"], lines))  # ... and then the job died
+        assert batch_stats(sim)["batch_requests"] == 5
+        out = run_requests({"j": s}, reqs, ResponseCache(tmp_path), batch=FAST)
+        assert len(out) == 5 and batch_stats(sim) == {"batch_requests": 5, "batch_resubmitted": 0,
+                                                       "batch_retried": 0, "batches": 1}
+        kept = json.loads((tmp_path / "batches" / f"{record['token']}.json").read_text())
+        assert kept["state"] == "collected" and kept["batch_id"].startswith("batch_sim")
+
+
+def test_a_record_never_submitted_is_submitted_once(tmp_path):
+    reqs = judge_requests(4)
+    with Simulator(time_scale=0.01, error_rate=0.0, rpm=None, batch_delay=20) as sim:
+        s = spec(sim)
+        prepared, _ = prepare_all({"j": s}, reqs)
+        keys = [cache_key(s, r) for r in prepared]
+        Journal(tmp_path).write({"format": 1, "token": "cafe" * 8, "model": s.model, "name": "j",
+                                 "protocol": "openai", "api_base": s.api_base, "state": "prepared",
+                                 "created": time.time(), "attempt": 1, "keys": keys, "meta": {}, "schemas": {},
+                                 "batch_id": None})
+        out = run_requests({"j": s}, reqs, ResponseCache(tmp_path), batch=FAST)
+        assert len(out) == 4 and batch_stats(sim)["batch_requests"] == 4 and batch_stats(sim)["batches"] == 1
+
+
+KILLED = """
+import sys
+from heart.llm.cache import ResponseCache
+from heart.llm.engine import run_requests
+sys.path.insert(0, sys.argv[3])
+from test_batch import judge_requests, SCHEMA
+from heart.llm.models import ModelSpec
+spec = ModelSpec(name="j", model="openai/sim-judge", api_base=sys.argv[1], batch="openai", max_retries=3)
+print("started", flush=True)
+run_requests({"j": spec}, judge_requests(30), ResponseCache(sys.argv[2]), batch={"poll_s": 0.1, "max_requests": 10})
+print("finished", flush=True)
+"""
+
+
+def test_kill_9_while_batches_run_then_a_rerun_submits_nothing_again(tmp_path):
+    with Simulator(time_scale=0.01, error_rate=0.0, rpm=None, batch_delay=300) as sim:
+        env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO / "workflow"), str(REPO / "tests")])}
+        job = subprocess.Popen([sys.executable, "-c", KILLED, sim.api_base, str(tmp_path / "c"),
+                                str(REPO / "tests" / "llm")], env=env, stdout=subprocess.PIPE, text=True)
+        deadline = time.monotonic() + 60
+        while batch_stats(sim)["batches"] < 3 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        job.send_signal(signal.SIGKILL)
+        job.wait(timeout=10)
+        submitted = batch_stats(sim)
+        assert submitted["batch_requests"] == 30  # all three batches were out when it died
+        out = run_requests({"j": spec(sim)}, judge_requests(30), ResponseCache(tmp_path / "c"), batch=FAST)
+        assert len(out) == 30 and batch_stats(sim) == submitted  # resumed, not one request sent again
+
+
+def test_a_batch_another_live_job_holds_is_waited_for_then_adopted(tmp_path):
+    reqs = judge_requests(6)
+    with Simulator(time_scale=0.01, error_rate=0.0, rpm=None, batch_delay=50) as sim:
+        s = spec(sim)
+        cache = ResponseCache(tmp_path)
+        done = {}
+        first = threading.Thread(target=lambda: done.update(a=run_requests({"j": s}, reqs, cache, batch=FAST)))
+        first.start()
+        deadline = time.monotonic() + 30
+        while not list((tmp_path / "batches").glob("*.json")) and time.monotonic() < deadline:
+            time.sleep(0.01)
+        # a second job while the first holds the batch: it submits nothing and gets the same answers
+        second = run_requests({"j": s}, reqs, cache, batch=FAST)
+        first.join(timeout=60)
+        assert batch_stats(sim)["batch_requests"] == 6
+        assert {k: v["text"] for k, v in second.items()} == {k: v["text"] for k, v in done["a"].items()}
+
+
+def test_an_unknown_batch_protocol_is_refused_by_the_config_schema():
+    import yaml
+
+    from heart.common.config import ConfigError, validate_config
+
+    cfg = yaml.safe_load((REPO / "config" / "config.yaml").read_text())
+    cfg["models"]["smollm2"]["batch"] = "carrier-pigeon"
+    with pytest.raises(ConfigError, match=r"models.smollm2.batch"):
+        validate_config(cfg)

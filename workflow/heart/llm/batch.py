@@ -1,0 +1,363 @@
+"""A provider's batch interface: the same answers at half the price, within hours instead of seconds.
+
+A model with ``batch: openai`` (config ``models.<name>.batch``) sends its judge, tagger and rewrite calls --
+every request not timed to its first token (``Request.stream``: completions stay synchronous) -- through
+OpenAI's Batch API, or a server that speaks it, by litellm's batch API (``acreate_file``, ``acreate_batch``,
+``aretrieve_batch``, ``afile_content``, ``alist_batches``). The answers land in the same content-addressed
+response cache as synchronous ones (custom id = cache key), so replay, export and every table are the same
+in both modes; only ``cost`` (the batch price from the price map) and ``latency_s`` (the batch's turnaround)
+differ.
+
+Nothing submitted is paid for twice. Each batch is a journal record, ``<cache_dir>/batches/<token>.json``,
+written atomically (:class:`Journal`):
+
+1. ``prepared``: the token and every request's cache key are recorded *before* anything is sent;
+2. ``submitted``: the provider's batch id, recorded as soon as it is known; the batch carries the token in
+   its metadata, so a job killed between the provider's answer and the record (``kill -9`` at any moment)
+   finds its batch again by listing the provider's batches: a rerun resumes polling it, never submits anew;
+3. ``collected``: the answers are in the cache; requests the provider did not answer (an expired or partly
+   failed batch) are listed and go into a new batch, and only those.
+
+A job holds an exclusive lock (``flock``) on every record it works on, released when it ends or dies, so two
+shard jobs of one model never manage the same batch; a job whose requests are in a batch another live job
+holds waits for their answers in the cache.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import fcntl
+import hashlib
+import json
+import logging
+import os
+import time
+import uuid
+from pathlib import Path
+
+from heart.common.atomic import atomic_path
+from heart.common.redaction import Redactor
+from heart.llm.answers import parse_structured
+from heart.llm.models import ModelSpec, priced, prices
+from heart.llm.request import Request
+
+PROTOCOLS = ("openai",)
+#: a provider's batch states after which nothing more will be answered
+TERMINAL = {"completed", "expired", "failed", "cancelled"}
+JOURNAL_FORMAT = 1
+log = logging.getLogger("heart.llm")
+
+
+class Journal:
+    """Batch records of one cache directory: ``<cache_dir>/batches/<token>.json``, each written by rename."""
+
+    def __init__(self, cache_dir):
+        self.dir = Path(cache_dir) / "batches"
+        self._locks: dict[str, int] = {}
+
+    def path(self, token: str) -> Path:
+        return self.dir / f"{token}.json"
+
+    def write(self, record: dict) -> None:
+        self.dir.mkdir(parents=True, exist_ok=True)
+        with atomic_path(self.path(record["token"])) as tmp:
+            Path(tmp).write_text(json.dumps(record, sort_keys=True))
+
+    def records(self, model: str) -> list[dict]:
+        """Every record of ``model`` (a litellm model string) not yet collected, oldest first."""
+        out = []
+        for path in sorted(self.dir.glob("*.json")) if self.dir.is_dir() else ():
+            try:
+                record = json.loads(path.read_text())
+            except (OSError, ValueError) as exc:
+                raise RuntimeError(f"{path}: unreadable batch record ({exc}); it names a batch the provider may "
+                                   "still be answering: repair it or move it away, then rerun") from exc
+            if record.get("model") == model and record.get("state") != "collected":
+                out.append(record)
+        return sorted(out, key=lambda r: r["created"])
+
+    def lock(self, token: str) -> bool:
+        """Hold ``token``'s record for this process (until :meth:`release_all` or its end); False when
+        another live process holds it."""
+        if token in self._locks:
+            return True
+        self.dir.mkdir(parents=True, exist_ok=True)
+        fd = os.open(self.dir / f"{token}.lock", os.O_RDWR | os.O_CREAT, 0o600)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            os.close(fd)
+            return False
+        self._locks[token] = fd
+        return True
+
+    def release_all(self) -> None:
+        for fd in self._locks.values():
+            os.close(fd)  # closing the descriptor releases the flock
+        self._locks.clear()
+
+
+def line(spec: ModelSpec, req: Request, key: str, wire_params, wire_messages) -> dict:
+    """One request of a batch input file (OpenAI's format): what :func:`heart.llm.engine._call` would send."""
+    body = {"model": spec.model.partition("/")[2] or spec.model, "messages": wire_messages(spec, req),
+            **wire_params(spec, req, spec.api_base)}
+    if "max_tokens" in body:  # the Batch API takes the newer name for every chat model (o-series only it)
+        body["max_completion_tokens"] = body.pop("max_tokens")
+    return {"custom_id": key, "method": "POST", "url": "/v1/chat/completions", "body": body}
+
+
+class OpenAIBatches:
+    """OpenAI's Batch API (and servers that speak it) through litellm's batch functions."""
+
+    def __init__(self, spec: ModelSpec):
+        self.spec = spec
+        key = os.environ.get(spec.api_key_env) if spec.api_key_env else None
+        self.auth = dict(custom_llm_provider="openai", api_base=spec.api_base,
+                         api_key=key or ("no-key-needed" if spec.api_base else None))
+
+    async def find(self, token: str) -> dict | None:
+        """The provider's batch carrying ``token`` in its metadata (a submission whose id was not recorded)."""
+        import litellm
+
+        after = None
+        for _ in range(50):  # newest first, 100 a page: a token's batch is among the newest
+            page = await litellm.alist_batches(limit=100, after=after, **self.auth)
+            data = list(_get(page, "data") or [])
+            for b in data:
+                meta = _get(b, "metadata") or {}
+                if meta.get("heart_token") == token:
+                    return _batch(b)
+            if not data or not _get(page, "has_more"):
+                return None
+            after = _get(data[-1], "id")
+        return None
+
+    async def submit(self, token: str, lines: list[dict]) -> dict:
+        import litellm
+
+        payload = "".join(json.dumps(x, ensure_ascii=False) + "\n" for x in lines).encode()
+        upload = await litellm.acreate_file(file=(f"heart-{token}.jsonl", payload), purpose="batch", **self.auth)
+        created = await litellm.acreate_batch(completion_window="24h", endpoint="/v1/chat/completions",
+                                              input_file_id=_get(upload, "id"),
+                                              metadata={"heart_token": token}, **self.auth)
+        return _batch(created)
+
+    async def status(self, batch_id: str) -> dict:
+        import litellm
+
+        return _batch(await litellm.aretrieve_batch(batch_id=batch_id, **self.auth))
+
+    async def results(self, batch: dict) -> tuple[dict[str, dict], dict[str, str]]:
+        """(custom id -> response body, for the answered) and (custom id -> error, for those that failed)."""
+        import litellm
+
+        answered, failed = {}, {}
+        for field in ("output_file_id", "error_file_id"):
+            if not batch.get(field):
+                continue
+            content = await litellm.afile_content(file_id=batch[field], **self.auth)
+            raw = getattr(content, "content", content)
+            for text in (raw.decode() if isinstance(raw, bytes) else str(raw)).splitlines():
+                if not text.strip():
+                    continue
+                row = json.loads(text)
+                response, error = row.get("response") or {}, row.get("error")
+                if response.get("status_code") == 200 and not error:
+                    answered[row["custom_id"]] = response.get("body") or {}
+                else:
+                    failed[row["custom_id"]] = json.dumps(error or response.get("body"))[:300]
+        return answered, failed
+
+
+def _get(obj, key):
+    return obj.get(key) if isinstance(obj, dict) else getattr(obj, key, None)
+
+
+def _batch(obj) -> dict:
+    fields = ("id", "status", "output_file_id", "error_file_id", "request_counts", "created_at")
+    out = {k: _get(obj, k) for k in fields}
+    counts = out["request_counts"]
+    if counts is not None and not isinstance(counts, dict):
+        counts = {k: getattr(counts, k, None) for k in ("total", "completed", "failed")}
+    out["request_counts"] = counts
+    return out
+
+
+def adapter(spec: ModelSpec):
+    if spec.batch == "openai":
+        return OpenAIBatches(spec)
+    raise ValueError(f"model {spec.name}: batch: {spec.batch!r} is not one of {PROTOCOLS}")
+
+
+def entry_from(spec: ModelSpec, req: Request, body: dict, turnaround: float, batch_id: str,
+               redactor: Redactor) -> dict:
+    """A batch answer as the cache keeps a synchronous one (:func:`heart.llm.engine._call`), priced at the
+    batch price of the price map (None where it has none)."""
+    import litellm
+
+    from heart.llm.engine import RetryableResponse, usage_of
+
+    choices = body.get("choices") or []
+    text = redactor.redact_json((choices[0].get("message") or {}).get("content") or "") if choices else ""
+    if not text.strip():
+        raise RetryableResponse("empty content")
+    usage = usage_of(body.get("usage"))
+    cost = (priced(prices(litellm, spec.model, "batch"), usage["prompt_tokens"] or 0,
+                   usage["completion_tokens"] or 0, usage.get("cached_tokens") or 0,
+                   usage.get("cache_write_tokens") or 0) if usage["prompt_tokens"] is not None else None)
+    parsed, parse_error = parse_structured(text, req.schema, redactor)
+    return {"model": spec.model, "text": text, "parsed": parsed, "parse_error": parse_error, "usage": usage,
+            "cost": cost, "ttft_s": None, "latency_s": turnaround, "created": time.time(),
+            "template_version": req.template_version, "batch_id": batch_id, "mode": "batch"}
+
+
+async def run_batches(spec: ModelSpec, todo: list[Request], keys: dict[str, str], cache, journal: Journal,
+                      redactor: Redactor, progress, poll_s: float = 60.0, max_requests: int = 10_000,
+                      wire=None) -> tuple[dict[str, dict], dict[str, str]]:
+    """Answer ``todo`` (prepared requests of one model) through its batch interface.
+
+    Resumes this model's journal records first (whatever asked for them), submits the requests no record
+    holds, polls until every batch is terminal, stores each answer in ``cache`` under its key, and
+    resubmits only unanswered requests, at most ``spec.max_retries`` times. Returns (request id -> entry,
+    request id -> error) for ``todo``.
+    """
+    api = adapter(spec)
+    by_key: dict[str, list[Request]] = {}
+    for r in todo:
+        by_key.setdefault(keys[r.id], []).append(r)
+    wanted = set(by_key)
+    answered: dict[str, dict] = {}
+    errors: dict[str, str] = {}
+    attempts: dict[str, int] = {}
+    elsewhere: set[str] = set()  # keys in a batch another live job holds
+
+    def store(record: dict, got: dict[str, dict], failed: dict[str, str], batch: dict) -> None:
+        turnaround = time.time() - record["created"]
+        for key, body in got.items():
+            reqs = by_key.get(key)
+            if reqs is None:  # an answer this job did not ask for (an older run's): kept, as paid for
+                meta = record["meta"].get(key)
+                if meta is None:
+                    continue
+                reqs = [Request(id=key, model=spec.name, messages=(), template_version=meta[0],
+                                schema=record["schemas"].get(meta[1]))]
+            try:
+                entry = entry_from(spec, reqs[0], body, turnaround, record["batch_id"], redactor)
+            except Exception as exc:  # noqa: BLE001 - an unusable answer is not stored, it is asked again
+                failed[key] = f"{type(exc).__name__}: {exc}"
+                continue
+            cache.put(key, entry)
+            if key in wanted:
+                answered[key] = entry
+                progress.update(len(reqs))
+        unanswered = [k for k in record["keys"] if k not in got]
+        record.update(state="collected", status=batch.get("status"), collected=time.time(),
+                      unanswered=unanswered, errors={k: redactor.redact(v) for k, v in failed.items()})
+        journal.write(record)
+        for key in unanswered:
+            errors[key] = redactor.redact(failed.get(key, f"not answered (batch {batch.get('status')})"))
+
+    async def submit(keys_: list[str], attempt: int) -> dict:
+        token = uuid.uuid4().hex
+        schemas, meta = {}, {}
+        for k in keys_:
+            r = by_key[k][0]
+            h = hashlib.sha256(json.dumps(r.schema, sort_keys=True).encode()).hexdigest()[:16] if r.schema else None
+            if h:
+                schemas[h] = r.schema
+            meta[k] = [r.template_version, h]
+        record = {"format": JOURNAL_FORMAT, "token": token, "model": spec.model, "name": spec.name,
+                  "protocol": spec.batch, "api_base": spec.api_base, "state": "prepared", "created": time.time(),
+                  "attempt": attempt, "keys": keys_, "meta": meta, "schemas": schemas, "batch_id": None}
+        journal.lock(token)
+        journal.write(record)  # the requests are on disk before the provider hears of them
+        lines = [line(spec, by_key[k][0], k, *wire) for k in keys_]
+        batch = await api.submit(token, lines)
+        record.update(state="submitted", batch_id=batch["id"], submitted=time.time())
+        journal.write(record)
+        log.info("%s: batch %s submitted (%d requests, attempt %d)", spec.name, batch["id"], len(keys_), attempt)
+        return record
+
+    async def resume(record: dict) -> dict | None:
+        if record["state"] == "prepared":  # killed around the submission: did the provider get it?
+            found = await api.find(record["token"])
+            if found is None:
+                return None  # never created: its requests go into a new batch
+            record.update(state="submitted", batch_id=found["id"], submitted=time.time())
+            journal.write(record)
+            log.info("%s: batch %s found again by its token after an interruption", spec.name, found["id"])
+        return record
+
+    open_records: list[dict] = []
+    foreign: set[str] = set()  # tokens of records another live job holds
+
+    async def adopt(record: dict) -> None:
+        if not journal.lock(record["token"]):
+            foreign.add(record["token"])
+            elsewhere.update(k for k in record["keys"] if k in wanted)
+            return
+        foreign.discard(record["token"])
+        resumed = await resume(record)
+        if resumed is None:
+            record.update(state="collected", status="never submitted", unanswered=record["keys"], errors={})
+            journal.write(record)
+            return
+        log.info("%s: resuming batch %s (%d requests)", spec.name, record["batch_id"], len(record["keys"]))
+        open_records.append(resumed)
+
+    for record in journal.records(spec.model):
+        await adopt(record)
+    held = {k for r in open_records for k in r["keys"]}
+    fresh = [k for k in by_key if k not in held and k not in elsewhere]
+    for i in range(0, len(fresh), max_requests):
+        open_records.append(await submit(fresh[i:i + max_requests], 1))
+
+    while open_records or elsewhere:
+        await asyncio.sleep(poll_s)
+        still = []
+        for record in open_records:
+            batch = await api.status(record["batch_id"])
+            counts = batch.get("request_counts") or {}
+            progress.set_postfix({"batch": record["batch_id"], "status": batch.get("status"),
+                                  "done": f"{counts.get('completed', 0)}/{counts.get('total', len(record['keys']))}"},
+                                 refresh=False)
+            if batch.get("status") not in TERMINAL:
+                still.append(record)
+                continue
+            got, failed = await api.results(batch)
+            store(record, got, failed, batch)
+            retry = [k for k in record["unanswered"] if k in wanted and k not in answered]
+            attempt = record.get("attempt", 1) + 1
+            if retry and attempt <= spec.max_retries + 1:
+                for k in retry:
+                    errors.pop(k, None)
+                log.warning("%s: batch %s ended %s with %d unanswered request(s): resubmitting those only",
+                            spec.name, record["batch_id"], batch.get("status"), len(retry))
+                still.append(await submit(retry, attempt))
+        open_records = still
+        for key in list(elsewhere):  # another job's batch: its answers arrive in the cache
+            if key not in answered and (hit := cache.get(key)) is not None:
+                answered[key] = hit
+                progress.update(len(by_key[key]))
+            if key in answered:
+                elsewhere.discard(key)
+        if foreign and elsewhere:  # a job that held a batch and ended (or died) leaves it to this one
+            for record in journal.records(spec.model):
+                if record["token"] in foreign:
+                    await adopt(record)
+            pending = {k for r in journal.records(spec.model) for k in r["keys"]}
+            mine = {k for r in open_records for k in r["keys"]}
+            # collected by the other job without an answer for this one: asked for here
+            leftover = [k for k in elsewhere if k not in pending and k not in answered]
+            elsewhere.difference_update(mine | set(leftover))
+            if leftover:
+                open_records.append(await submit(leftover, 1))
+    journal.release_all()
+    results, failures = {}, {}
+    for key, reqs in by_key.items():
+        for r in reqs:
+            if key in answered:
+                results[r.id] = answered[key]
+            else:
+                failures[r.id] = errors.get(key, "not answered")
+    return results, failures

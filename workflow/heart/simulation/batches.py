@@ -1,0 +1,169 @@
+"""The simulator's batch desk: OpenAI's Files and Batch API, answered from the same deterministic content.
+
+``POST /v1/files`` (multipart, ``purpose=batch``), ``GET /v1/files/<id>/content``, ``POST /v1/batches``,
+``GET /v1/batches/<id>``, ``GET /v1/batches`` (newest first, ``limit``/``after``, ``has_more``).
+
+* A batch is ``validating``, then ``in_progress``, then ends ``--batch-delay`` seconds after its creation
+  (times ``--time-scale``): ``completed``, or ``expired`` at ``--batch-expire-rate`` (decided from its input
+  file's hash), when only the first half of its requests (rounded up) are answered.
+* Each answer is the chat answer the same request would get synchronously (:meth:`App.content`), so a run
+  gives the same tables in both modes; a request fails (an error-file line, status 500) at
+  ``--batch-error-rate``, decided from its hash and how often it was submitted: a resubmission succeeds.
+* Counters (in ``GET /stats``): ``batch_requests`` submitted, ``batch_resubmitted`` (requests submitted again
+  after an earlier batch answered them: paid twice; a client that loses nothing keeps this at 0) and
+  ``batch_retried`` (submitted again after an earlier batch left them unanswered: expected).
+"""
+
+from __future__ import annotations
+
+import collections
+import hashlib
+import json
+import time
+from email.parser import BytesParser
+from email.policy import HTTP
+
+from heart.simulation.answers import canonical, prompt_chars, tokens, unit
+
+
+class BatchDesk:
+    def __init__(self, app):
+        self.app = app
+        self.files: dict[str, bytes] = {}
+        self.file_meta: dict[str, dict] = {}
+        self.batches: dict[str, dict] = {}
+        self.submitted: collections.Counter[bytes] = collections.Counter()
+        self.answered: set[bytes] = set()
+        self.counts = collections.Counter()
+
+    def report(self) -> dict:
+        return {"batch_requests": self.counts["requests"], "batch_resubmitted": self.counts["resubmitted"],
+                "batch_retried": self.counts["retried"], "batches": len(self.batches)}
+
+    # --- routes -----------------------------------------------------------------------------------
+    def route(self, method: str, path: str, query: str, headers: dict, body: bytes) -> tuple[int, dict | bytes]:
+        parts = path.removeprefix("/v1").strip("/").split("/")
+        if method == "POST" and parts == ["files"]:
+            return self.upload(headers.get("content-type", ""), body)
+        if method == "GET" and len(parts) == 3 and parts[0] == "files" and parts[2] == "content":
+            data = self.files.get(parts[1])
+            return (200, data) if data is not None else (404, _error(f"no file {parts[1]}"))
+        if method == "POST" and parts == ["batches"]:
+            return self.create(json.loads(body or b"{}"))
+        if method == "GET" and parts == ["batches"]:
+            return 200, self.listing(query)
+        if method == "GET" and len(parts) == 2 and parts[0] == "batches":
+            batch = self.batches.get(parts[1])
+            return (200, self.advance(batch)) if batch else (404, _error(f"no batch {parts[1]}"))
+        return 404, _error(f"no route {method} {path}")
+
+    def upload(self, content_type: str, body: bytes) -> tuple[int, dict]:
+        message = BytesParser(policy=HTTP).parsebytes(b"Content-Type: " + content_type.encode() + b"\r\n\r\n" + body)
+        data, filename, purpose = None, "upload.jsonl", "batch"
+        for part in message.iter_parts():
+            name = part.get_param("name", header="content-disposition")
+            if name == "file":
+                data, filename = part.get_payload(decode=True), part.get_filename() or filename
+            elif name == "purpose":
+                purpose = part.get_payload(decode=True).decode()
+        if data is None:
+            return 400, _error("no file in the upload")
+        fid = "file-" + hashlib.sha256(data).hexdigest()[:24] + f"{len(self.files)}"
+        self.files[fid] = data
+        self.file_meta[fid] = {"id": fid, "object": "file", "bytes": len(data), "created_at": int(time.time()),
+                               "filename": filename, "purpose": purpose, "status": "processed"}
+        return 200, self.file_meta[fid]
+
+    def create(self, req: dict) -> tuple[int, dict]:
+        data = self.files.get(req.get("input_file_id", ""))
+        if data is None:
+            return 400, _error(f"input file {req.get('input_file_id')!r} not found")
+        lines = [json.loads(x) for x in data.decode().splitlines() if x.strip()]
+        for x in lines:
+            ident = self.ident(x["body"])
+            self.counts["requests"] += 1
+            if self.submitted[ident]:
+                self.counts["resubmitted" if ident in self.answered else "retried"] += 1
+            self.submitted[ident] += 1
+        now = time.time()
+        bid = f"batch_sim{len(self.batches):06d}{hashlib.sha256(data).hexdigest()[:10]}"
+        self.batches[bid] = {
+            "id": bid, "object": "batch", "endpoint": req.get("endpoint", "/v1/chat/completions"), "errors": None,
+            "input_file_id": req["input_file_id"], "completion_window": req.get("completion_window", "24h"),
+            "status": "validating", "output_file_id": None, "error_file_id": None, "created_at": int(now),
+            "in_progress_at": None, "expires_at": int(now + 86400), "completed_at": None, "expired_at": None,
+            "request_counts": {"total": len(lines), "completed": 0, "failed": 0},
+            "metadata": req.get("metadata") or {}, "_lines": lines, "_t0": now}
+        return 200, self.public(self.batches[bid])
+
+    def listing(self, query: str) -> dict:
+        args = dict(p.split("=", 1) for p in query.split("&") if "=" in p)
+        limit, after = int(args.get("limit", 20)), args.get("after")
+        ordered = sorted(self.batches.values(), key=lambda b: b["_t0"], reverse=True)
+        if after:
+            ids = [b["id"] for b in ordered]
+            ordered = ordered[ids.index(after) + 1:] if after in ids else []
+        page = [self.public(self.advance(b)) for b in ordered[:limit]]
+        return {"object": "list", "data": page, "first_id": page[0]["id"] if page else None,
+                "last_id": page[-1]["id"] if page else None, "has_more": len(ordered) > limit}
+
+    # --- the batch's life ---------------------------------------------------------------------------
+    def ident(self, body: dict) -> bytes:
+        return hashlib.sha256(canonical(body).encode()).digest()
+
+    def advance(self, batch: dict) -> dict:
+        o = self.app.o
+        age = time.time() - batch["_t0"]
+        delay = o.batch_delay * o.time_scale
+        if batch["status"] in ("validating", "in_progress"):
+            if age >= delay:
+                self.finish(batch)
+            elif age >= delay / 4:
+                batch["status"] = "in_progress"
+                batch["in_progress_at"] = batch["in_progress_at"] or int(time.time())
+        return self.public(batch)
+
+    def finish(self, batch: dict) -> None:
+        o, lines = self.app.o, batch["_lines"]
+        expired = unit("expire", o.seed, batch["input_file_id"]) < o.batch_expire_rate
+        served = lines[: (len(lines) + 1) // 2] if expired else lines
+        out, err = [], []
+        for x in served:
+            ident = self.ident(x["body"])
+            if unit("batch-error", o.seed, ident.hex(), self.submitted[ident]) < o.batch_error_rate:
+                err.append({"id": f"req_{ident.hex()[:12]}", "custom_id": x["custom_id"],
+                            "response": {"status_code": 500, "request_id": ident.hex()[:16],
+                                         "body": _error("simulated failure of one batch request")}, "error": None})
+                continue
+            body = x["body"]
+            text, finish = self.app.content(body)
+            prompt = max(1, -(-prompt_chars(body["messages"]) // 4))
+            completion = len(tokens(text))
+            answer = {"id": f"chatcmpl-simb{ident.hex()[:20]}", "object": "chat.completion",
+                      "created": int(time.time()), "model": body["model"], "system_fingerprint": "simulator",
+                      "choices": [{"index": 0, "message": {"role": "assistant", "content": text, "refusal": None},
+                                   "logprobs": None, "finish_reason": finish}],
+                      "usage": {"prompt_tokens": prompt, "completion_tokens": completion,
+                                "total_tokens": prompt + completion}}
+            out.append({"id": f"req_{ident.hex()[:12]}", "custom_id": x["custom_id"],
+                        "response": {"status_code": 200, "request_id": ident.hex()[:16], "body": answer},
+                        "error": None})
+            self.app._succeeded(body["model"], ident)
+            self.answered.add(ident)
+        for field, rows in (("output_file_id", out), ("error_file_id", err)):
+            if rows:
+                fid = f"file-out-{batch['id']}-{field[:3]}"
+                self.files[fid] = "".join(json.dumps(r) + "\n" for r in rows).encode()
+                batch[field] = fid
+        now = int(time.time())
+        batch.update(status="expired" if expired else "completed", completed_at=None if expired else now,
+                     expired_at=now if expired else None,
+                     request_counts={"total": len(lines), "completed": len(out), "failed": len(err)})
+
+    @staticmethod
+    def public(batch: dict) -> dict:
+        return {k: v for k, v in batch.items() if not k.startswith("_")}
+
+
+def _error(message: str) -> dict:
+    return {"error": {"message": message, "type": "invalid_request_error", "param": None, "code": None}}
