@@ -44,19 +44,20 @@ def batch_stats(sim):
     return {k: s[k] for k in ("batch_requests", "batch_resubmitted", "batch_retried", "batches")}
 
 
-def test_batch_answers_are_the_synchronous_answers_and_a_rerun_sends_nothing(tmp_path):
+@pytest.mark.parametrize("protocol", ["openai", "anthropic", "gemini"])
+def test_batch_answers_are_the_synchronous_answers_and_a_rerun_sends_nothing(tmp_path, protocol):
     reqs = judge_requests(45)
     with Simulator(time_scale=0.01, error_rate=0.0, rpm=None, batch_delay=50, batch_error_rate=0.2) as sim:
         cache = ResponseCache(tmp_path / "batch")
-        out = run_requests({"j": spec(sim)}, reqs, cache, batch=FAST)
+        out = run_requests({"j": spec(sim, batch=protocol)}, reqs, cache, batch=FAST)
         first = batch_stats(sim)
         assert first["batches"] >= 3 and first["batch_retried"] > 0  # 20 a batch; failed requests asked again
         assert first["batch_resubmitted"] == 0 and sim.stats()["requests"] == 0  # no synchronous call at all
         sync = run_requests({"j": spec(sim, batch=None)}, reqs, ResponseCache(tmp_path / "sync"))
         for r in reqs:
             assert out[r.id]["text"] == sync[r.id]["text"] and out[r.id]["parsed"] == sync[r.id]["parsed"]
-            assert out[r.id]["mode"] == "batch" and out[r.id]["batch_id"].startswith("batch_sim")
-        again = run_requests({"j": spec(sim)}, reqs, cache, batch=FAST)
+            assert out[r.id]["mode"] == "batch" and "batch_sim" in out[r.id]["batch_id"]
+        again = run_requests({"j": spec(sim, batch=protocol)}, reqs, cache, batch=FAST)
         assert all(a["from_cache"] for a in again.values()) and batch_stats(sim) == first
         records = [json.loads(p.read_text()) for p in (tmp_path / "batch" / "batches").glob("*.json")]
         assert {r["state"] for r in records} == {"collected"} and len(records) == first["batches"]
@@ -82,17 +83,19 @@ def test_an_expired_batch_is_resubmitted_for_its_unanswered_requests_only(tmp_pa
         assert any(r["status"] == "expired" and r["unanswered"] for r in records)
 
 
-def test_a_job_killed_between_submitting_and_recording_finds_its_batch_by_its_token(tmp_path):
-    """The record is written before the provider hears of the batch; the provider's batch carries the token.
-    Here the batch was created and the job died before writing the id: the rerun adopts it."""
+@pytest.mark.parametrize("protocol", ["openai", "anthropic", "gemini"])
+def test_a_job_killed_between_submitting_and_recording_finds_its_batch_again(tmp_path, protocol):
+    """The record is written before the provider hears of the batch; the batch carries the token (OpenAI's
+    metadata, Gemini's display name) or is found by its request count since the record (Anthropic). Here
+    the batch was created and the job died before writing its id: the rerun adopts it."""
     import asyncio
 
-    from heart.llm.batch import OpenAIBatches, line
+    from heart.llm.batch_apis import adapter
     from heart.llm.engine import wire_messages, wire_params
 
     reqs = judge_requests(5)
     with Simulator(time_scale=0.01, error_rate=0.0, rpm=None, batch_delay=50) as sim:
-        s = spec(sim)
+        s = spec(sim, batch=protocol)
         prepared, _ = prepare_all({"j": s}, reqs)
         keys = [cache_key(s, r) for r in prepared]
         record = {"format": 1, "token": "deadbeef" * 4, "model": s.model, "name": "j", "protocol": "openai",
@@ -100,14 +103,16 @@ def test_a_job_killed_between_submitting_and_recording_finds_its_batch_by_its_to
                   "meta": {k: [r.template_version, None] for k, r in zip(keys, prepared)}, "schemas": {},
                   "batch_id": None}
         Journal(tmp_path).write(record)
-        lines = [line(s, r, k, wire_params, wire_messages) for r, k in zip(prepared, keys)]
-        asyncio.run(OpenAIBatches(s).submit(record["token"], lines))  # ... and then the job died
+        record["protocol"] = protocol
+        Journal(tmp_path).write(record)
+        asyncio.run(adapter(s).submit(record["token"], list(zip(keys, prepared)),
+                                      (wire_params, wire_messages)))  # ... and then the job died
         assert batch_stats(sim)["batch_requests"] == 5
         out = run_requests({"j": s}, reqs, ResponseCache(tmp_path), batch=FAST)
         assert len(out) == 5 and batch_stats(sim) == {"batch_requests": 5, "batch_resubmitted": 0,
                                                        "batch_retried": 0, "batches": 1}
         kept = json.loads((tmp_path / "batches" / f"{record['token']}.json").read_text())
-        assert kept["state"] == "collected" and kept["batch_id"].startswith("batch_sim")
+        assert kept["state"] == "collected" and "batch_sim" in kept["batch_id"]
 
 
 def test_a_record_never_submitted_is_submitted_once(tmp_path):

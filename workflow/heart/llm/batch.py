@@ -38,10 +38,10 @@ from pathlib import Path
 from heart.common.atomic import atomic_path
 from heart.common.redaction import Redactor
 from heart.llm.answers import parse_structured
+from heart.llm.batch_apis import adapter
 from heart.llm.models import ModelSpec, priced, prices
 from heart.llm.request import Request
 
-PROTOCOLS = ("openai",)
 #: a provider's batch states after which nothing more will be answered
 TERMINAL = {"completed", "expired", "failed", "cancelled"}
 JOURNAL_FORMAT = 1
@@ -95,98 +95,6 @@ class Journal:
         for fd in self._locks.values():
             os.close(fd)  # closing the descriptor releases the flock
         self._locks.clear()
-
-
-def line(spec: ModelSpec, req: Request, key: str, wire_params, wire_messages) -> dict:
-    """One request of a batch input file (OpenAI's format): what :func:`heart.llm.engine._call` would send."""
-    body = {"model": spec.model.partition("/")[2] or spec.model, "messages": wire_messages(spec, req),
-            **wire_params(spec, req, spec.api_base)}
-    if "max_tokens" in body:  # the Batch API takes the newer name for every chat model (o-series only it)
-        body["max_completion_tokens"] = body.pop("max_tokens")
-    return {"custom_id": key, "method": "POST", "url": "/v1/chat/completions", "body": body}
-
-
-class OpenAIBatches:
-    """OpenAI's Batch API (and servers that speak it) through litellm's batch functions."""
-
-    def __init__(self, spec: ModelSpec):
-        self.spec = spec
-        key = os.environ.get(spec.api_key_env) if spec.api_key_env else None
-        self.auth = dict(custom_llm_provider="openai", api_base=spec.api_base,
-                         api_key=key or ("no-key-needed" if spec.api_base else None))
-
-    async def find(self, token: str) -> dict | None:
-        """The provider's batch carrying ``token`` in its metadata (a submission whose id was not recorded)."""
-        import litellm
-
-        after = None
-        for _ in range(50):  # newest first, 100 a page: a token's batch is among the newest
-            page = await litellm.alist_batches(limit=100, after=after, **self.auth)
-            data = list(_get(page, "data") or [])
-            for b in data:
-                meta = _get(b, "metadata") or {}
-                if meta.get("heart_token") == token:
-                    return _batch(b)
-            if not data or not _get(page, "has_more"):
-                return None
-            after = _get(data[-1], "id")
-        return None
-
-    async def submit(self, token: str, lines: list[dict]) -> dict:
-        import litellm
-
-        payload = "".join(json.dumps(x, ensure_ascii=False) + "\n" for x in lines).encode()
-        upload = await litellm.acreate_file(file=(f"heart-{token}.jsonl", payload), purpose="batch", **self.auth)
-        created = await litellm.acreate_batch(completion_window="24h", endpoint="/v1/chat/completions",
-                                              input_file_id=_get(upload, "id"),
-                                              metadata={"heart_token": token}, **self.auth)
-        return _batch(created)
-
-    async def status(self, batch_id: str) -> dict:
-        import litellm
-
-        return _batch(await litellm.aretrieve_batch(batch_id=batch_id, **self.auth))
-
-    async def results(self, batch: dict) -> tuple[dict[str, dict], dict[str, str]]:
-        """(custom id -> response body, for the answered) and (custom id -> error, for those that failed)."""
-        import litellm
-
-        answered, failed = {}, {}
-        for field in ("output_file_id", "error_file_id"):
-            if not batch.get(field):
-                continue
-            content = await litellm.afile_content(file_id=batch[field], **self.auth)
-            raw = getattr(content, "content", content)
-            for text in (raw.decode() if isinstance(raw, bytes) else str(raw)).splitlines():
-                if not text.strip():
-                    continue
-                row = json.loads(text)
-                response, error = row.get("response") or {}, row.get("error")
-                if response.get("status_code") == 200 and not error:
-                    answered[row["custom_id"]] = response.get("body") or {}
-                else:
-                    failed[row["custom_id"]] = json.dumps(error or response.get("body"))[:300]
-        return answered, failed
-
-
-def _get(obj, key):
-    return obj.get(key) if isinstance(obj, dict) else getattr(obj, key, None)
-
-
-def _batch(obj) -> dict:
-    fields = ("id", "status", "output_file_id", "error_file_id", "request_counts", "created_at")
-    out = {k: _get(obj, k) for k in fields}
-    counts = out["request_counts"]
-    if counts is not None and not isinstance(counts, dict):
-        counts = {k: getattr(counts, k, None) for k in ("total", "completed", "failed")}
-    out["request_counts"] = counts
-    return out
-
-
-def adapter(spec: ModelSpec):
-    if spec.batch == "openai":
-        return OpenAIBatches(spec)
-    raise ValueError(f"model {spec.name}: batch: {spec.batch!r} is not one of {PROTOCOLS}")
 
 
 def entry_from(spec: ModelSpec, req: Request, body: dict, turnaround: float, batch_id: str,
@@ -271,8 +179,7 @@ async def run_batches(spec: ModelSpec, todo: list[Request], keys: dict[str, str]
                   "attempt": attempt, "keys": keys_, "meta": meta, "schemas": schemas, "batch_id": None}
         journal.lock(token)
         journal.write(record)  # the requests are on disk before the provider hears of them
-        lines = [line(spec, by_key[k][0], k, *wire) for k in keys_]
-        batch = await api.submit(token, lines)
+        batch = await api.submit(token, [(k, by_key[k][0]) for k in keys_], wire)
         record.update(state="submitted", batch_id=batch["id"], submitted=time.time())
         journal.write(record)
         log.info("%s: batch %s submitted (%d requests, attempt %d)", spec.name, batch["id"], len(keys_), attempt)
@@ -280,7 +187,7 @@ async def run_batches(spec: ModelSpec, todo: list[Request], keys: dict[str, str]
 
     async def resume(record: dict) -> dict | None:
         if record["state"] == "prepared":  # killed around the submission: did the provider get it?
-            found = await api.find(record["token"])
+            found = await api.find(record)
             if found is None:
                 return None  # never created: its requests go into a new batch
             record.update(state="submitted", batch_id=found["id"], submitted=time.time())

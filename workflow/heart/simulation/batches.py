@@ -42,6 +42,10 @@ class BatchDesk:
 
     # --- routes -----------------------------------------------------------------------------------
     def route(self, method: str, path: str, query: str, headers: dict, body: bytes) -> tuple[int, dict | bytes]:
+        if path.startswith("/v1/messages/batches"):
+            return self.anthropic(method, path.removeprefix("/v1/messages/batches").strip("/"), body)
+        if path.startswith("/v1beta/"):
+            return self.gemini(method, path.removeprefix("/v1beta/"), body)
         parts = path.removeprefix("/v1").strip("/").split("/")
         if method == "POST" and parts == ["files"]:
             return self.upload(headers.get("content-type", ""), body)
@@ -79,6 +83,10 @@ class BatchDesk:
         if data is None:
             return 400, _error(f"input file {req.get('input_file_id')!r} not found")
         lines = [json.loads(x) for x in data.decode().splitlines() if x.strip()]
+        return 200, self.public(self.open(lines, req, data))
+
+    def open(self, lines: list[dict], req: dict, data: bytes, protocol: str = "openai") -> dict:
+        """A new batch of ``lines`` ({"custom_id", "body": an OpenAI chat body}), counted per request."""
         for x in lines:
             ident = self.ident(x["body"])
             self.counts["requests"] += 1
@@ -89,17 +97,21 @@ class BatchDesk:
         bid = f"batch_sim{len(self.batches):06d}{hashlib.sha256(data).hexdigest()[:10]}"
         self.batches[bid] = {
             "id": bid, "object": "batch", "endpoint": req.get("endpoint", "/v1/chat/completions"), "errors": None,
-            "input_file_id": req["input_file_id"], "completion_window": req.get("completion_window", "24h"),
+            "input_file_id": req.get("input_file_id"), "completion_window": req.get("completion_window", "24h"),
             "status": "validating", "output_file_id": None, "error_file_id": None, "created_at": int(now),
             "in_progress_at": None, "expires_at": int(now + 86400), "completed_at": None, "expired_at": None,
             "request_counts": {"total": len(lines), "completed": 0, "failed": 0},
-            "metadata": req.get("metadata") or {}, "_lines": lines, "_t0": now}
-        return 200, self.public(self.batches[bid])
+            "metadata": req.get("metadata") or {}, "_lines": lines, "_t0": now, "_protocol": protocol,
+            "_results": []}
+        if protocol != "openai":
+            self.batches[bid]["input_file_id"] = hashlib.sha256(data).hexdigest()[:24] + bid
+        return self.batches[bid]
 
     def listing(self, query: str) -> dict:
         args = dict(p.split("=", 1) for p in query.split("&") if "=" in p)
         limit, after = int(args.get("limit", 20)), args.get("after")
-        ordered = sorted(self.batches.values(), key=lambda b: b["_t0"], reverse=True)
+        ordered = sorted((b for b in self.batches.values() if b["_protocol"] == "openai"), key=lambda b: b["_t0"],
+                         reverse=True)
         if after:
             ids = [b["id"] for b in ordered]
             ordered = ordered[ids.index(after) + 1:] if after in ids else []
@@ -131,6 +143,7 @@ class BatchDesk:
         for x in served:
             ident = self.ident(x["body"])
             if unit("batch-error", o.seed, ident.hex(), self.submitted[ident]) < o.batch_error_rate:
+                batch["_results"].append((x["custom_id"], None, None))
                 err.append({"id": f"req_{ident.hex()[:12]}", "custom_id": x["custom_id"],
                             "response": {"status_code": 500, "request_id": ident.hex()[:16],
                                          "body": _error("simulated failure of one batch request")}, "error": None})
@@ -145,6 +158,7 @@ class BatchDesk:
                                    "logprobs": None, "finish_reason": finish}],
                       "usage": {"prompt_tokens": prompt, "completion_tokens": completion,
                                 "total_tokens": prompt + completion}}
+            batch["_results"].append((x["custom_id"], text, answer["usage"]))
             out.append({"id": f"req_{ident.hex()[:12]}", "custom_id": x["custom_id"],
                         "response": {"status_code": 200, "request_id": ident.hex()[:16], "body": answer},
                         "error": None})
@@ -163,6 +177,128 @@ class BatchDesk:
     @staticmethod
     def public(batch: dict) -> dict:
         return {k: v for k, v in batch.items() if not k.startswith("_")}
+
+
+    # --- Anthropic's Message Batches ----------------------------------------------------------------------
+    def anthropic(self, method: str, rest: str, body: bytes) -> tuple[int, dict | bytes]:
+        parts = [p for p in rest.split("/") if p]
+        if method == "POST" and not parts:
+            reqs = json.loads(body or b"{}").get("requests") or []
+            lines = [{"custom_id": r["custom_id"], "body": _from_anthropic(r["params"])} for r in reqs]
+            return 200, self.anthropic_view(self.open(lines, {}, body, "anthropic"))
+        if method == "GET" and not parts:
+            mine = sorted((b for b in self.batches.values() if b["_protocol"] == "anthropic"),
+                          key=lambda b: b["_t0"], reverse=True)
+            return 200, {"data": [self.anthropic_view(b) for b in mine[:100]], "has_more": len(mine) > 100}
+        batch = self.batches.get(parts[0]) if parts else None
+        if batch is None or batch["_protocol"] != "anthropic":
+            return 404, _error(f"no message batch {rest}")
+        self.advance(batch)
+        if method == "GET" and parts[1:] == ["results"]:
+            return 200, "".join(json.dumps(row) + "\n" for row in self.anthropic_results(batch)).encode()
+        return 200, self.anthropic_view(batch)
+
+    def anthropic_view(self, b: dict) -> dict:
+        ended = b["status"] in ("completed", "expired")
+        counts = {"processing": 0 if ended else len(b["_lines"]), "succeeded": 0, "errored": 0, "canceled": 0,
+                  "expired": 0}
+        if ended:
+            got = {cid: text for cid, text, _ in b["_results"]}
+            for x in b["_lines"]:
+                text = got.get(x["custom_id"], "missing")
+                counts["expired" if text == "missing" else "errored" if text is None else "succeeded"] += 1
+        stamp = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(b["_t0"]))
+        return {"id": b["id"], "type": "message_batch", "processing_status": "ended" if ended else "in_progress",
+                "request_counts": counts, "created_at": stamp, "ended_at": stamp if ended else None,
+                "results_url": f"/v1/messages/batches/{b['id']}/results" if ended else None}
+
+    def anthropic_results(self, b: dict):
+        got = {cid: (text, usage) for cid, text, usage in b["_results"]}
+        for x in b["_lines"]:
+            if x["custom_id"] not in got:
+                yield {"custom_id": x["custom_id"], "result": {"type": "expired"}}
+                continue
+            text, usage = got[x["custom_id"]]
+            if text is None:
+                yield {"custom_id": x["custom_id"], "result": {"type": "errored", "error": {
+                    "type": "api_error", "message": "simulated failure of one batch request"}}}
+                continue
+            content = ([{"type": "tool_use", "id": "toolu_sim", "name": "json_tool_call", "input": json.loads(text)}]
+                       if x["body"].get("response_format") else [{"type": "text", "text": text}])
+            yield {"custom_id": x["custom_id"], "result": {"type": "succeeded", "message": {
+                "id": "msg_sim", "type": "message", "role": "assistant", "model": x["body"]["model"],
+                "content": content, "stop_reason": "end_turn",
+                "usage": {"input_tokens": usage["prompt_tokens"], "output_tokens": usage["completion_tokens"],
+                          "cache_read_input_tokens": 0, "cache_creation_input_tokens": 0}}}}
+
+    # --- the Gemini API's batch mode ----------------------------------------------------------------------
+    def gemini(self, method: str, rest: str, body: bytes) -> tuple[int, dict | bytes]:
+        if method == "POST" and rest.startswith("models/") and rest.endswith(":batchGenerateContent"):
+            model = rest.removeprefix("models/").removesuffix(":batchGenerateContent")
+            spec = json.loads(body or b"{}").get("batch") or {}
+            items = ((spec.get("inputConfig") or {}).get("requests") or {}).get("requests") or []
+            lines = [{"custom_id": (it.get("metadata") or {}).get("key"), "body": _from_gemini(model, it["request"])}
+                     for it in items]
+            batch = self.open(lines, {}, body, "gemini")
+            batch["_display"] = spec.get("displayName")
+            return 200, self.gemini_view(batch)
+        if method == "GET" and rest == "batches":
+            mine = [b for b in self.batches.values() if b["_protocol"] == "gemini"]
+            return 200, {"operations": [self.gemini_view(b) for b in sorted(mine, key=lambda b: -b["_t0"])]}
+        batch = self.batches.get(rest.removeprefix("batches/"))
+        if method == "GET" and batch is not None and batch["_protocol"] == "gemini":
+            self.advance(batch)
+            return 200, self.gemini_view(batch)
+        return 404, _error(f"no route {method} /v1beta/{rest}")
+
+    def gemini_view(self, b: dict) -> dict:
+        state = {"validating": "BATCH_STATE_PENDING", "in_progress": "BATCH_STATE_RUNNING",
+                 "completed": "BATCH_STATE_SUCCEEDED", "expired": "BATCH_STATE_EXPIRED"}[b["status"]]
+        done = b["status"] in ("completed", "expired")
+        ok = sum(1 for _, text, _ in b["_results"] if text is not None)
+        meta = {"@type": "type.googleapis.com/google.ai.generativelanguage.v1main.GenerateContentBatch",
+                "name": f"batches/{b['id']}", "displayName": b.get("_display"), "state": state,
+                "createTime": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(b["_t0"])),
+                "batchStats": {"requestCount": str(len(b["_lines"])), "successfulRequestCount": str(ok),
+                               "failedRequestCount": str(len(b["_results"]) - ok)}}
+        op = {"name": f"batches/{b['id']}", "metadata": meta, "done": done}
+        if done:
+            rows = []
+            for cid, text, usage in b["_results"]:
+                if text is None:
+                    rows.append({"error": {"code": 500, "message": "simulated failure"}, "metadata": {"key": cid}})
+                    continue
+                rows.append({"metadata": {"key": cid}, "response": {
+                    "candidates": [{"content": {"role": "model", "parts": [{"text": text}]}, "finishReason": "STOP"}],
+                    "usageMetadata": {"promptTokenCount": usage["prompt_tokens"],
+                                      "candidatesTokenCount": usage["completion_tokens"],
+                                      "totalTokenCount": usage["total_tokens"]}}})
+            meta["output"] = {"inlinedResponses": {"inlinedResponses": rows}}
+        return op
+
+
+def _from_anthropic(params: dict) -> dict:
+    """An Anthropic request as the OpenAI chat body the same call sends synchronously here."""
+    system = "".join(block.get("text", "") for block in params.get("system") or [])
+    body = {"model": params["model"], "messages": ([{"role": "system", "content": system}] if system else [])
+            + [{"role": m["role"], "content": m["content"]} for m in params.get("messages", [])],
+            "max_tokens": params.get("max_tokens")}
+    if params.get("tools"):
+        body["response_format"] = {"type": "json_object", "schema": params["tools"][0]["input_schema"]}
+    return body
+
+
+def _from_gemini(model: str, request: dict) -> dict:
+    system = "".join(p.get("text", "") for p in (request.get("systemInstruction") or {}).get("parts", []))
+    messages = [{"role": "system", "content": system}] if system else []
+    for c in request.get("contents") or []:
+        messages.append({"role": "assistant" if c.get("role") == "model" else "user",
+                         "content": "".join(p.get("text", "") for p in c.get("parts", []))})
+    config = request.get("generationConfig") or {}
+    body = {"model": model, "messages": messages, "max_tokens": config.get("maxOutputTokens")}
+    if config.get("responseJsonSchema") is not None:
+        body["response_format"] = {"type": "json_object", "schema": config["responseJsonSchema"]}
+    return body
 
 
 def _error(message: str) -> dict:

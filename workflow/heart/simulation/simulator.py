@@ -243,7 +243,8 @@ class App:
         if method == "GET" and path in ("/v1/models", "/models"):
             data = [{"id": m, "object": "model", "created": 0, "owned_by": "simulator"} for m in sorted(self.models)]
             return await _json(send, 200, {"object": "list", "data": data})
-        if path.removeprefix("/v1").startswith(("/files", "/batches")):
+        if path.removeprefix("/v1").startswith(("/files", "/batches", "/messages/batches")) or \
+                path.startswith("/v1beta/"):
             body = b""
             while True:
                 message = await receive()
