@@ -186,3 +186,22 @@ def test_an_unknown_batch_protocol_is_refused_by_the_config_schema():
     cfg["models"]["smollm2"]["batch"] = "carrier-pigeon"
     with pytest.raises(ConfigError, match=r"models.smollm2.batch"):
         validate_config(cfg)
+
+
+def test_anthropic_cache_marks_split_the_shared_dialogue_from_the_replies_without_changing_the_text():
+    from heart.llm.engine import wire_messages
+
+    claude = ModelSpec(name="c", model="anthropic/claude-sonnet-4-5")
+    req = judge_requests(1)[0]
+    system, user = wire_messages(claude, req)
+    assert system["content"] == [{"type": "text", "text": req.messages[0]["content"],
+                                  "cache_control": {"type": "ephemeral"}}]
+    first, rest = user["content"]
+    assert first["cache_control"] == {"type": "ephemeral"} and "cache_control" not in rest
+    assert first["text"] + rest["text"] == req.messages[1]["content"]
+    assert '"dialogue"' in first["text"] and "reply one" not in first["text"] and "reply one" in rest["text"]
+    tag = Request(id="t", model="c", template_version="t", messages=(
+        {"role": "system", "content": "Tag it."}, {"role": "user", "content": '{"response": "hi"}'}))
+    assert wire_messages(claude, tag)[1] == tag.messages[1]  # nothing shared to mark
+    openai = ModelSpec(name="o", model="openai/gpt-4o")
+    assert wire_messages(openai, req) == list(req.messages)  # OpenAI caches prefixes without marks

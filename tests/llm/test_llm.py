@@ -484,3 +484,31 @@ def test_a_missing_key_stops_the_job_before_its_first_call_and_names_every_one(s
     assert run_requests(hosted, [req("one")], cache)["one"]["from_cache"]
     monkeypatch.setenv("HEART_TEST_KEY_B", "")  # set but empty is missing too
     assert missing_keys(hosted, [req("x", model="n")]) == {"HEART_TEST_KEY_B": ["n"]}
+
+
+def test_preview_prices_both_modes_from_the_price_map_and_counts_shared_prefixes(tmp_path):
+    """A batch model's row is priced in batch mode (half, from the map's batch prices, not assumed), with the
+    synchronous price beside it; a long shared system turn is counted as cacheable prefix for models the map
+    says cache; a mode the map has no cached price for takes no cache discount."""
+    rubric = "Judge the replies by the rubric. " * 300  # ~1,800 tokens: above Claude's 1,024 cacheable minimum
+    specs = {"claude": ModelSpec(name="claude", model="anthropic/claude-sonnet-4-5", params={"max_tokens": 100},
+                                 batch="anthropic"),
+             "o3": ModelSpec(name="o3", model="openai/o3", params={"max_tokens": 100}, batch="openai")}
+    reqs = {m: [Request(id=f"{m}{i}", model=m, template_version="t",
+                        messages=({"role": "system", "content": rubric}, {"role": "user", "content": f"pair {i}"}))
+                for i in range(3)] for m in specs}
+    table = preview(specs, {"judging": reqs["claude"] + reqs["o3"]}, ResponseCache(tmp_path)).set_index("model")
+    claude, o3 = table.loc["claude"], table.loc["o3"]
+    assert claude["mode"] == "batch" and claude["cost_status"] == "priced"
+    tokens = claude["est_prompt_tokens"]
+    # claude-sonnet-4-5: $3 / $15 per 10^6 tokens synchronously, $1.50 / $7.50 in batch (litellm's map)
+    assert claude["est_max_cost_sync_usd"] == pytest.approx(tokens * 3e-6 + 300 * 15e-6)
+    assert claude["est_max_cost_batch_usd"] == pytest.approx(tokens * 1.5e-6 + 300 * 7.5e-6)
+    assert claude["est_max_cost_usd"] == claude["est_max_cost_batch_usd"]
+    # the second and third calls share the whole system turn with the one before them: read from the cache
+    assert claude["est_cache_read_tokens"] > 2 * 1024 and claude["est_shared_prefix_tokens"] > 1024
+    assert claude["est_cost_with_prompt_cache_usd"] < claude["est_max_cost_usd"]
+    # o3's map has no batch price for cached reads: they are priced as fresh input, no discount assumed
+    assert o3["mode"] == "batch" and o3["est_cache_read_tokens"] > 0
+    assert o3["est_cost_with_prompt_cache_usd"] == pytest.approx(o3["est_max_cost_usd"])
+    assert "through batch interfaces" in preview_summary(table.reset_index())

@@ -160,6 +160,8 @@ class AnthropicBatches(_HTTP):
                          {"x-api-key": _key(spec) or "no-key-needed", "anthropic-version": "2023-06-01"})
 
     def params(self, req: Request, wire) -> dict:
+        from heart.llm.engine import anthropic_cache_marks
+
         wire_params, _ = wire
         sent = wire_params(self.spec, req, None)
         schema = req.schema
@@ -167,8 +169,8 @@ class AnthropicBatches(_HTTP):
         system = [m["content"] for m in req.messages if m["role"] == "system"]
         out = {"model": self.spec.model.partition("/")[2] or self.spec.model,
                "max_tokens": sent.pop("max_tokens", 1024),
-               "messages": [{"role": m["role"], "content": m["content"]} for m in req.messages
-                            if m["role"] != "system"],
+               "messages": [{"role": m["role"], "content": anthropic_cache_marks(m)["content"]}
+                            for m in req.messages if m["role"] != "system"],
                **{k: v for k, v in sent.items() if k in ("temperature", "top_p", "top_k", "stop_sequences")}}
         if system:
             out["system"] = [{"type": "text", "text": "\n\n".join(system), "cache_control": {"type": "ephemeral"}}]

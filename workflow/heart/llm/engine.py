@@ -35,7 +35,7 @@ from heart.llm.decoding import resolved_params
 from heart.llm.local_server import LocalServer
 from heart.llm.models import ModelSpec, cost_usd
 from heart.llm.pacing import Pacer, RateLimiter, retry_after, token_estimate
-from heart.llm.request import Request, prepare_all
+from heart.llm.request import Request, prepare_all, shared_prefix_end
 
 
 class LLMStageError(RuntimeError):
@@ -121,9 +121,24 @@ def wire_messages(spec: ModelSpec, req: Request) -> list:
     changes the price of a call, not its answer."""
     messages = list(req.messages)
     if spec.model.startswith("anthropic/"):
-        messages = [{**m, "content": [{"type": "text", "text": m["content"], "cache_control": {"type": "ephemeral"}}]}
-                    if m["role"] == "system" and isinstance(m.get("content"), str) else m for m in messages]
+        messages = [anthropic_cache_marks(m) for m in messages]
     return messages
+
+
+def anthropic_cache_marks(message: dict) -> dict:
+    """A message with Anthropic's ``cache_control`` marks: a system turn marked whole; a user turn whose
+    material opens with a shared part (:func:`heart.llm.request.shared_prefix_end`: the dialogue every pair
+    of an item shares) split there into two text blocks, the first marked. The text is unchanged."""
+    content, mark = message.get("content"), {"type": "ephemeral"}
+    if not isinstance(content, str):
+        return message
+    if message["role"] == "system":
+        return {**message, "content": [{"type": "text", "text": content, "cache_control": mark}]}
+    end = shared_prefix_end(content) if message["role"] == "user" else None
+    if end is None:
+        return message
+    return {**message, "content": [{"type": "text", "text": content[:end], "cache_control": mark},
+                                   {"type": "text", "text": content[end:]}]}
 
 
 def usage_of(usage) -> dict:

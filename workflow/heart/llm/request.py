@@ -34,6 +34,19 @@ def json_messages(instructions: str, material: dict, indent: int | None = None) 
             {"role": "user", "content": json.dumps(material, ensure_ascii=False, indent=indent)})
 
 
+#: where a structured stage's material stops being shared between calls: the judge's material opens with
+#: the dialogue, which every pair of an item shares, and goes on with the replies, which differ. A provider
+#: that caches only up to a mark (Anthropic) gets a second mark before the first of these in a user turn
+#: (:func:`heart.llm.engine.wire_messages`); the call preview counts the shared prefix up to it too.
+SHARED_PREFIX_ENDS = ('\n "response_A"',)
+
+
+def shared_prefix_end(content: str) -> int | None:
+    """The index in a user turn's ``content`` where its shared prefix ends (None: no known boundary)."""
+    found = [i for marker in SHARED_PREFIX_ENDS if (i := content.find(marker)) > 0]
+    return min(found) if found else None
+
+
 @dataclass(frozen=True)
 class Request:
     """One call: ``id`` is the caller's handle (item x system, pair x order, ...)."""

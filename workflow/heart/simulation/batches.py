@@ -281,7 +281,8 @@ def _from_anthropic(params: dict) -> dict:
     """An Anthropic request as the OpenAI chat body the same call sends synchronously here."""
     system = "".join(block.get("text", "") for block in params.get("system") or [])
     body = {"model": params["model"], "messages": ([{"role": "system", "content": system}] if system else [])
-            + [{"role": m["role"], "content": m["content"]} for m in params.get("messages", [])],
+            + [{"role": m["role"], "content": m["content"] if isinstance(m["content"], str)
+                else "".join(b.get("text", "") for b in m["content"])} for m in params.get("messages", [])],
             "max_tokens": params.get("max_tokens")}
     if params.get("tools"):
         body["response_format"] = {"type": "json_object", "schema": params["tools"][0]["input_schema"]}
