@@ -84,6 +84,14 @@ def main():
     ap.add_argument("--hf-online", action="store_true", help="leave HF_HUB_OFFLINE unset (litellm then tries to "
                     "download a llama tokenizer for every answer of the llama-3.1 models; offline that stalls the jobs)")
     ap.add_argument("--shards", type=int, default=None, help="development only: llm.shards instead of the config's")
+    ap.add_argument("--sync", action="store_true", help="every model synchronous (paper.yaml's batch interfaces "
+                    "switched off): the reference whose tables a batch rehearsal must equal")
+    ap.add_argument("--compare-with", default=None, help="a finished rehearsal's .rehearsal/first_run: the tables "
+                    "of this one must be frame-equal to it but for how each row was obtained (from_cache, "
+                    "latency_s, cost_usd, the cache export's entries)")
+    ap.add_argument("--batch-delay", type=float, default=30.0, help="simulator: seconds until a batch ends")
+    ap.add_argument("--batch-error-rate", type=float, default=0.005, help="simulator: failed requests per batch")
+    ap.add_argument("--batch-expire-rate", type=float, default=0.1, help="simulator: batches that expire half answered")
     ap.add_argument("--skip-kill", action="store_true")
     ap.add_argument("--skip-noop", action="store_true")
     ap.add_argument("--skip-shards", action="store_true")
@@ -106,7 +114,9 @@ def main():
     reference = reh.dir / "first_run"
     try:
         with Simulator(port=args.port, median_latency=args.latency, sigma=args.sigma, error_rate=args.error_rate,
-                       rpm=args.sim_rpm, time_scale=args.time_scale, start_timeout=60) as sim:
+                       rpm=args.sim_rpm, time_scale=args.time_scale, start_timeout=60,
+                       batch_delay=args.batch_delay, batch_error_rate=args.batch_error_rate,
+                       batch_expire_rate=args.batch_expire_rate) as sim:
             reh.sim = sim
             reh.monitor.sim = sim
             print(f"simulator at {sim.api_base} (pid {sim.proc.pid})", flush=True)
@@ -133,6 +143,16 @@ def main():
                     reh.checks.append(("  identical requests called by two shards", str(dups), "0",
                                        "PASS" if dups == 0 else "FAIL"))
                     reh.checks.append(("  beyond those", str(rest), "<= 0", "PASS" if rest <= 0 else "FAIL"))
+            if not args.sync and "kill" in reh.out:
+                s = reh.sim_stats() or {}
+                reh.out["batch"] = {k: s.get(k) for k in ("batch_requests", "batch_resubmitted", "batch_retried",
+                                                          "batches")}
+                reh.checks.append(("kill -9 mid-batch + rerun: requests submitted again after an answer",
+                                   str(s.get("batch_resubmitted")), "0",
+                                   "PASS" if s.get("batch_resubmitted") == 0 else "FAIL"))
+                reh.checks.append(("  batch requests submitted (resubmitted unanswered: expired or failed)",
+                                   f"{s.get('batch_requests')} in {s.get('batches')} batches "
+                                   f"({s.get('batch_retried')} retried)", "-", "-"))
             main = reh.out.get("main_wall_s")
             if not finished:
                 reh.out["extrapolation"] = extrapolate(reh)
@@ -141,6 +161,8 @@ def main():
                 reh.checks.append(("whole rehearsal", hms(main), f"<= {hms(TARGETS['rehearsal_s'])}",
                                    "PASS" if main <= TARGETS["rehearsal_s"] else "FAIL"))
                 reh.snapshot(reference)
+                if args.compare_with:
+                    reh.compare_modes(args.compare_with)
                 if not args.skip_noop:
                     reh.noop()
                 if not args.skip_shards:

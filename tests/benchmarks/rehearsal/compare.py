@@ -164,28 +164,36 @@ def compare_trees(ref, root, files):
 RUN_COLUMNS = {"from_cache": "whether this run answered the row from the cache (true in a rerun or a replay)"}
 
 
-def legit(d):
-    return d["kind"] == "values" and set(d["columns"]) <= set(RUN_COLUMNS)
+# ... and between a batch run and a synchronous one: the call's price and turnaround, and what is derived
+# from them alone (the judge leaderboard's cost and time per 1,000 judgments)
+MODE_COLUMNS = {**RUN_COLUMNS, "latency_s": "seconds from request to answer (a batch's turnaround)",
+                "cost_usd": "the call's price (batch prices are half)",
+                "usd_per_1000": "judge leaderboard: price per 1,000 judgments",
+                "seconds_per_1000": "judge leaderboard: answer time per 1,000 judgments"}
 
 
-def compare_ok(cmp):
-    return not cmp["missing"] and all(legit(d) for d in cmp["differ"].values())
+def legit(d, columns=RUN_COLUMNS):
+    return d["kind"] == "values" and set(d["columns"]) <= set(columns)
 
 
-def describe_compare(cmp, limit=25):
+def compare_ok(cmp, columns=RUN_COLUMNS):
+    return not cmp["missing"] and all(legit(d, columns) for d in cmp["differ"].values())
+
+
+def describe_compare(cmp, limit=25, columns=RUN_COLUMNS):
     """Lines: the differences in run-provenance columns grouped, every other difference listed."""
     lines = []
     groups = defaultdict(list)
     for rel, d in cmp["differ"].items():
-        if legit(d):
+        if legit(d, columns):
             groups[tuple(sorted(d["columns"]))].append(rel)
     for cols, rels in groups.items():
         by_dir = defaultdict(int)
         for rel in rels:
             by_dir[rel.rsplit("/", 1)[0] if "/shards/" not in rel else rel.split("/shards/")[0] + "/shards/**"] += 1
-        lines.append(f"only {', '.join(cols)} differs ({'; '.join(RUN_COLUMNS[c] for c in cols)}) in {len(rels)} tables: "
+        lines.append(f"only {', '.join(cols)} differs ({'; '.join(columns[c] for c in cols)}) in {len(rels)} tables: "
                      + ", ".join(f"{d}/ ({n})" for d, n in sorted(by_dir.items())))
-    other = [(rel, d) for rel, d in cmp["differ"].items() if not legit(d)]
+    other = [(rel, d) for rel, d in cmp["differ"].items() if not legit(d, columns)]
     for rel, d in other[:limit]:
         lines.append("DIFFERS: " + describe_diff(rel, d))
     if len(other) > limit:

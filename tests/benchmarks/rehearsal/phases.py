@@ -44,17 +44,23 @@ class Rehearsal(Runner):
             return sum(c.get("successes", 0) - base["per_model"].get(m, {}).get("successes", 0)
                        for m, c in stats["per_model"].items() if m in judge_models)
 
+        def submitted(stats):  # batch mode: judge (and tag) requests out at the provider, answered or not
+            return stats.get("batch_requests", 0) - base.get("batch_requests", 0)
+
         def kill_when(run):
             s = self.monitor.last_stats
             if not s or not expected:
                 return False
-            if judged(s) >= self.a.kill_at * expected:
+            # synchronous: once --kill-at of the judge calls are answered; batch mode: once that share is
+            # submitted, so that the kill falls while batches are out (mid-batch), not after they ended
+            if (judged(s) if self.a.sync else submitted(s)) >= self.a.kill_at * expected:
                 s = self.sim.stats()  # fresh: what the server has answered and holds in flight at the kill
                 self.out["kill"] = {"at_s": time.time() - run.start, "judge_successes": judged(s),
                                     "expected": expected, "successes_at_kill": s["successes"],
                                     "in_flight_at_kill": s["in_flight"]}
+                self.out["kill"]["batch_requests_at_kill"] = submitted(s)
                 print(f"  killing the run (SIGKILL to its process group): {judged(s)} of ~{expected} judge calls "
-                      "answered", flush=True)
+                      f"answered, {submitted(s)} requests in batches", flush=True)
                 return True
             return False
 
@@ -288,6 +294,24 @@ class Rehearsal(Runner):
         self.out["replay"]["compare"] = cmp
         self.checks.append(("replay: tables vs first run", summary(cmp), "frame-equal (but from_cache)",
                             "PASS" if compare_ok(cmp) else "FAIL"))
+
+    def compare_modes(self, other):
+        """This run's tables against another rehearsal's (``--compare-with``: the synchronous one): equal
+        but for the columns that say how a row was obtained (MODE_COLUMNS) and the cache export, whose
+        entries carry batch ids."""
+        from pathlib import Path
+
+        from rehearsal.compare import MODE_COLUMNS, describe_compare
+
+        files = [p for p in self.result_tables() if "llm/cache.parquet" not in str(p)]
+        cmp = compare_trees(Path(other), self.wd / "results", files)
+        cmp["missing"] = [m for m in cmp["missing"] if m != "llm/cache.parquet"]
+        self.out["modes_compare"] = cmp
+        ok = compare_ok(cmp, MODE_COLUMNS)
+        self.checks.append(("batch vs synchronous rehearsal: tables", summary(cmp),
+                            "frame-equal (but " + ", ".join(MODE_COLUMNS) + ")", "PASS" if ok else "FAIL"))
+        if not ok:
+            self.notes.extend(describe_compare(cmp, columns=MODE_COLUMNS))
 
     def rule_log_calls(self):
         """logs/<stage>/... -> the last "N requests, M from cache, K called, F failed" of each rule log."""

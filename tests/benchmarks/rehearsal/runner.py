@@ -124,6 +124,19 @@ class Runner:
                 self.config["models"][n]["rpm"] = None
             self.notes.append("--rpm none: the models' rpm limits of paper.yaml were lifted (" + ", ".join(
                 f"{n} {v}" for n, v in limited.items()) + " per model); each model is bound by its max_concurrency only")
+        batched = sorted(n for n, m in self.config["models"].items() if m.get("batch"))
+        if self.a.sync:
+            local.setdefault("models", {}).update({n: {**local.get("models", {}).get(n, {}), "batch": None}
+                                                   for n in batched})
+            for n in batched:
+                self.config["models"][n]["batch"] = None
+            self.notes.append("--sync: every model synchronous (paper.yaml's batch interfaces of " + ", ".join(batched)
+                              + " switched off)")
+        else:
+            self.notes.append("batch mode: " + ", ".join(f"{n} ({self.config['models'][n]['batch']})" for n in batched)
+                              + f" judge and tag through the simulator's batch desk (batches end after "
+                              f"{self.a.batch_delay} s; {self.a.batch_error_rate:.1%} of requests fail, "
+                              f"{self.a.batch_expire_rate:.0%} of batches expire half answered)")
         if not self.a.hf_online:
             self.notes.append("HF_HUB_OFFLINE=1 was set for every run: without it litellm's cost calculation tries to "
                               "download Xenova/llama-3-tokenizer from huggingface.co for every llama-3.1 answer (see "
