@@ -104,7 +104,7 @@ STUDY_TARGETS = [
     expand("results/tables/{table}.{ext}", ext=("csv", "tex"), table=PAPER_TABLES),
     "results/stats/preference_shares.parquet",
     "results/stats/style_ratings.parquet",
-    *([] if ARTIFACTS else ["results/llm/cache.parquet"]),
+    *([] if ARTIFACTS else ["results/llm/cache.parquet", "results/llm/spend.parquet"]),
 ]
 
 

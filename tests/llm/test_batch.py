@@ -205,3 +205,43 @@ def test_anthropic_cache_marks_split_the_shared_dialogue_from_the_replies_withou
     assert wire_messages(claude, tag)[1] == tag.messages[1]  # nothing shared to mark
     openai = ModelSpec(name="o", model="openai/gpt-4o")
     assert wire_messages(openai, req) == list(req.messages)  # OpenAI caches prefixes without marks
+
+
+def test_spend_sums_tokens_and_prices_per_model_and_mode_and_leaves_the_unreported_missing(tmp_path):
+    """A hand-worked cache: two synchronous and one batch answer of claude (one with cached tokens), an
+    answer without a price, and one whose provider reported no token counts."""
+    import litellm
+    import pandas as pd
+
+    from heart.llm.spend import spend
+
+    def row(model, cost, mode=None, **usage):
+        entry = {"model": model, "text": "x", "cost": cost, "usage": usage, **({"mode": mode} if mode else {})}
+        return {"key": str(len(rows)), "model": model, "entry": json.dumps(entry)}
+
+    claude = "anthropic/claude-sonnet-4-5"
+    rows = []
+    rows.append(row(claude, 0.01, prompt_tokens=1000, completion_tokens=100, cached_tokens=None))
+    rows.append(row(claude, 0.005, prompt_tokens=2000, completion_tokens=50, cached_tokens=1500,
+                    cache_write_tokens=0))
+    rows.append(row(claude, 0.002, "batch", prompt_tokens=500, completion_tokens=20))
+    rows.append(row("openai/smollm2-135m-instruct", None, prompt_tokens=30, completion_tokens=5))
+    rows.append(row("openai/silent", 0.001))
+    table = spend(pd.DataFrame(rows), litellm).set_index(["model", "mode"])
+    sync = table.loc[(claude, "sync")]
+    assert (sync["answers"], sync["priced_answers"], sync["prompt_tokens"], sync["completion_tokens"]) == (2, 2, 3000, 150)
+    assert sync["cached_prompt_tokens"] == 1500 and sync["cache_write_tokens"] == 0
+    assert sync["cost_usd"] == pytest.approx(0.015)
+    # claude-sonnet-4-5: $3 per 10^6 input tokens, $0.30 per 10^6 read from the cache
+    assert sync["prompt_cache_saving_usd"] == pytest.approx(1500 * (3e-6 - 0.3e-6))
+    batch = table.loc[(claude, "batch")]
+    assert batch["answers"] == 1 and pd.isna(batch["cached_prompt_tokens"]) and pd.isna(batch["prompt_cache_saving_usd"])
+    local = table.loc[("openai/smollm2-135m-instruct", "sync")]
+    assert local["unpriced_answers"] == 1 and pd.isna(local["cost_usd"])
+    silent = table.loc[("openai/silent", "sync")]
+    assert pd.isna(silent["prompt_tokens"]) and pd.isna(silent["completion_tokens"]) and silent["cost_usd"] == 0.001
+    from heart.common import tableio
+
+    tableio.write_table(table.reset_index(), tmp_path / "spend.parquet", "llm_spend")
+    back = tableio.read_table(tmp_path / "spend.parquet").set_index(["model", "mode"])
+    assert pd.isna(back.loc[("openai/silent", "sync"), "prompt_tokens"])  # missing stays missing on disk

@@ -25,6 +25,23 @@ rule export_llm_cache:
         "../scripts/export_llm_cache.py"
 
 
+rule llm_spend:
+    # what the answers in the response cache cost, per model and mode (batch or synchronous), with the
+    # prompt tokens the providers served from their prompt caches
+    input:
+        "results/llm/cache.parquet",
+    output:
+        table="results/llm/spend.parquet",
+        csv=report("results/tables/llm_spend.csv", caption="../report/table_llm_spend.rst",
+                   category="5. The run", labels={"table": "llm_spend", "format": "csv"}),
+    log:
+        "logs/llm/llm_spend.log",
+    conda:
+        "../../envs/llm.yaml"
+    script:
+        "../scripts/llm_spend.py"
+
+
 rule preview_llm_calls:
     # on demand, before any paid call: snakemake results/llm/calls_preview.parquet
     input:
