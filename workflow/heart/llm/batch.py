@@ -103,7 +103,7 @@ def entry_from(spec: ModelSpec, req: Request, body: dict, turnaround: float, bat
     batch price of the price map (None where it has none)."""
     import litellm
 
-    from heart.llm.engine import RetryableResponse, usage_of
+    from heart.llm.wire import RetryableResponse, usage_of
 
     choices = body.get("choices") or []
     text = redactor.redact_json((choices[0].get("message") or {}).get("content") or "") if choices else ""
@@ -136,7 +136,6 @@ async def run_batches(spec: ModelSpec, todo: list[Request], keys: dict[str, str]
     wanted = set(by_key)
     answered: dict[str, dict] = {}
     errors: dict[str, str] = {}
-    attempts: dict[str, int] = {}
     elsewhere: set[str] = set()  # keys in a batch another live job holds
 
     def store(record: dict, got: dict[str, dict], failed: dict[str, str], batch: dict) -> None:

@@ -160,7 +160,7 @@ class AnthropicBatches(_HTTP):
                          {"x-api-key": _key(spec) or "no-key-needed", "anthropic-version": "2023-06-01"})
 
     def params(self, req: Request, wire) -> dict:
-        from heart.llm.engine import anthropic_cache_marks
+        from heart.llm.wire import anthropic_cache_marks
 
         wire_params, _ = wire
         sent = wire_params(self.spec, req, None)

@@ -23,7 +23,7 @@ def shared_prefix_chars(spec: ModelSpec, reqs: list[Request]) -> list[int]:
     """Per request (in the order given), the characters of its prompt a provider's prefix cache could serve:
     the prefix it shares with the request before it, sorted by prompt (the judge's instructions and rubric,
     and a dialogue judged in several pairs, come first in every prompt). Anthropic caches only up to its
-    ``cache_control`` mark, the system turn (:func:`heart.llm.engine.wire_messages`)."""
+    ``cache_control`` mark, the system turn (:func:`heart.llm.wire.wire_messages`)."""
     import os
 
     texts = ["\x1e".join(m["content"] for m in r.messages if isinstance(m.get("content"), str)) for r in reqs]
@@ -71,7 +71,7 @@ def preview(specs: dict[str, ModelSpec], requests_by_stage: dict[str, list[Reque
     """
     import litellm
 
-    from heart.llm.engine import by_batch
+    from heart.llm.wire import by_batch
     from heart.llm.models import priced, prices
 
     litellm.suppress_debug_info = True

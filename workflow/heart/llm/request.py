@@ -37,7 +37,7 @@ def json_messages(instructions: str, material: dict, indent: int | None = None) 
 #: where a structured stage's material stops being shared between calls: the judge's material opens with
 #: the dialogue, which every pair of an item shares, and goes on with the replies, which differ. A provider
 #: that caches only up to a mark (Anthropic) gets a second mark before the first of these in a user turn
-#: (:func:`heart.llm.engine.wire_messages`); the call preview counts the shared prefix up to it too.
+#: (:func:`heart.llm.wire.wire_messages`); the call preview counts the shared prefix up to it too.
 SHARED_PREFIX_ENDS = ('\n "response_A"',)
 
 
