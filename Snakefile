@@ -99,7 +99,7 @@ STUDY_TARGETS = [
     "results/stats/rationale_concordance.parquet",
     expand("results/figures/{figure}.{ext}", ext=("png", "pdf"),
            figure=("fig1_rubric", "fig4_leaderboard", "fig5_elo_ttft", "fig6_strategies", "fig7_protocol",
-                   "elo_forest", "agreement", "bias_factors", "example_pair")),
+                   "elo_forest", "agreement", "bias_factors", "example_pair", "judge_board")),
     "results/figures/example_pair.html",
     expand("results/tables/{table}.{ext}", ext=("csv", "tex"), table=PAPER_TABLES),
     "results/stats/preference_shares.parquet",

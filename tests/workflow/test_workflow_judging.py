@@ -114,7 +114,7 @@ def test_tagging_covers_every_completion_and_f1_says_absent(judged_workflow):
 
 
 FIGURES = ("fig4_leaderboard", "fig5_elo_ttft", "fig6_strategies", "elo_forest", "agreement", "bias_factors",
-           "example_pair")
+           "example_pair", "judge_board")
 
 
 def test_figures_tables_and_report(judged_workflow):
@@ -155,6 +155,48 @@ def test_figures_tables_and_report(judged_workflow):
     assert "paper Figure 4" in html and "remote-a, remote-b" in html and "regular_items" in html  # captions, config
 
 
+def test_the_judge_leaderboard_reuses_the_runs_statistics_and_is_in_the_report(judged_workflow):
+    """One fake judge (no price in litellm's map) and one SYNTHETIC rater who passed QC: every column of the
+    judge leaderboard is the number the run's other tables hold, the cost says it has no price, and nothing is
+    recommended as an ensemble without one."""
+    wf = judged_workflow
+    board = read(wf, "results/stats/judge_board.parquet").set_index("judge")
+    assert list(board.index) == ["fake-judge", "ensemble"] and (board["human_status"] == "ok").all()
+    agree = read(wf, "results/stats/agreement_human_llm.parquet")
+    agree = agree[agree["scope"].eq("all") & agree["reference"].eq("human-majority")].set_index("judge")
+    for judge, ref in (("fake-judge", "fake-judge"), ("ensemble", "llm-ensemble")):
+        assert board.loc[judge, "agreement_majority"] == pytest.approx(agree.loc[ref, "agreement"])
+        assert board.loc[judge, "n_majority_pairs"] == agree.loc[ref, "n_pairs"] == 1  # rater-ok's one decided pair
+    sep = read(wf, "results/stats/separability.parquet")
+    sep = sep[sep["axis"].eq("overall") & sep["subset"].eq("all")].set_index("source")
+    assert board.loc["fake-judge", "separability"] == pytest.approx(sep.loc["judge:fake-judge", "separability_boot"])
+    assert board.loc["ensemble", "separability"] == pytest.approx(sep.loc["llm", "separability_boot"])
+    assert -1 <= board.loc["fake-judge", "rank_tau"] <= 1 and board.loc["fake-judge", "n_systems"] == 4
+    position = read(wf, "results/stats/bias_position.parquet").set_index("judge")
+    assert board.loc["fake-judge", "first_shown_rate"] == pytest.approx(position.loc["fake-judge", "share_shown_a"])
+    length = read(wf, "results/stats/bias_length.parquet").set_index("judge")
+    assert board.loc["fake-judge", "longer_rate"] == pytest.approx(length.loc["fake-judge", "share_longer_wins"])
+    flips = read(wf, "results/judging/flip_rates.parquet").set_index(["judge", "axis"])
+    assert board.loc["fake-judge", "flip_rate"] == pytest.approx(flips.loc[("fake-judge", "overall"), "flip_rate"])
+    quality = read(wf, "results/judging/judge_quality.parquet").set_index(["judge", "kind"])
+    assert board.loc["fake-judge", "qc_accuracy"] == pytest.approx(quality.loc[("fake-judge", "all"), "qc_accuracy"])
+    # the judge's family made every model system and no other family judged: self-preference absent, said why
+    assert pd.isna(board.loc["fake-judge", "self_preference"])
+    assert "no other-family LLM judge" in board.loc["fake-judge", "note"]
+    # the fake provider's model has no price: no made-up 0; its call time is known
+    assert pd.isna(board.loc["fake-judge", "usd_per_1000"]) and "no price" in board.loc["fake-judge", "note"]
+    assert board.loc["fake-judge", "seconds_per_1000"] > 0
+    chosen = read(wf, "results/stats/judge_ensembles.parquet")
+    assert list(chosen["ensemble"]) == ["fake-judge"] and not chosen["recommended"].any()
+    assert "nothing recommended" in chosen["note"].iloc[0]
+    assert chosen["agreement"].iloc[0] == pytest.approx(board.loc["ensemble", "agreement_majority"])
+    csv = pd.read_csv(wf.root / "results/tables/judge_board.csv")
+    assert list(csv["judge"]) == ["fake-judge", "ensemble"]
+    html = (wf.root / "results/report.html").read_text(errors="replace")
+    for name in ("judge_board.png", "judge_board.csv", "judge_ensembles.csv", "Judge leaderboard (beyond the paper"):
+        assert name in html, name
+
+
 def test_the_notebook_runs_in_a_kernel_on_the_runs_results(judged_workflow):
     from conftest import REPO
     from heart.figures.style import leaderboard_order
@@ -189,9 +231,9 @@ def test_a_rerun_does_nothing(judged_workflow):
 
 
 STATS_RULES = {"ratings", "agreement", "bias_audits", "factor_analysis", "external_correlations", "rationale_codes",
-               "multiple_testing", "preference_shares", "style_ratings"}
+               "multiple_testing", "preference_shares", "style_ratings", "judge_board"}
 JUDGE_FIGURES = {f"figure_{f}" for f in ("leaderboard", "elo_ttft", "elo_forest", "agreement", "bias_factors",
-                                         "example_pair")}
+                                         "example_pair", "judge_board")}
 
 
 def test_editing_the_judge_prompt_rejudges_and_calls_the_judge_only(judged_copy, judge_server):
@@ -201,7 +243,7 @@ def test_editing_the_judge_prompt_rejudges_and_calls_the_judge_only(judged_copy,
     prompt = wf.root / "workflow/resources/prompts/judge/heart_pairwise.md"
     prompt.write_text(prompt.read_text() + "\nBe fair.\n")
     jobs = wf.jobs(*wf.args, env=KEY_ENV)
-    assert jobs == {"judge_pairs": 1, "merge_judgments": 1, "combine_judgments": 1, "export_llm_cache": 1, "all": 1,
+    assert jobs == {"judge_pairs": 1, "merge_judgments": 1, "combine_judgments": 1, "export_llm_cache": 1, "llm_spend": 1, "all": 1,
                     **dict.fromkeys(STATS_RULES, 1), **dict.fromkeys(JUDGE_FIGURES, 1), "paper_tables": 1,
                     "paper_comparison": 1, "judge_qc": 1, "judge_quality": 1,
                     "figure_protocol": 1}  # Figure 7 counts the verdicts
@@ -220,12 +262,14 @@ AGREEMENT = {"agreement", "figure_agreement", "paper_tables", "paper_comparison"
 BIAS = {"bias_audits", "multiple_testing", "figure_bias_factors", "paper_tables", "all"}
 STRATEGIES = {"strategy_stats", "multiple_testing", "figure_strategies", "paper_tables", "paper_comparison", "all"}
 FACTORS = {"factor_analysis", "multiple_testing", "figure_bias_factors", "paper_tables", "all"}
-BOOTSTRAPPED = RATINGS | AGREEMENT | BIAS | STRATEGIES | {"rationale_codes", "preference_shares", "style_ratings"}
+JUDGE_BOARD = {"judge_board", "figure_judge_board", "all"}
+BOOTSTRAPPED = RATINGS | AGREEMENT | BIAS | STRATEGIES | JUDGE_BOARD | {"rationale_codes", "preference_shares",
+                                                                      "style_ratings"}
 STATS_SETTINGS = {
     "n_boot": (100, BOOTSTRAPPED | {"figure_protocol"}),  # Figure 7 says how many replicates
     "seed": (1, BOOTSTRAPPED),
     "ci": (0.9, BOOTSTRAPPED | FACTORS),
-    "bt_alpha": (0.02, RATINGS | {"style_ratings"}),
+    "bt_alpha": (0.02, RATINGS | JUDGE_BOARD | {"style_ratings"}),
     "consensus": (0.5, AGREEMENT),
     "subsample_reps": (50, AGREEMENT),
     "fdr_alpha": (0.1, BIAS),

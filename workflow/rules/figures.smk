@@ -197,3 +197,25 @@ if not ANALYSIS_ONLY:
             "../../envs/figures.yaml"
         script:
             "../scripts/figure_protocol.py"
+
+
+rule figure_judge_board:
+    # the judge leaderboard (rule judge_board): agreement with people, biases, flips, QC, separability, cost
+    input:
+        board="results/stats/judge_board.parquet",
+        ensembles="results/stats/judge_ensembles.parquet",
+        style=workflow.source_path("../resources/figures/judge_board.yaml"),
+        # whether the LLM judges pass their known-answer checks (a study's own judges)
+        **({} if ANALYSIS_ONLY else {"judge_quality": "results/judging/judge_quality.parquet"}),
+    output:
+        png=report("results/figures/judge_board.png", caption="../report/judge_board.rst",
+                   category="2. Judges", labels={"figure": "Judge leaderboard"}),
+        pdf="results/figures/judge_board.pdf",
+    params:
+        label=RUN_LABEL,  # "SIMULATED" across a rehearsal's figures
+    log:
+        "logs/figures/judge_board.log",
+    conda:
+        "../../envs/figures.yaml"
+    script:
+        "../scripts/figure_judge_board.py"

@@ -220,3 +220,44 @@ rule style_ratings:
         "../../envs/stats.yaml"
     script:
         "../scripts/style_ratings.py"
+
+
+rule judge_board:
+    # beyond the paper: every LLM judge and the ensemble side by side (AlpacaEval's evaluator leaderboard,
+    # Judgemark), and the subsets of judges a study may choose its ensemble from
+    input:
+        judgments="results/judging/judgments.parquet",
+        # each order's verdict with its cost and time, as rule bias_audits reads them
+        verdicts=[
+            *expand("results/judging/llm/{judge}.parquet", judge=[] if ANALYSIS_ONLY else JUDGES),
+            "results/judging/imported_verdicts.parquet",
+        ],
+        completions=COMPLETIONS,
+        flips="results/judging/flip_rates.parquet",
+        # a study's own judges' quality checks (an analysis-only run checked none: those cells say so)
+        **({} if ANALYSIS_ONLY else {"judge_quality": "results/judging/judge_quality.parquet"}),
+    output:
+        board="results/stats/judge_board.parquet",
+        ensembles="results/stats/judge_ensembles.parquet",
+        board_csv=report("results/tables/judge_board.csv", caption="../report/judge_board.rst",
+                         category="2. Judges", labels={"table": "judge_board", "format": "csv"}),
+        ensembles_csv=report("results/tables/judge_ensembles.csv", caption="../report/judge_ensembles.rst",
+                             category="2. Judges", labels={"table": "judge_ensembles", "format": "csv"}),
+    params:
+        bootstrap=BOOTSTRAP,
+        bt_alpha=STATS["bt_alpha"],
+        best_human=STATS["best_human"],
+        judges=JUDGES,
+        judge_families=judge_families(),
+        families=system_families(),
+        # their empty price is "a local model", not an unknown one
+        local_judges=[j for j in JUDGES if not ANALYSIS_ONLY and uses_local_model(judge_of(j).model)],
+        label=RUN_LABEL,
+    log:
+        "logs/stats/judge_board.log",
+    benchmark:
+        "benchmarks/stats/judge_board.tsv"
+    conda:
+        "../../envs/stats.yaml"
+    script:
+        "../scripts/judge_board.py"

@@ -16,11 +16,11 @@ STAGE_RULES = {
                 "combine_judgments"),
     "tagging": ("tag_strategies", "merge_tags", "strategy_f1"),
     "stats": ("ratings", "agreement", "bias_audits", "strategy_stats", "factor_analysis", "external_correlations",
-              "multiple_testing", "rationale_codes", "preference_shares", "style_ratings", "import_judgments"),
+              "multiple_testing", "rationale_codes", "preference_shares", "style_ratings", "import_judgments", "judge_board"),
     "figures/tables": ("figure_leaderboard", "figure_elo_ttft", "figure_strategies", "figure_elo_forest",
                        "figure_agreement", "figure_bias_factors", "figure_example_pair", "paper_tables",
-                       "paper_comparison"),
-    "cache export": ("export_llm_cache", "preview_llm_calls"),
+                       "paper_comparison", "figure_judge_board"),
+    "cache export": ("export_llm_cache", "preview_llm_calls", "llm_spend"),
     "annotation": ("annotation_tasks", "export_annotations"),
 }
 STAGE_OF = {rule: stage for stage, rules in STAGE_RULES.items() for rule in rules}

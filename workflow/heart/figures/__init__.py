@@ -14,6 +14,8 @@ One module per figure rule; import the one you need (``from heart.figures import
 * :mod:`.bias_factors` (figure_bias_factors) -- position, length and self-preference audits, flip
   rates, factor loadings (``bias_panel``).
 * :mod:`.example_pair` (figure_example_pair) -- Figures 2/3: one judged pair as HTML and as a figure.
+* :mod:`.judge_board` (figure_judge_board) -- the judge leaderboard: per LLM judge and the ensemble, agreement
+  with people, biases, flips and QC accuracy against their targets, separability, cost (``judge_board_figure``).
 * :mod:`.style` -- what they share: colours, Figure 4's bins, the font size, absent-data drawing,
   label placement, the rule's style file (``applied``) and atomic saving (``save``).
 
