@@ -40,6 +40,7 @@ def spec(sim, batch="openai", **kw):
 
 def batch_stats(sim):
     s = sim.stats()
+    assert s["batch_resubmitted_examples"] == [] or s["batch_resubmitted"]
     return {k: s[k] for k in ("batch_requests", "batch_resubmitted", "batch_retried", "batches")}
 
 
@@ -244,3 +245,20 @@ def test_spend_sums_tokens_and_prices_per_model_and_mode_and_leaves_the_unreport
     tableio.write_table(table.reset_index(), tmp_path / "spend.parquet", "llm_spend")
     back = tableio.read_table(tmp_path / "spend.parquet").set_index(["model", "mode"])
     assert pd.isna(back.loc[("openai/silent", "sync"), "prompt_tokens"])  # missing stays missing on disk
+
+
+def test_an_openai_batch_line_is_the_body_litellm_sends_synchronously():
+    """o-series models get their system turn as a user turn and max_completion_tokens from litellm; the
+    batch line does the same, so both modes ask the provider the same thing (the rehearsal found o3's
+    verdicts differ between modes before)."""
+    from heart.llm.batch_apis import OpenAIBatches
+    from heart.llm.wire import wire_messages, wire_params
+
+    req = judge_requests(1)[0]
+    for model, roles, tokens in (("openai/o3", ["user", "user"], "max_completion_tokens"),
+                                 ("openai/gpt-4o", ["system", "user"], "max_tokens")):
+        spec = ModelSpec(name="j", model=model, params={"max_tokens": 4000}, batch="openai")
+        body = OpenAIBatches(spec).line("k", req, (wire_params, wire_messages))["body"]
+        assert [m["role"] for m in body["messages"]] == roles and body[tokens] == 4000, model
+        assert [m["content"] for m in body["messages"]] == [m["content"] for m in req.messages]
+        assert body["model"] == model.partition("/")[2] and body["response_format"]["type"] == "json_schema"

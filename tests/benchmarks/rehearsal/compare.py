@@ -167,6 +167,7 @@ RUN_COLUMNS = {"from_cache": "whether this run answered the row from the cache (
 # ... and between a batch run and a synchronous one: the call's price and turnaround, and what is derived
 # from them alone (the judge leaderboard's cost and time per 1,000 judgments)
 MODE_COLUMNS = {**RUN_COLUMNS, "latency_s": "seconds from request to answer (a batch's turnaround)",
+                "ttft_s": "a synchronous completion's measured time to first token (two runs measure two times)",
                 "cost_usd": "the call's price (batch prices are half)",
                 "usd_per_1000": "judge leaderboard: price per 1,000 judgments",
                 "seconds_per_1000": "judge leaderboard: answer time per 1,000 judgments"}

@@ -253,11 +253,19 @@ async def run_batches(spec: ModelSpec, todo: list[Request], keys: dict[str, str]
                     await adopt(record)
             pending = {k for r in journal.records(spec.model) for k in r["keys"]}
             mine = {k for r in open_records for k in r["keys"]}
-            # collected by the other job without an answer for this one: asked for here
-            leftover = [k for k in elsewhere if k not in pending and k not in answered]
-            elsewhere.difference_update(mine | set(leftover))
+            # the other job's record is collected: its answers are in the cache (stored before the record
+            # said so, and read here after it); only what it left unanswered is asked for here
+            done = [k for k in elsewhere if k not in pending and k not in answered]
+            leftover = []
+            for key in done:
+                if (hit := cache.get(key)) is not None:
+                    answered[key] = hit
+                    progress.update(len(by_key[key]))
+                else:
+                    leftover.append(key)
+            elsewhere.difference_update(mine | set(done))
             if leftover:
-                open_records.append(await submit(leftover, 1))
+                open_records.append(await submit(leftover, 2))
     journal.release_all()
     results, failures = {}, {}
     for key, reqs in by_key.items():

@@ -59,15 +59,48 @@ class OpenAIBatches:
         self.spec = spec
         self.auth = dict(custom_llm_provider="openai", api_base=spec.api_base,
                          api_key=_key(spec) or ("no-key-needed" if spec.api_base else None))
+        self._shapes: dict = {}
 
     def line(self, key: str, req: Request, wire) -> dict:
-        """One line of the input file: what :func:`heart.llm.engine._call` would send."""
+        """One line of the input file: the body litellm sends for the same call synchronously (o-series
+        models get their system turn as a user turn and ``max_completion_tokens``, for example), so that
+        both modes ask the provider the same thing."""
         wire_params, wire_messages = wire
-        body = {"model": self.spec.model.partition("/")[2] or self.spec.model,
-                "messages": wire_messages(self.spec, req), **wire_params(self.spec, req, self.spec.api_base)}
-        if "max_tokens" in body:  # the Batch API takes the newer name for every chat model (o-series only it)
-            body["max_completion_tokens"] = body.pop("max_tokens")
+        messages, params = wire_messages(self.spec, req), wire_params(self.spec, req, self.spec.api_base)
+        shape = self._shape(tuple(m["role"] for m in messages), params)
+        body = {"model": shape["model"], "messages": [{**m, "role": r} for m, r in zip(messages, shape["roles"])],
+                **{shape["names"][k]: v for k, v in params.items() if k in shape["names"]}}
         return {"custom_id": key, "method": "POST", "url": "/v1/chat/completions", "body": body}
+
+    def _shape(self, roles: tuple, params: dict) -> dict:
+        """How litellm transforms a request of these roles and params for this model: the model name it
+        sends, each turn's role, each param's name (a param it drops is left out). Asked of litellm once per
+        shape (``return_raw_request``: the body without sending it, made with a fake key), not per request."""
+        memo = (roles, json.dumps(params, sort_keys=True, default=str))
+        if memo in self._shapes:
+            return self._shapes[memo]
+        import litellm
+        from litellm.types.utils import CallTypes
+        from litellm.utils import return_raw_request
+
+        litellm.suppress_debug_info = True
+        probe = [{"role": r, "content": f"turn {i}"} for i, r in enumerate(roles)]
+        raw = return_raw_request(CallTypes.completion, dict(model=self.spec.model, messages=probe,
+                                                             api_base=self.spec.api_base, **params))
+        body = raw.get("raw_request_body") if isinstance(raw, dict) else None
+        if not body or len(body.get("messages") or []) != len(roles):
+            raise RuntimeError(f"model {self.spec.name}: litellm did not say how it sends a request "
+                               f"({str((raw or {}).get('error'))[:200]}); set its batch: null")
+        names = {}
+        for k, v in params.items():
+            sent = [name for name, value in body.items() if name not in ("model", "messages") and value == v]
+            if k in body and body[k] == v:
+                names[k] = k
+            elif len(sent) == 1:
+                names[k] = sent[0]
+        shape = {"model": body["model"], "roles": [m["role"] for m in body["messages"]], "names": names}
+        self._shapes[memo] = shape
+        return shape
 
     async def find(self, record: dict) -> dict | None:
         """The provider's batch carrying the record's token in its metadata."""

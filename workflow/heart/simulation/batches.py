@@ -35,10 +35,13 @@ class BatchDesk:
         self.submitted: collections.Counter[bytes] = collections.Counter()
         self.answered: set[bytes] = set()
         self.counts = collections.Counter()
+        self.where: dict[bytes, list[int]] = collections.defaultdict(list)  # batch numbers a request was in
+        self.examples: list[dict] = []  # the first requests resubmitted after an answer, for the report
 
     def report(self) -> dict:
         return {"batch_requests": self.counts["requests"], "batch_resubmitted": self.counts["resubmitted"],
-                "batch_retried": self.counts["retried"], "batches": len(self.batches)}
+                "batch_retried": self.counts["retried"], "batches": len(self.batches),
+                "batch_resubmitted_examples": self.examples}
 
     # --- routes -----------------------------------------------------------------------------------
     def route(self, method: str, path: str, query: str, headers: dict, body: bytes) -> tuple[int, dict | bytes]:
@@ -91,7 +94,11 @@ class BatchDesk:
             ident = self.ident(x["body"])
             self.counts["requests"] += 1
             if self.submitted[ident]:
-                self.counts["resubmitted" if ident in self.answered else "retried"] += 1
+                again = ident in self.answered
+                self.counts["resubmitted" if again else "retried"] += 1
+                if again and len(self.examples) < 5:
+                    self.examples.append({"custom_id": x["custom_id"], "batches": self.where[ident]})
+            self.where[ident].append(len(self.batches))
             self.submitted[ident] += 1
         now = time.time()
         bid = f"batch_sim{len(self.batches):06d}{hashlib.sha256(data).hexdigest()[:10]}"
