@@ -262,3 +262,32 @@ def test_an_openai_batch_line_is_the_body_litellm_sends_synchronously():
         assert [m["role"] for m in body["messages"]] == roles and body[tokens] == 4000, model
         assert [m["content"] for m in body["messages"]] == [m["content"] for m in req.messages]
         assert body["model"] == model.partition("/")[2] and body["response_format"]["type"] == "json_schema"
+
+
+def test_anthropic_batches_of_one_size_are_told_apart_by_when_they_were_made_and_what_is_taken():
+    """Anthropic keeps nothing of the caller's: a record finds the first batch of its size made after it
+    was written that no other record names (the rehearsal's kill left several of 2,000 at once)."""
+    import asyncio
+
+    from heart.llm.batch_apis import adapter
+    from heart.llm.wire import wire_messages, wire_params
+
+    with Simulator(time_scale=0.01, error_rate=0.0, rpm=None, batch_delay=500) as sim:
+        s = spec(sim, batch="anthropic")
+        api = adapter(s)
+        prepared, _ = prepare_all({"j": s}, judge_requests(3))
+
+        async def go():
+            records, ids = [], []
+            for tag in "abc":
+                record = {"token": tag, "created": time.time(), "keys": [tag + str(i) for i in range(3)]}
+                made = await api.submit(tag, [(k, r) for k, r in zip(record["keys"], prepared)],
+                                        (wire_params, wire_messages))
+                records.append(record)
+                ids.append(made["id"])
+            assert (await api.find(records[0], {ids[0]}))["id"] == ids[1]  # a's own is named by a record
+            assert (await api.find(records[1]))["id"] == ids[1]
+            assert (await api.find(records[2], set(ids[:2])))["id"] == ids[2]
+            assert await api.find(records[2], set(ids)) is None
+
+        asyncio.run(go())

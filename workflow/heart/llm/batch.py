@@ -76,6 +76,18 @@ class Journal:
                 out.append(record)
         return sorted(out, key=lambda r: r["created"])
 
+    def batch_ids(self, model: str) -> set[str]:
+        """The provider batch ids every record of ``model`` names (collected ones too)."""
+        out = set()
+        for path in self.dir.glob("*.json") if self.dir.is_dir() else ():
+            try:
+                record = json.loads(path.read_text())
+            except (OSError, ValueError):
+                continue
+            if record.get("model") == model and record.get("batch_id"):
+                out.add(record["batch_id"])
+        return out
+
     def lock(self, token: str) -> bool:
         """Hold ``token``'s record for this process (until :meth:`release_all` or its end); False when
         another live process holds it."""
@@ -186,7 +198,7 @@ async def run_batches(spec: ModelSpec, todo: list[Request], keys: dict[str, str]
 
     async def resume(record: dict) -> dict | None:
         if record["state"] == "prepared":  # killed around the submission: did the provider get it?
-            found = await api.find(record)
+            found = await api.find(record, journal.batch_ids(spec.model))
             if found is None:
                 return None  # never created: its requests go into a new batch
             record.update(state="submitted", batch_id=found["id"], submitted=time.time())

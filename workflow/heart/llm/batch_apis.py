@@ -102,7 +102,7 @@ class OpenAIBatches:
         self._shapes[memo] = shape
         return shape
 
-    async def find(self, record: dict) -> dict | None:
+    async def find(self, record: dict, taken=frozenset()) -> dict | None:
         """The provider's batch carrying the record's token in its metadata."""
         import litellm
 
@@ -216,17 +216,20 @@ class AnthropicBatches(_HTTP):
         body = {"requests": [{"custom_id": k, "params": self.params(r, wire)} for k, r in requests]}
         return self._batch((await self.call("POST", "/v1/messages/batches", body)).json())
 
-    async def find(self, record: dict) -> dict | None:
-        since = record["created"] - 5
+    async def find(self, record: dict, taken=frozenset()) -> dict | None:
+        """The batch this record submitted: among the batches no record names (``taken``), of its request
+        count, the first created after the record was written (Anthropic keeps nothing of the caller's)."""
         page = (await self.call("GET", "/v1/messages/batches", params={"limit": 100})).json()
-        candidates = [b for b in page.get("data", [])
-                      if _epoch(b.get("created_at")) >= since and _total(b) == len(record["keys"])]
-        if len(candidates) > 1:
-            raise RuntimeError(f"batch record {record['token']}: {len(candidates)} Anthropic batches of "
-                               f"{len(record['keys'])} requests were created since it was written "
-                               f"({', '.join(b['id'] for b in candidates)}); set its batch_id by hand to the one "
-                               "it submitted, then rerun (nothing was resubmitted)")
-        return self._batch(candidates[0]) if candidates else None
+        # made after the record was written (or up to a second before it: the two clocks may differ a little)
+        after = sorted((delta < 0, abs(delta), b["id"], b) for b in page.get("data", [])
+                       if b["id"] not in taken and _total(b) == len(record["keys"])
+                       and (delta := _epoch(b.get("created_at")) - record["created"]) >= -1)
+        if len(after) > 1 and after[1][:2] == after[0][:2]:
+            raise RuntimeError(f"batch record {record['token']}: Anthropic batches {after[0][2]} and "
+                               f"{after[1][2]} of {len(record['keys'])} requests were created at the same moment "
+                               "after it was written; set its batch_id by hand to the one it submitted, then "
+                               "rerun (nothing was resubmitted)")
+        return self._batch(after[0][3]) if after else None
 
     async def status(self, batch_id: str) -> dict:
         return self._batch((await self.call("GET", f"/v1/messages/batches/{batch_id}")).json())
@@ -316,7 +319,7 @@ class GeminiBatches(_HTTP):
         op = (await self.call("POST", f"/v1beta/models/{self.model}:batchGenerateContent", body)).json()
         return self._batch(op)
 
-    async def find(self, record: dict) -> dict | None:
+    async def find(self, record: dict, taken=frozenset()) -> dict | None:
         page = (await self.call("GET", "/v1beta/batches", params={"pageSize": 100})).json()
         for op in page.get("operations", page.get("batches", [])):
             if (op.get("metadata") or op).get("displayName") == f"heart-{record['token']}":

@@ -214,7 +214,7 @@ class BatchDesk:
             for x in b["_lines"]:
                 text = got.get(x["custom_id"], "missing")
                 counts["expired" if text == "missing" else "errored" if text is None else "succeeded"] += 1
-        stamp = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(b["_t0"]))
+        stamp = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(b["_t0"])) + f".{int(b['_t0'] % 1 * 1e6):06d}Z"
         return {"id": b["id"], "type": "message_batch", "processing_status": "ended" if ended else "in_progress",
                 "request_counts": counts, "created_at": stamp, "ended_at": stamp if ended else None,
                 "results_url": f"/v1/messages/batches/{b['id']}/results" if ended else None}
