@@ -49,14 +49,18 @@ def test_default_pipeline_on_the_local_model(workflow_copy):
     pairs, verdicts = r("results/judging/pairs.parquet"), r("results/judging/llm/smollm2-judge.parquet")
     assert len(verdicts) == 2 * len(pairs) > 0 and verdicts["raw_text"].str.len().gt(0).all()
     assert verdicts.loc[~verdicts["parse_ok"], "parse_error"].notna().all()
-    # the local judges are read by their logprobs: every parsed answer has its overall margin, the main
-    # judge its axes' too, the brief judge (axes: false) none
+    # the letter judge is read by its logprobs: every parsed answer has its overall margin and its axes';
+    # the content judge by each reply's fit: no margin, no axis marked, both orders the same verdict
     assert verdicts.loc[verdicts["parse_ok"], ["margin", "margin_E"]].notna().all().all()
-    brief = r("results/judging/llm/smollm2-judge-brief.parquet")
-    assert brief.loc[brief["parse_ok"], "margin"].notna().all() and brief["margin_E"].isna().all()
+    content = r("results/judging/llm/smollm2-content.parquet")
+    assert len(content) == 2 * len(pairs) and content["parse_ok"].all() and content["margin"].isna().all()
+    assert content[[f"axis_{k}" for k in "HEART"]].isna().all().all()
+    signed = content.pivot(index="pair_id", columns="order", values="signed")
+    assert signed["AB"].equals(signed["BA"])
     quality = r("results/judging/judge_quality.parquet")
     overall = quality[quality["kind"] == "all"].set_index("judge")
-    assert set(overall.index) == {"smollm2-judge", "smollm2-judge-brief"}
+    assert set(overall.index) == {"smollm2-judge", "smollm2-content"}
+    assert overall.loc["smollm2-content", "qc_flip_rate"] == 0
     assert (overall["n_checks"] > 0).all() and overall["qc_accuracy"].between(0, 1).all()
     qc = r("results/judging/qc/smollm2-judge.parquet")
     assert len(qc) == 2 * overall.loc["smollm2-judge", "n_checks"] and qc["margin_E"].isna().all()

@@ -23,7 +23,7 @@ with logged(snakemake.log[0], snakemake) as log:
     texts = pairs.completion_text(pd.concat([tableio.read_table(p) for p in snakemake.input.completions]))
     both = snakemake.params.both_orders
     requests = judge.requests(todo, items, texts, stage.template, rubric, stage.version, both)
-    results = judge.answers(todo, stage.engine.run(requests, desc=f"judging {judge.name} [{shard}]"), both)
+    results = judge.answers(todo, judge.run(stage.engine, requests, desc=f"judging {judge.name} [{shard}]"), both)
     table = llm_judge.verdict_table(todo, judge.name, results, axes, both)
     tableio.write_table(table, snakemake.output[0], "judge_verdicts",
                         {**stage.provenance, "n_excluded_family": int((~keep).sum())})

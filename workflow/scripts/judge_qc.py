@@ -14,7 +14,8 @@ with logged(snakemake.log[0], snakemake) as log:
     design, texts = judge_qc.design(items, judge_qc.load_replies(snakemake.input.replies), snakemake.params.seed,
                                     snakemake.params.kinds)
     requests = judge.requests(design, items, texts, stage.template, rubric, stage.version, both_orders=True)
-    results = judge.answers(design, stage.engine.run(requests, desc=f"quality checks {judge.name}"), both_orders=True)
+    results = judge.answers(design, judge.run(stage.engine, requests, desc=f"quality checks {judge.name}"),
+                           both_orders=True)
     table = llm_judge.verdict_table(design, judge.name, results, llm_judge.axis_keys(rubric), True)
     tableio.write_table(table, snakemake.output[0], "judge_verdicts", stage.provenance)
     log.info("%s: %d quality-check pairs (%s), %d verdicts, %d did not parse", judge.name, len(design),

@@ -297,14 +297,14 @@ class Rehearsal(Runner):
 
     def compare_modes(self, other):
         """This run's tables against another rehearsal's (``--compare-with``: the synchronous one): equal
-        but for the columns that say how a row was obtained (MODE_COLUMNS) and the cache export, whose
-        entries carry batch ids."""
+        but for the columns that say how a row was obtained (MODE_COLUMNS), the rows that correlate Elo with
+        this run's measured TTFT, and the cache export, whose entries carry batch ids."""
         from pathlib import Path
 
-        from rehearsal.compare import MODE_COLUMNS, describe_compare
+        from rehearsal.compare import MODE_COLUMNS, describe_compare, without_measured_timing
 
         files = [p for p in self.result_tables() if "llm/cache.parquet" not in str(p)]
-        cmp = compare_trees(Path(other), self.wd / "results", files)
+        cmp = compare_trees(Path(other), self.wd / "results", files, transform=without_measured_timing)
         cmp["missing"] = [m for m in cmp["missing"] if m != "llm/cache.parquet"]
         self.out["modes_compare"] = cmp
         ok = compare_ok(cmp, MODE_COLUMNS)

@@ -5,8 +5,9 @@ A judge is configured once (config ``judging.judges.<name>``, plus the block's `
 (a plain dict: Snakemake compares only plain values to decide that a changed setting reruns a rule; an
 object would be passed over), and the scripts and the call preview rebuild it with :meth:`Judge.from_params`.
 Everything a judge asks and how its answers are read is here: a JSON verdict judge
-(:mod:`heart.judging.llm_judge`) or a judge read by its log-probabilities
-(:mod:`heart.judging.letter_judge`).
+(:mod:`heart.judging.llm_judge`), a judge read by its log-probabilities
+(:mod:`heart.judging.letter_judge`), or a judge that scores each reply's fit to the dialogue by the
+likelihoods of a local model, computed in-process (:mod:`heart.judging.content_judge`; not the HEART rubric).
 """
 
 from __future__ import annotations
@@ -16,11 +17,12 @@ from dataclasses import dataclass, field
 
 import pandas as pd
 
-from heart.judging import letter_judge, llm_judge
+from heart.judging import content_judge, letter_judge, llm_judge
 from heart.common.config import PlainParams
+from heart.llm import likelihood
 from heart.llm.request import Request
 
-ANSWERS = ("verdict", "logprobs")
+ANSWERS = ("verdict", "logprobs", "content")
 
 
 @dataclass(frozen=True)
@@ -35,10 +37,11 @@ class Judge(PlainParams):
         The model it calls (a key of ``models``).
     prompt : str
         Its prompt template, ``workflow/resources/prompts/judge/<prompt>.md``.
-    answer : {"verdict", "logprobs"}
-        A JSON verdict (the paper's), or one question at a time read by log-probabilities.
+    answer : {"verdict", "logprobs", "content"}
+        A JSON verdict (the paper's), one question at a time read by log-probabilities, or each reply's fit
+        to the dialogue (a local model's likelihoods; no HEART axis is marked).
     axes : bool
-        A logprobs judge is asked each HEART axis's question too.
+        A logprobs judge is asked each HEART axis's question too (a content judge marks none).
     context_turns : int or None
         The judge sees the last N turns of each dialogue (None: all of it).
     params : dict
@@ -74,7 +77,10 @@ class Judge(PlainParams):
         """The judge's requests on ``pairs`` from its prompt template, by its ``answer`` format ("verdict":
         :func:`heart.judging.llm_judge.requests`; "logprobs": :func:`heart.judging.letter_judge.letter_requests`,
         asking the axes' questions too when ``axes``): what rule judge_pairs sends and the call preview
-        counts. ``texts``: :func:`heart.judging.pairs.completion_text`."""
+        counts; "content": :func:`heart.judging.content_judge.requests`, likelihoods that :meth:`run` computes
+        in-process and the preview counts). ``texts``: :func:`heart.judging.pairs.completion_text`."""
+        if self.answer == "content":
+            return content_judge.requests(pairs, items, texts, self.model, template, self.context_turns)
         if self.answer == "logprobs":
             instructions, questions = letter_judge.letter_prompt(template, rubric)
             return letter_judge.letter_requests(pairs, items, texts, self.model, instructions, questions, version,
@@ -87,6 +93,16 @@ class Judge(PlainParams):
     def answers(self, pairs: pd.DataFrame, results: dict[str, dict], both_orders: bool = True) -> dict[str, dict]:
         """:meth:`requests`' answers as one answer per ``<pair_id>:<order>``
         (for :func:`heart.judging.llm_judge.verdict_table`)."""
+        if self.answer == "content":
+            return content_judge.answers(pairs, results, both_orders)
         if self.answer == "logprobs":
             return letter_judge.letter_results(pairs, results, both_orders, letter_judge.asked_questions(self.axes))
         return results
+
+    def run(self, engine, requests: list[Request], desc: str) -> dict[str, dict]:
+        """:meth:`requests` answered, from the cache first: sent by ``engine``
+        (:class:`heart.llm.engine.Engine`), or, for a content judge, computed in-process by its local model
+        (:func:`heart.llm.likelihood.run`, with the engine's specs and cache)."""
+        if self.answer == "content":
+            return likelihood.run(engine.specs, requests, engine.cache, desc=desc)
+        return engine.run(requests, desc=desc)

@@ -1,0 +1,169 @@
+"""A judge that reads content and has no position to prefer (``answer: content``).
+
+What it measures. Each reply is scored on its own, never beside the other: its **fit to the dialogue**,
+the pointwise mutual information between the reply and the dialogue under the judge's model,
+
+    fit(reply) = log P(reply | dialogue) - log P(reply),
+
+where log P(reply | dialogue) is the log-likelihood of the reply's tokens (and the end of its turn) as the
+supporter's next turn after the dialogue, in the model's chat template, and log P(reply) that of the same
+tokens as the supporter's first turn after the same system turn with no dialogue (the judge's prompt file,
+``workflow/resources/prompts/judge/<prompt>.md``, is that system turn). The difference removes what makes a
+text likely anywhere (short, common, fluent words) and keeps what the dialogue adds: how much this reply is
+about *this* conversation.
+
+Normalisation, measured on known-answer checks (the pairs of :mod:`heart.judging.judge_qc`, the dialogue's
+last 4 turns): the score is the **mean over the reply's tokens** (NORMALISATION), not the sum. On the
+default run's 10 checks the mean picked the real reply 10 times, the sum 9; on 80 checks built from random
+ESConv turns both picked it 86 % of the time (without the turn's end token: mean 88 %, sum 89 %; the sum
+over the square root of the length 85 %), while the reply's log-likelihood after the dialogue alone,
+without subtracting log P(reply), reached only 64 % (mean) and 51 % (sum): the subtraction does the work.
+Level on content, the mean is kept because it does not grow with a reply's length (a sum ranks a long reply
+above a short one that fits as well per token), so one fixed strength scale means the same for a 10-token
+and a 90-token reply.
+
+A pair's verdict: the reply with the higher fit wins; the strength (1-5) is the fit difference on a fixed
+scale (CONTENT_STRENGTH_NATS, nats per token: on the default run, model-vs-model pairs differ by 0.002-0.7,
+strengths 1-4, and known-answer checks by 0.6 at the median); equal fits give no verdict (ties are never
+invented).
+Both A/B orders are produced for the combine step (:func:`heart.judging.combine.combine`, unchanged), and
+they are the same verdict by construction: the scores do not depend on the order shown, so the flip rate
+is 0 and a position preference cannot exist.
+
+What it does not measure. It does not apply the HEART rubric and marks no axis: every axis is left
+unmarked (null, "not judged"), never "none" and never invented. Fit to the dialogue is not quality: it
+favours on-topic replies over generic, dismissive or off-topic ones (what the known-answer checks test),
+but it can also favour a reply that copies the dialogue's words, and it knows nothing of warmth, safety or
+the supporter's role beyond what the model's likelihoods carry.
+
+How. The likelihoods are computed in-process by the local GGUF model and cached like every answer
+(:mod:`heart.llm.likelihood`): two per distinct reply (after its dialogue, and alone), the texts neutralised
+first, so a reply holding ``<|im_end|>`` cannot end its turn early. The requests are ordinary
+:class:`~heart.llm.request.Request` objects, so the call preview counts them (and their cache hits).
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+
+import pandas as pd
+
+from heart.common.vocabulary import AXES
+from heart.completions.generate import chat_messages
+from heart.judging.llm_judge import ORDERS, _key
+from heart.llm import likelihood
+from heart.llm.request import Request
+
+#: bump when what is scored changes (the messages already carry the prompt text and the dialogue)
+CONTENT_VERSION = "content-fit-1"
+#: how a reply's per-token PMIs become its score: "mean" (chosen, module notes) or "sum"
+NORMALISATION = "mean"
+#: fit difference (nats per token) -> strength: < 0.1 -> 1, < 0.25 -> 2, < 0.5 -> 3, < 1 -> 4, else 5
+CONTENT_STRENGTH_NATS = (0.1, 0.25, 0.5, 1.0)
+CONTEXTS = ("given", "alone")
+
+
+def side_id(item_id: str, system: str, contributor, context: str) -> str:
+    """The request id of one reply's likelihood in one context ("given" the dialogue, or "alone")."""
+    return f"{item_id}|{system}|{'' if contributor is None else contributor}|{context}"
+
+
+def messages(instructions: str, history, reply: str, context_turns: int | None = None) -> dict[str, tuple]:
+    """The two scorings of ``reply``, as chat messages whose last one (the supporter's turn) is scored:
+    "given" the dialogue (its last ``context_turns`` turns; None: all), and "alone" (the system turn only)."""
+    turns = list(history)
+    shown = turns[-context_turns:] if context_turns else turns
+    turn = {"role": "assistant", "content": reply}
+    return {"given": (*chat_messages(instructions, shown), turn),
+            "alone": ({"role": "system", "content": instructions}, turn)}
+
+
+def sides(pairs: pd.DataFrame):
+    """Every (item id, system, contributor) that ``pairs`` show, in order, once."""
+    seen = {}
+    for p in pairs.itertuples():
+        for side in ((p.item_id, *_key(p.system_a, p.contributor_a)), (p.item_id, *_key(p.system_b, p.contributor_b))):
+            seen.setdefault(side, None)
+    return list(seen)
+
+
+def requests(pairs: pd.DataFrame, items: pd.DataFrame, texts: dict, judge_model: str, instructions: str,
+             context_turns: int | None = None) -> list[Request]:
+    """Two likelihood requests per reply that ``pairs`` show (:func:`messages`), ids :func:`side_id`.
+
+    ``texts``: :func:`heart.judging.pairs.completion_text`. The rubric plays no part; the template version
+    is CONTENT_VERSION, so a rubric edit reuses every likelihood."""
+    history = items.set_index("item_id")["history"]
+    out = []
+    for item, system, contributor in sides(pairs):
+        reply = texts[(item, system, contributor)]
+        for context, msgs in messages(instructions, history[item], reply, context_turns).items():
+            out.append(likelihood.request(side_id(item, system, contributor, context), judge_model, msgs,
+                                          CONTENT_VERSION))
+    return out
+
+
+def fit(given: list[float], alone: list[float], normalisation: str = NORMALISATION) -> float:
+    """A reply's fit from its tokens' log-probabilities after the dialogue and alone (the same tokens):
+    the per-token PMIs' mean (or sum)."""
+    if len(given) != len(alone) or not given:
+        raise ValueError(f"the two scorings of a reply hold {len(given)} and {len(alone)} tokens")
+    pmi = sum(g - a for g, a in zip(given, alone))
+    if normalisation == "sum":
+        return pmi
+    if normalisation == "mean":
+        return pmi / len(given)
+    raise ValueError(f"normalisation {normalisation!r}: 'mean' or 'sum'")
+
+
+def _logprobs(entry: dict) -> list[float]:
+    return [float(t["logprob"]) for t in entry["logprobs"]]
+
+
+def strength(difference: float) -> int:
+    """A fit difference (nats per token) as a strength 1-5 on CONTENT_STRENGTH_NATS."""
+    return 1 + sum(abs(difference) >= t for t in CONTENT_STRENGTH_NATS)
+
+
+def verdict(score_a: float, score_b: float) -> tuple[dict | None, str | None]:
+    """(parsed answer, parse error) for shown replies with fits ``score_a``, ``score_b``: the higher fit
+    wins, strength from the difference, every HEART axis unmarked (None: not judged)."""
+    if score_a == score_b:
+        return None, f"both replies fit the dialogue equally ({score_a:+.4f} nats per token): no verdict"
+    diff = score_a - score_b
+    return {"rationale": f"fit to the dialogue ({NORMALISATION} PMI per token): A {score_a:+.3f}, "
+                         f"B {score_b:+.3f} nats; not the HEART rubric",
+            "winner": "A" if diff > 0 else "B", "strength": strength(diff),
+            "axes": {k: None for k in AXES}}, None
+
+
+def answers(pairs: pd.DataFrame, results: dict[str, dict], both_orders: bool = True) -> dict[str, dict]:
+    """The likelihoods of :func:`requests` as verdict answers, one per ``<pair_id>:<order>`` (what
+    :func:`heart.judging.llm_judge.verdict_table` reads): both orders the same verdict (module notes); the
+    fits as ``text``, no margins (so :func:`heart.judging.combine.combine` combines the equal signed
+    verdicts, unchanged). A reply's scorings serve every row that shows it, so each row's ``latency_s`` is
+    its share: a scoring's time divided among the rows that read it (not counted once per row)."""
+    orders = ORDERS if both_orders else ORDERS[:1]
+    shown = [((p.item_id, *_key(p.system_a, p.contributor_a)), (p.item_id, *_key(p.system_b, p.contributor_b)))
+             for p in pairs.itertuples()]
+    uses = Counter(side for both in shown for side in both)
+    out = {}
+    for p, (a, b) in zip(pairs.itertuples(), shown):
+        got = {(s, c): results[side_id(*s, c)] for s in (a, b) for c in CONTEXTS}
+        score = {s: fit(_logprobs(got[(s, "given")]), _logprobs(got[(s, "alone")])) for s in (a, b)}
+        tokens = {s: len(got[(s, "given")]["logprobs"]) for s in (a, b)}
+        latency = sum((r.get("latency_s") or 0) / (uses[s] * len(orders)) for (s, _), r in got.items())
+        for order in orders:
+            first, second = (a, b) if order == "AB" else (b, a)
+            parsed, error = verdict(score[first], score[second])
+            out[f"{p.pair_id}:{order}"] = {
+                "parsed": parsed, "parse_error": error,
+                "text": json.dumps({"fit_A": round(score[first], 6), "fit_B": round(score[second], 6),
+                                    "tokens_A": tokens[first], "tokens_B": tokens[second],
+                                    "normalisation": NORMALISATION}),
+                "cache_key": got[(first, "given")]["cache_key"],
+                "from_cache": all(r["from_cache"] for r in got.values()),
+                "neutralised_tokens": sum(r.get("neutralised_tokens", 0) for r in got.values()),
+                "latency_s": latency, "cost": None}
+    return out
