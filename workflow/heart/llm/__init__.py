@@ -11,11 +11,17 @@ through :class:`~heart.llm.stage.Stage`). The modules, from the model to the run
 * :mod:`.cache` -- the content-addressed response cache and its published export (replay);
 * :mod:`.local_server` -- the embedded local model served on 127.0.0.1 while a stage runs;
 * :mod:`.pacing` -- rate limits, the spacing of a job's call starts, Retry-After;
+* :mod:`.wire` -- a request as sent (params, messages with prompt-cache marks) and the usage that comes back;
 * :mod:`.engine` -- the run loop: cache first, bounded concurrency, retries, failures listed;
-* :mod:`.preview` -- calls and cost of every stage before paying; :mod:`.stage` -- what a rule's script takes;
+* :mod:`.batch` (and :mod:`.batch_apis`) -- a provider's batch interface, journaled: half the price, nothing
+  submitted paid twice;
+* :mod:`.likelihood` -- the log-likelihood of a given text under a local model, in-process (content judge);
+* :mod:`.preview` -- calls and cost of every stage, both modes, before paying; :mod:`.stage` -- what a rule's
+  script takes; :mod:`.spend` -- what the cached answers cost, per model and mode;
 * :mod:`.shards` -- the LLM stages' shards and their merge (rules ``merge_*``).
 
-The rules of ``rules/llm.smk`` (export_llm_cache, preview_llm_calls) use :mod:`.cache` and :mod:`.preview`.
+The rules of ``rules/llm.smk`` (export_llm_cache, llm_spend, preview_llm_calls) use :mod:`.cache`,
+:mod:`.spend` and :mod:`.preview`.
 """
 
 import os
