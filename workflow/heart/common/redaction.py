@@ -193,12 +193,16 @@ class Redactor:
                 for v in value:
                     walk(v)
 
-        try:
-            if not self._json_verbatim:
-                raise TypeError
-            strings.append(json.dumps(obj, ensure_ascii=False))  # each string as it is, at C speed
-        except (TypeError, ValueError):  # not JSON (a set, bytes), or a secret JSON would escape
+        dumped = None
+        if self._json_verbatim:  # JSON escapes no character of any secret: each string as it is, at C speed
+            try:
+                dumped = json.dumps(obj, ensure_ascii=False)
+            except (TypeError, ValueError):  # not JSON (a set, bytes)
+                pass
+        if dumped is None:
             walk(obj)
+        else:
+            strings.append(dumped)
         for text in json_texts:
             strings.append(text)
             if "\\" in text:

@@ -63,30 +63,24 @@ class Journal:
         with atomic_path(self.path(record["token"])) as tmp:
             Path(tmp).write_text(json.dumps(record, sort_keys=True))
 
-    def records(self, model: str) -> list[dict]:
-        """Every record of ``model`` (a litellm model string) not yet collected, oldest first."""
-        out = []
+    def _all(self, model: str):
+        """Every record of ``model`` (a litellm model string), collected or not."""
         for path in sorted(self.dir.glob("*.json")) if self.dir.is_dir() else ():
             try:
                 record = json.loads(path.read_text())
             except (OSError, ValueError) as exc:
                 raise RuntimeError(f"{path}: unreadable batch record ({exc}); it names a batch the provider may "
                                    "still be answering: repair it or move it away, then rerun") from exc
-            if record.get("model") == model and record.get("state") != "collected":
-                out.append(record)
-        return sorted(out, key=lambda r: r["created"])
+            if record.get("model") == model:
+                yield record
+
+    def records(self, model: str) -> list[dict]:
+        """Every record of ``model`` not yet collected, oldest first."""
+        return sorted((r for r in self._all(model) if r.get("state") != "collected"), key=lambda r: r["created"])
 
     def batch_ids(self, model: str) -> set[str]:
         """The provider batch ids every record of ``model`` names (collected ones too)."""
-        out = set()
-        for path in self.dir.glob("*.json") if self.dir.is_dir() else ():
-            try:
-                record = json.loads(path.read_text())
-            except (OSError, ValueError):
-                continue
-            if record.get("model") == model and record.get("batch_id"):
-                out.add(record["batch_id"])
-        return out
+        return {r["batch_id"] for r in self._all(model) if r.get("batch_id")}
 
     def lock(self, token: str) -> bool:
         """Hold ``token``'s record for this process (until :meth:`release_all` or its end); False when
@@ -206,6 +200,14 @@ async def run_batches(spec: ModelSpec, todo: list[Request], keys: dict[str, str]
             log.info("%s: batch %s found again by its token after an interruption", spec.name, found["id"])
         return record
 
+    def from_cache(key: str) -> bool:
+        """Whether another job's answer to ``key`` is in the cache (then taken as answered)."""
+        if (hit := cache.get(key)) is None:
+            return False
+        answered[key] = hit
+        progress.update(len(by_key[key]))
+        return True
+
     open_records: list[dict] = []
     foreign: set[str] = set()  # tokens of records another live job holds
 
@@ -254,10 +256,7 @@ async def run_batches(spec: ModelSpec, todo: list[Request], keys: dict[str, str]
                 still.append(await submit(retry, attempt))
         open_records = still
         for key in list(elsewhere):  # another job's batch: its answers arrive in the cache
-            if key not in answered and (hit := cache.get(key)) is not None:
-                answered[key] = hit
-                progress.update(len(by_key[key]))
-            if key in answered:
+            if key in answered or from_cache(key):
                 elsewhere.discard(key)
         if foreign and elsewhere:  # a job that held a batch and ended (or died) leaves it to this one
             for record in journal.records(spec.model):
@@ -268,13 +267,7 @@ async def run_batches(spec: ModelSpec, todo: list[Request], keys: dict[str, str]
             # the other job's record is collected: its answers are in the cache (stored before the record
             # said so, and read here after it); only what it left unanswered is asked for here
             done = [k for k in elsewhere if k not in pending and k not in answered]
-            leftover = []
-            for key in done:
-                if (hit := cache.get(key)) is not None:
-                    answered[key] = hit
-                    progress.update(len(by_key[key]))
-                else:
-                    leftover.append(key)
+            leftover = [k for k in done if not from_cache(k)]
             elsewhere.difference_update(mine | set(done))
             if leftover:
                 open_records.append(await submit(leftover, 2))

@@ -97,14 +97,19 @@ PRICE_FIELDS = {
 }
 
 
+def model_info(litellm, model: str) -> dict:
+    """litellm's price-map entry of ``model`` ({} for a model the map does not know)."""
+    try:
+        return litellm.get_model_info(model)
+    except Exception:  # noqa: BLE001 - litellm raises several kinds for unknown models
+        return {}
+
+
 def prices(litellm, model: str, mode: str = "sync") -> dict | None:
     """Per-token prices of ``model`` in ``mode`` ("sync" or "batch") from litellm's local price map:
     input, output, and (None where the map has none) cache_read and cache_write; None when the map has no
     input or output price for the mode (a model it does not know, or no batch price)."""
-    try:
-        info = litellm.get_model_info(model)
-    except Exception:  # noqa: BLE001 - litellm raises several kinds for unknown models
-        return None
+    info = model_info(litellm, model)
     fields = PRICE_FIELDS[mode]
     got = {kind: info.get(name) for kind, name in fields.items()}
     if got["input"] is None or got["output"] is None or not (got["input"] or got["output"]):

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+
 import pandas as pd
 
 from heart.llm.cache import ResponseCache, cache_key
@@ -24,8 +26,6 @@ def shared_prefix_chars(spec: ModelSpec, reqs: list[Request]) -> list[int]:
     the prefix it shares with the request before it, sorted by prompt (the judge's instructions and rubric,
     and a dialogue judged in several pairs, come first in every prompt). Anthropic caches only up to its
     ``cache_control`` mark, the system turn (:func:`heart.llm.wire.wire_messages`)."""
-    import os
-
     texts = ["\x1e".join(m["content"] for m in r.messages if isinstance(m.get("content"), str)) for r in reqs]
     order = sorted(range(len(texts)), key=texts.__getitem__)
     shared = [0] * len(texts)
@@ -72,7 +72,7 @@ def preview(specs: dict[str, ModelSpec], requests_by_stage: dict[str, list[Reque
     import litellm
 
     from heart.llm.wire import by_batch
-    from heart.llm.models import priced, prices
+    from heart.llm.models import model_info, priced, prices
 
     litellm.suppress_debug_info = True
     rows = []
@@ -93,10 +93,7 @@ def preview(specs: dict[str, ModelSpec], requests_by_stage: dict[str, list[Reque
             chars = sum(len(m["content"]) for r in sample for m in r.messages if isinstance(m.get("content"), str))
             per_char = counted / chars if chars else 0.0
             shared = shared_prefix_chars(spec, todo)
-            try:
-                info = litellm.get_model_info(spec.model)
-            except Exception:  # noqa: BLE001 - a model the map does not know: no caching assumed
-                info = {}
+            info = model_info(litellm, spec.model)  # a model the map does not know: no caching assumed
             floor = info.get("prompt_cache_min_tokens") or DEFAULT_CACHE_MIN_TOKENS
             shared_tokens = [round(c * per_char) for c in shared]
             reads = (sum(t for t in shared_tokens if t >= floor) if info.get("supports_prompt_caching") else 0)

@@ -231,13 +231,7 @@ class App:
             return
         path, method = scope["path"].rstrip("/"), scope["method"]
         if method == "POST" and path in ("/v1/chat/completions", "/chat/completions"):
-            body = b""
-            while True:
-                message = await receive()
-                body += message.get("body", b"")
-                if not message.get("more_body"):
-                    break
-            return await self.complete(body, send)
+            return await self.complete(await _body(receive), send)
         if method == "GET" and path == "/health":
             return await _json(send, 200, {"status": "ok"})
         if method == "GET" and path in ("/v1/models", "/models"):
@@ -245,12 +239,7 @@ class App:
             return await _json(send, 200, {"object": "list", "data": data})
         if path.removeprefix("/v1").startswith(("/files", "/batches", "/messages/batches")) or \
                 path.startswith("/v1beta/"):
-            body = b""
-            while True:
-                message = await receive()
-                body += message.get("body", b"")
-                if not message.get("more_body"):
-                    break
+            body = await _body(receive)
             headers = {k.decode().lower(): v.decode() for k, v in scope.get("headers", [])}
             status, payload = self.desk.route(method, path, scope.get("query_string", b"").decode(), headers, body)
             if isinstance(payload, bytes):
@@ -415,6 +404,16 @@ class App:
         # whole seconds, as HTTP says, when durations are real; fractions when time is scaled down
         after = f"{max(1, math.ceil(retry_after))}" if self.o.time_scale >= 1 else f"{max(retry_after, 0.001):.3f}"
         await _json(send, 429, _error(message, "requests", "rate_limit_exceeded"), [(b"retry-after", after.encode())])
+
+
+async def _body(receive) -> bytes:
+    """A request's whole body, however many ASGI messages it came in."""
+    body = b""
+    while True:
+        message = await receive()
+        body += message.get("body", b"")
+        if not message.get("more_body"):
+            return body
 
 
 def _error(message: str, kind: str, code: str | None) -> dict:
