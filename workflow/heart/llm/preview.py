@@ -97,7 +97,8 @@ def preview(specs: dict[str, ModelSpec], requests_by_stage: dict[str, list[Reque
             floor = info.get("prompt_cache_min_tokens") or DEFAULT_CACHE_MIN_TOKENS
             shared_tokens = [round(c * per_char) for c in shared]
             reads = (sum(t for t in shared_tokens if t >= floor) if info.get("supports_prompt_caching") else 0)
-            writes = (len({t for t in shared_tokens if t >= floor}) * floor
+            # one cache write per distinct shared prefix (told apart by its length), of that prefix's tokens
+            writes = (sum({t for t in shared_tokens if t >= floor})
                       if reads and spec.model.startswith("anthropic/") else 0)
             costs = {}
             for m in ("sync", "batch"):
