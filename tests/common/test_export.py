@@ -56,13 +56,13 @@ def test_a_latex_table_escapes_cells_headers_and_caption():
 def test_a_csv_written_safe_reads_back_as_written(tmp_path):
     """The workflow's own exports (the human-data files) go through the same reader: the apostrophe a
     formula-like text gets is taken off again, so a crowd worker's "- I hear you" survives the round trip."""
-    from heart.common import tableio
+    from heart.common import records
 
     texts = ["- I hear you.", "=SUM(A1)", "+1 to that", "@you", "plain", "-3", "'quoted' already"]
     export.write_csv(pd.DataFrame({"item_id": [f"i{k}" for k in range(len(texts))], "text": texts}),
                      tmp_path / "c.csv")
     assert "'- I hear you." in (tmp_path / "c.csv").read_text()
-    assert tableio.read_records(tmp_path / "c.csv", ["item_id", "text"])["text"].tolist() == texts
+    assert records.read_records(tmp_path / "c.csv", ["item_id", "text"])["text"].tolist() == texts
 
 
 def test_a_csv_strength_written_by_pandas_beside_gaps_is_a_whole_number(tmp_path):

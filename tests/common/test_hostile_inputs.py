@@ -10,7 +10,7 @@ import pandas as pd
 import pytest
 
 from conftest import TINY_RELEASE
-from heart.common import tableio
+from heart.common import records
 from heart.completions import imported
 from heart.data import release
 from heart.judging import human_judgments
@@ -246,11 +246,11 @@ def test_the_tiny_release_still_reads():
 
 
 def test_the_record_reader_caps_fields_in_every_format(tmp_path):
-    assert tableio.MAX_FIELD_CHARS == 131_072
+    assert records.MAX_FIELD_CHARS == 131_072
     path = tmp_path / "x.csv"
     path.write_text("item_id,contributor_id,text\ni1,c1," + "z" * 131_073 + "\n")
-    with pytest.raises(tableio.RecordError, match=r"x.csv, line 2: a field is longer than 131,072"):
-        tableio.read_records(path, ["item_id", "contributor_id", "text"])
+    with pytest.raises(records.RecordError, match=r"x.csv, line 2: a field is longer than 131,072"):
+        records.read_records(path, ["item_id", "contributor_id", "text"])
 
 
 def test_a_blank_value_under_a_blank_key_is_named(tmp_path):

@@ -1,6 +1,6 @@
 """Malformed user-supplied CSV files: every failure names the file, the line and the field (hardening).
 
-The three formats of ``resources/human/README.md`` share one strict reader (heart.common.tableio.read_records);
+The three formats of ``resources/human/README.md`` share one strict reader (heart.common.records.read_records);
 each case below is a file a person could plausibly hand the workflow.
 """
 

@@ -5,7 +5,7 @@ import pytest
 
 from heart.completions import generate, imported, summary
 from heart.llm.request import template
-from heart.common import tableio
+from heart.common import records, tableio
 
 
 def items():
@@ -187,9 +187,9 @@ def test_imported_file_without_the_system_says_which_it_holds(tmp_path):
     with pytest.raises(imported.CompletionImportError, match=r"holds completions of 'gpt-x', none of system 'polaris'"):
         imported.import_system(path, released_items(), "polaris")
     path.write_text('{"item_id": "a1", "text": "Hi."}\n[1, 2]\n')
-    with pytest.raises(tableio.RecordError, match=r"elsewhere.jsonl, line 2: is a JSON list, not an object"):
+    with pytest.raises(records.RecordError, match=r"elsewhere.jsonl, line 2: is a JSON list, not an object"):
         imported.import_system(path, released_items(), "polaris")
     path = tmp_path / "elsewhere.csv"
     path.write_text("item,text\na1,Hi.\n")
-    with pytest.raises(tableio.RecordError, match=r"missing column\(s\) item_id"):
+    with pytest.raises(records.RecordError, match=r"missing column\(s\) item_id"):
         imported.import_system(path, released_items(), "polaris")

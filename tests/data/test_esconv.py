@@ -281,18 +281,18 @@ def test_real_failed_esconv_speaker_listener():
 
 
 def test_the_schemas_blank_text_is_the_readers_blank_text():
-    """esconv.schema.yaml's text pattern and heart.common.tableio.INVISIBLE agree on every code point."""
+    """esconv.schema.yaml's text pattern and heart.common.records.INVISIBLE agree on every code point."""
     import re
     import sys
 
-    from heart.common import tableio
+    from heart.common import records
 
     schema = re.compile(esconv._TEXT_PATTERN)
     differ = [hex(c) for c in range(sys.maxunicode + 1) if not 0xD800 <= c <= 0xDFFF
-              and bool(schema.search(chr(c))) == tableio.is_blank(chr(c))]
+              and bool(schema.search(chr(c))) == records.is_blank(chr(c))]
     assert differ == []
-    assert tableio.is_blank("\u3164 \u2800\ufe0f\U000e0061\u200b") and not tableio.is_blank("\u3164 a")
+    assert records.is_blank("\u3164 \u2800\ufe0f\U000e0061\u200b") and not records.is_blank("\u3164 a")
     import unicodedata
 
-    assert all(tableio.is_blank(chr(c)) for c in range(sys.maxunicode + 1)
+    assert all(records.is_blank(chr(c)) for c in range(sys.maxunicode + 1)
                if not 0xD800 <= c <= 0xDFFF and unicodedata.category(chr(c)) == "Cf")  # every format character

@@ -35,7 +35,7 @@ import pandas as pd
 
 from heart.judging import pairs as pairs_mod
 from heart.judging.pairs import completion_ref, key_text, unit
-from heart.common.tableio import is_blank
+from heart.common.records import is_blank
 
 TASK_COLUMNS = ["task_id", "kind", "person_id", "position", "item_id", "context",
                 "pair_id", "ref_a", "ref_b", "text_a", "text_b", "qc_expected", "axes",

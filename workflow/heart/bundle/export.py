@@ -34,7 +34,7 @@ import pyarrow.parquet as pq
 import yaml
 
 from heart.bundle import datasheet, pseudonyms
-from heart.common import tableio
+from heart.common import records, tableio
 from heart.common.atomic import sha256_file
 from heart.common.vocabulary import AXIS_COLUMNS
 from heart.completions.imported import HUMAN_COLUMNS, IMPORTED_NUMBERS
@@ -85,7 +85,7 @@ def _read_human(files: dict) -> dict[str, pd.DataFrame]:
     for name, path in files.items():
         if path:
             required, optional, extra, ids = _HUMAN_FORMATS[name]
-            tables[name] = tableio.read_records(path, required, optional, allow_extra=extra, ids=ids).drop(
+            tables[name] = records.read_records(path, required, optional, allow_extra=extra, ids=ids).drop(
                 columns="line")
     return tables
 

@@ -26,7 +26,7 @@ from pathlib import Path
 import jsonschema
 import yaml
 
-from heart.common.tableio import format_path
+from heart.common.strict_json import format_path
 from heart import WORKFLOW_DIR
 
 SCHEMA_DIR = WORKFLOW_DIR / "schemas"
@@ -97,7 +97,7 @@ def _document_order(error: jsonschema.ValidationError):
 
 def schema_problems(instance, schema: dict) -> list[str]:
     """Every way ``instance`` breaks ``schema``: one line each, in document order, naming the key path
-    (``axes[1].high``; see :func:`heart.common.tableio.format_path`). Empty when it matches."""
+    (``axes[1].high``; see :func:`heart.common.strict_json.format_path`). Empty when it matches."""
     cls = jsonschema.validators.validator_for(schema)
     lines = []
     for error in sorted(cls(schema).iter_errors(instance), key=_document_order):

@@ -234,3 +234,21 @@ def loads(text: str, max_depth: int = MAX_DEPTH, bad_chars: bool = True):
             raise StrictJSONError(f"contains {describe_char(bad[1])}", where=bad[0])
     return data
 
+
+def format_path(parts) -> str:
+    """A JSON location as people read it: ``["dialog", 4, "content"]`` -> ``dialog[4].content``.
+
+    A key that is not plain printable text (a control character, a lone surrogate, a zero-width
+    character, a dot ...) is shown quoted with escapes, so an error message naming it can neither drive
+    a terminal nor fail to be written.
+    """
+    out = ""
+    for part in parts:
+        if isinstance(part, int):
+            out += f"[{part}]"
+            continue
+        name = str(part)
+        if not (name.isprintable() and name and not re.search(r"[\s.\[\]'\"]", name)):
+            name = ascii(name) if not name.isascii() else repr(name)
+        out += f".{name}" if out else name
+    return out

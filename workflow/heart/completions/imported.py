@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from heart.common import tableio
+from heart.common import records
 from heart.completions.generate import static_rows
 from heart.items import item_table as items_mod
 
@@ -29,7 +29,7 @@ def _screen(df: pd.DataFrame, items: pd.DataFrame, repeated: str, before=None, a
     for row in df.itertuples():
         problem = ((before and before(row))
                    or (f"unknown item (expected {items_mod.key_hint(items)})" if row.item_id not in known else None)
-                   or ("empty text" if tableio.is_blank(row.text) else None)
+                   or ("empty text" if records.is_blank(row.text) else None)
                    or (after and after(row)))
         if problem:
             problems.append((row.line, row.item_id, row.contributor_id, problem))
@@ -49,14 +49,14 @@ def import_humans(path, items: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame
 
     Raises
     ------
-    heart.common.tableio.RecordError
-        The file cannot be read as the format (see :func:`heart.common.tableio.read_records`); the message names
+    heart.common.records.RecordError
+        The file cannot be read as the format (see :func:`heart.common.records.read_records`); the message names
         the file, the line and the field.
     """
     path = Path(path)
-    df = tableio.read_records(path, HUMAN_COLUMNS, allow_extra=True, ids=("item_id", "contributor_id"))
+    df = records.read_records(path, HUMAN_COLUMNS, allow_extra=True, ids=("item_id", "contributor_id"))
     ok, problems = _screen(df, items, "contributor already completed this context",
-                           after=lambda row: "empty contributor_id" if tableio.is_blank(row.contributor_id) else None)
+                           after=lambda row: "empty contributor_id" if records.is_blank(row.contributor_id) else None)
     violations = pd.DataFrame(problems, columns=["line", "item_id", "contributor_id", "problem"])
     violations.insert(0, "file", str(path))
     table = static_rows(ok["item_id"], "human", "human", ok["text"].str.strip(), ok["contributor_id"])
@@ -85,13 +85,13 @@ def import_system(path, items: pd.DataFrame, system: str) -> tuple[pd.DataFrame,
 
     Raises
     ------
-    heart.common.tableio.RecordError
+    heart.common.records.RecordError
         The file cannot be read as its format.
     CompletionImportError
         The file has a ``system`` column and no row of ``system``.
     """
     path = Path(path)
-    df = tableio.read_records(path, IMPORTED_REQUIRED, IMPORTED_OPTIONAL,
+    df = records.read_records(path, IMPORTED_REQUIRED, IMPORTED_OPTIONAL,
                               ids=("item_id", "system", "contributor_id"))
     named = "system" in df.columns and df["system"].ne("").any()
     if named:

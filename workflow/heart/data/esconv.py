@@ -45,7 +45,7 @@ from heart.common.strict_json import (
     too_deep,
     too_deep_at,
 )
-from heart.common.tableio import format_path
+from heart.common.strict_json import format_path
 
 SCHEMA_PATH = WORKFLOW_DIR / "schemas" / "esconv.schema.yaml"
 

@@ -38,7 +38,8 @@ from heart.items import item_table as items_mod
 from heart.items import screening
 from heart.common.atomic import sha256_file
 from heart.common import strict_json
-from heart.common.tableio import format_path, is_blank
+from heart.common.records import is_blank
+from heart.common.strict_json import format_path
 from heart import WORKFLOW_DIR
 from heart.common.vocabulary import SUBSETS
 

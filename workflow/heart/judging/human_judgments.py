@@ -29,7 +29,7 @@ from pathlib import Path
 import pandas as pd
 
 from heart.items import item_table as items_mod
-from heart.common import tableio
+from heart.common import records
 from heart.common.vocabulary import AXIS_COLUMNS
 from heart.judging import pairs as pairs_mod
 from heart.judging import rater_agreement
@@ -66,22 +66,22 @@ _SECONDS = re.compile(r"[0-9]+(?:\.[0-9]+)?", re.ASCII)  # plain decimal digits:
 def read(path) -> pd.DataFrame:
     """Read and check the CSV; errors name the file, the line (header = line 1) and the field.
 
-    Rejected: what :func:`heart.common.tableio.read_records` rejects (encoding, truncation, missing, repeated or
+    Rejected: what :func:`heart.common.records.read_records` rejects (encoding, truncation, missing, repeated or
     unknown columns), an empty id, a choice outside 1-5, seconds that are not a number in [0, 86400],
     a quality-check side other than A/B, A and B naming the same completion, and one rater judging the
     same pair of an item twice, in either shown order (quality-check rows may repeat).
     """
     path = Path(path)
     try:
-        table = tableio.read_records(path, REQUIRED, OPTIONAL, ids=("rater_id", "item_id", ("shown_a", "shown_b"), "pair_id"))
-    except tableio.RecordError as exc:
+        table = records.read_records(path, REQUIRED, OPTIONAL, ids=("rater_id", "item_id", ("shown_a", "shown_b"), "pair_id"))
+    except records.RecordError as exc:
         raise HumanJudgmentError(str(exc)) from None
     for col in ("choice", "seconds_spent"):  # numbers may be padded with spaces or tabs, nothing else
         table[col] = table[col].str.strip(" \t")
     for row in table.itertuples():
         where = f"{path}, line {row.line}"
         for col in ("rater_id", "item_id", "shown_a", "shown_b"):
-            if tableio.is_blank(getattr(row, col)):
+            if records.is_blank(getattr(row, col)):
                 raise HumanJudgmentError(f"{where}: field {col!r} is empty")
         if not _CHOICE.fullmatch(row.choice):
             raise HumanJudgmentError(f"{where}: field 'choice' is {row.choice!r}; expected 1-5 "

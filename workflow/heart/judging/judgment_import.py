@@ -55,7 +55,7 @@ import pandas as pd
 from heart.items import item_table as items_mod
 from heart.judging import human_judgments as hj
 from heart.judging import combine, llm_judge
-from heart.common import tableio
+from heart.common import records
 from heart.judging import pairs as pairs_mod
 from heart.judging.pairs import source_of
 from heart.common.vocabulary import AXES, AXIS_COLUMNS
@@ -73,7 +73,7 @@ MARKS = {"a": 1, "b": -1, "tie": 0}
 SOURCES = ("model", "human", "dataset")
 #: as the config's ``human_judgments.strength_map`` default
 DEFAULT_STRENGTH_MAP = {"slight": 2, "significant": 4}
-EXTENSIONS = (".csv", *tableio.JSONL_SUFFIXES, *tableio.PARQUET_SUFFIXES)
+EXTENSIONS = (".csv", *records.JSONL_SUFFIXES, *records.PARQUET_SUFFIXES)
 #: identifier fields; each group is one vocabulary (two spellings differing only in case are an error)
 ID_GROUPS = [("item",), ("system_a", "system_b"), ("contributor_a", "contributor_b"), ("judge",),
              ("conversation",), ("subset",)]
@@ -103,7 +103,7 @@ def read(path) -> pd.DataFrame:
     -------
     pandas.DataFrame
         ``TABLE_COLUMNS``: the format's columns (identifiers normalised as in
-        :func:`heart.common.tableio.normalise_id`, empty optional fields None, ``strength`` Int64,
+        :func:`heart.common.records.normalise_id`, empty optional fields None, ``strength`` Int64,
         ``seconds_spent`` float; defaults are not filled in yet), ``file`` and ``record``
         ("line 5", "row 3"). The same content in any of the three formats gives the same table but
         for ``record``.
@@ -112,7 +112,7 @@ def read(path) -> pd.DataFrame:
     ------
     JudgmentImportError
         Anything :func:`check` rejects, an unknown extension, and what the format's reader rejects
-        (for CSV, what :func:`heart.common.tableio.read_records` rejects; for JSON Lines a line that is not one
+        (for CSV, what :func:`heart.common.records.read_records` rejects; for JSON Lines a line that is not one
         JSON object; for Parquet an unreadable file), each naming the file, the record and the field.
     """
     path = Path(path)
@@ -121,11 +121,11 @@ def read(path) -> pd.DataFrame:
                                   "or *.parquet after its format")
     if not path.is_file():
         raise JudgmentImportError(f"{path}: no such file")
-    try:  # one strict reader for the three formats (heart.common.tableio.read_records): every value as text
-        table = tableio.read_records(path, REQUIRED, OPTIONAL)
-    except tableio.RecordError as exc:
+    try:  # one strict reader for the three formats (heart.common.records.read_records): every value as text
+        table = records.read_records(path, REQUIRED, OPTIONAL)
+    except records.RecordError as exc:
         raise JudgmentImportError(str(exc)) from None
-    labels = [tableio.record_label(path, n) for n in table["line"]]
+    labels = [records.record_label(path, n) for n in table["line"]]
     return check(table[COLUMNS].to_dict("records"), path, labels)
 
 
@@ -136,8 +136,8 @@ def from_frame(frame: pd.DataFrame, source: str = "<table>") -> pd.DataFrame:
     if missing or unknown:
         raise JudgmentImportError(f"{source}: missing column(s) {missing}, unknown column(s) {unknown}; "
                                   f"{_EXPECTED}")
-    records = [{c: row.get(c) for c in COLUMNS} for row in frame.to_dict("records")]
-    return check(records, source, [f"row {i + 1}" for i in range(len(records))])
+    entries = [{c: row.get(c) for c in COLUMNS} for row in frame.to_dict("records")]
+    return check(entries, source, [f"row {i + 1}" for i in range(len(entries))])
 
 
 # --- checking ----------------------------------------------------------------------------------
@@ -156,7 +156,7 @@ def _text(value, col: str, where: str) -> str | None:
                                       f"U+{ord(bad.group()):04X}; remove it")
         if col == "rationale":
             return value if value.strip() else None
-        value = tableio.normalise_id(value) if col in _ID_FIELDS else value.strip(" \t")
+        value = records.normalise_id(value) if col in _ID_FIELDS else value.strip(" \t")
         return value or None
     if col == "seconds_spent" and math.isfinite(value):
         return str(int(value)) if isinstance(value, numbers.Integral) else repr(float(value))
@@ -167,7 +167,7 @@ def _text(value, col: str, where: str) -> str | None:
                                  "a whole number 1-5" if col == "strength" else "text"))
 
 
-def check(records: list[dict], path, labels: list[str]) -> pd.DataFrame:
+def check(entries: list[dict], path, labels: list[str]) -> pd.DataFrame:
     """Check records of the public format (dicts of raw values, one label per record); see :func:`read`.
 
     Rejected, with the file, the record and the field named: an empty required field; a ``judge_kind``
@@ -179,7 +179,7 @@ def check(records: list[dict], path, labels: list[str]) -> pd.DataFrame:
     one pair; a human rater judging the same pair twice; two spellings of an id differing only in case.
     """
     rows = []
-    for record, label in zip(records, labels):
+    for record, label in zip(entries, labels):
         where = f"{path}, {label}"
         row = {c: _text(record.get(c), c, where) for c in COLUMNS}
         for col in REQUIRED:
@@ -196,8 +196,8 @@ def check(records: list[dict], path, labels: list[str]) -> pd.DataFrame:
                          dtype=object)  # None stays None (pandas would make some of them NaN)
     for group in ID_GROUPS:
         try:
-            tableio.same_but_for_case(path, table, group, labels=table["record"])
-        except tableio.RecordError as exc:
+            records.same_but_for_case(path, table, group, labels=table["record"])
+        except records.RecordError as exc:
             raise JudgmentImportError(str(exc)) from None
     _one_kind_per_judge(table)
     _one_value_per_item(table, "item", "conversation")
@@ -252,7 +252,7 @@ def _one_kind_per_judge(table: pd.DataFrame) -> None:
     for r in table.itertuples():
         kind, label = first.setdefault(r.judge, (r.judge_kind, r.record))
         if kind != r.judge_kind:
-            raise JudgmentImportError(f"{r.file}, {tableio.two_records(label, r.record)}: field 'judge_kind' is {kind!r} "
+            raise JudgmentImportError(f"{r.file}, {records.two_records(label, r.record)}: field 'judge_kind' is {kind!r} "
                                       f"and {r.judge_kind!r} for judge {r.judge!r}; give a human rater and "
                                       "an LLM judge different ids")
 
@@ -264,7 +264,7 @@ def _one_value_per_item(table: pd.DataFrame, item_col: str, col: str) -> None:
         if value != getattr(r, col):
             shown = " and ".join("empty" if v is None else repr(v) for v in (value, getattr(r, col)))
             raise JudgmentImportError(
-                f"{r.file}, {tableio.two_records(label, r.record)}: field {col!r} is {shown} for item "
+                f"{r.file}, {records.two_records(label, r.record)}: field {col!r} is {shown} for item "
                 f"{getattr(r, item_col)!r}; an item belongs to one {col}: give the same value on every "
                 "record of the item (or leave it empty on all of them)")
 
@@ -287,17 +287,17 @@ def check_duplicates(table: pd.DataFrame, item_col: str = "item") -> None:
             same = [label for shown, label in earlier if first is not None and shown == first]
             if same:
                 raise JudgmentImportError(
-                    f"{r.file}, {tableio.two_records(same[0], r.record)}: fields {fields}: LLM judge {r.judge!r} "
+                    f"{r.file}, {records.two_records(same[0], r.record)}: fields {fields}: LLM judge {r.judge!r} "
                     f"gave two verdicts for {ref_a} vs {ref_b} on item {item!r} with {first} shown first; "
                     "keep one per order (AB and BA are the two orders)")
             if len(earlier) >= 2:
                 raise JudgmentImportError(
-                    f"{r.file}, {tableio.two_records(earlier[-1][1], r.record)}: fields {fields}: LLM judge "
+                    f"{r.file}, {records.two_records(earlier[-1][1], r.record)}: fields {fields}: LLM judge "
                     f"{r.judge!r} gave a third verdict for {ref_a} vs {ref_b} on item {item!r} (also "
                     f"{earlier[0][1]}); a judge gives one per order, two at most")
         elif earlier:
             raise JudgmentImportError(
-                f"{r.file}, {tableio.two_records(earlier[0][1], r.record)}: fields 'judge', 'item', 'system_a', "
+                f"{r.file}, {records.two_records(earlier[0][1], r.record)}: fields 'judge', 'item', 'system_a', "
                 f"'system_b': rater {r.judge!r} judged {ref_a} vs {ref_b} on item {item!r} twice; keep one "
                 "judgment per rater and pair")
         earlier.append((first, r.record))

@@ -50,7 +50,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-from heart.common import tableio
+from heart.common import records
 from heart.stats.factors import fisher_ci
 from heart import WORKFLOW_DIR
 
@@ -69,7 +69,7 @@ TTFT_COLUMNS = ["system", "ttft_median_s", "n_ttft"]
 def load_models(path=MODELS_CSV) -> pd.DataFrame:
     """The metadata resource, checked; errors name the file, row and field."""
     path = Path(path)
-    table = tableio.read_csv(path, dtype=str, keep_default_na=False, na_values=[""])
+    table = records.read_csv(path, dtype=str, keep_default_na=False, na_values=[""])
     missing = [c for c in MODEL_COLUMNS if c not in table.columns]
     if missing:
         raise ValueError(f"{path}: missing column(s) {', '.join(missing)}; "

@@ -7,7 +7,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from heart.common import tableio
+from heart.common import records
 from heart.tagging.taxonomy import strategy_keys
 
 
@@ -23,7 +23,7 @@ def read_spot_checks(path, taxonomy: dict, completions: pd.DataFrame | None = No
     completion that does not exist is an error too; so is a (completion, strategy) labelled twice.
     """
     path = Path(path)
-    table = tableio.read_records(path, SPOT_CHECK_REQUIRED, SPOT_CHECK_OPTIONAL,
+    table = records.read_records(path, SPOT_CHECK_REQUIRED, SPOT_CHECK_OPTIONAL,
                                  ids=("item_id", "system", "contributor_id", "strategy"))
     known = set(strategy_keys(taxonomy))
     refs = None
@@ -34,7 +34,7 @@ def read_spot_checks(path, taxonomy: dict, completions: pd.DataFrame | None = No
     for row in table.itertuples():
         where = f"{path}, line {row.line}"
         for col in ("item_id", "system"):
-            if tableio.is_blank(getattr(row, col)):
+            if records.is_blank(getattr(row, col)):
                 raise ValueError(f"{where}: field {col!r} is empty")
         if row.strategy not in known:
             raise ValueError(f"{where}: field 'strategy' is {row.strategy!r}; "
