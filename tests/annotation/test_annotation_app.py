@@ -380,7 +380,7 @@ def test_per_axis_marks_flow_from_the_page_to_per_axis_kappa(tmp_path):
     (axis_H ... of the shown sides), the workflow's reader orients them to the pair, and inter-human Fleiss'
     κ is computed per axis. SYNTHETIC: two raters who agree on every pair on H and disagree on E."""
     from heart.judging import combine
-    from heart.judging.llm_judge import load_rubric
+    from heart.judging.material import load_rubric
     from heart.stats.agreement import inter_human
 
     items = make_items()

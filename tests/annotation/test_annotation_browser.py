@@ -468,7 +468,7 @@ def test_a_rater_marks_each_axis_when_the_study_asks(browser, tmp_path):
     marks. A SYNTHETIC store of its own: one rater, the first items' pairs."""
     from heart.annotation import tasks as tasks_mod
     from heart.judging import pairs as pairs_mod
-    from heart.judging.llm_judge import load_rubric
+    from heart.judging.material import load_rubric
 
     items = pd.DataFrame([{"item_id": f"synthetic-{i}", "conversation_id": i, "subset": "regular",
                            "history": [{"role": "seeker", "text": f"[synthetic] My sister stopped calling ({i})."},

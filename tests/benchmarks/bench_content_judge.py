@@ -28,7 +28,8 @@ import pandas as pd
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "workflow"))
 
-from heart.judging import content_judge, judge_qc  # noqa: E402
+from heart.judging import judge_qc  # noqa: E402
+from heart.judging.kinds import content  # noqa: E402
 from heart.llm import likelihood  # noqa: E402
 from heart.llm.cache import ResponseCache  # noqa: E402
 from heart.llm.models import ModelSpec  # noqa: E402
@@ -85,14 +86,14 @@ def main():
     design, texts = judge_qc.design(items, replies, 20251122, judge_qc.KINDS)
     instructions = (ROOT / "workflow/resources/prompts/judge/content_fit.md").read_text().strip()
     turns = None if args.context_turns == "all" else int(args.context_turns)
-    reqs = content_judge.requests(design, items, texts, SPEC.name, instructions, turns)
+    reqs = content.fit_requests(design, items, texts, SPEC.name, instructions, turns)
     cache = ResponseCache(args.cache or tempfile.mkdtemp(prefix="bench-content-"))
     start = time.monotonic()
     res = likelihood.run({SPEC.name: SPEC}, reqs, cache, desc="known-answer checks", scorer=Counting)
     seconds = time.monotonic() - start
 
     def logprobs(item, side, context):
-        return np.array([t["logprob"] for t in res[content_judge.side_id(item, side, None, context)]["logprobs"]])
+        return np.array([t["logprob"] for t in res[content.side_id(item, side, None, context)]["logprobs"]])
 
     rows = []
     for name, score in VARIANTS.items():

@@ -100,30 +100,30 @@ def _drop(doc, path):
 
 @pytest.mark.parametrize("src, loader, mutate, expected", [
     # wrong type
-    (RUBRIC, "heart.judging.llm_judge:load_rubric", lambda d: _set(d, ["axes", 2, "high"], 3),
+    (RUBRIC, "heart.judging.material:load_rubric", lambda d: _set(d, ["axes", 2, "high"], 3),
      "axes[2].high must be a non-empty string, not 3"),
-    (RUBRIC, "heart.judging.llm_judge:load_rubric", lambda d: _set(d, ["version"], "one"),
+    (RUBRIC, "heart.judging.material:load_rubric", lambda d: _set(d, ["version"], "one"),
      "version: 'one' is not of type 'integer'"),
     (TAXONOMY, "heart.tagging.taxonomy:load_taxonomy", lambda d: _set(d, ["strategies", 4], "Offer Hope"),
      "strategies[4]: 'Offer Hope' is not of type 'object'"),
     (TAXONOMY, "heart.tagging.taxonomy:load_taxonomy", lambda d: _set(d, ["strategies"], {"offer_hope": "..."}),
      "strategies: {'offer_hope': '...'} is not of type 'array'"),
     # unknown key
-    (RUBRIC, "heart.judging.llm_judge:load_rubric", lambda d: _set(d, ["axes", 0, "colour"], "red"),
+    (RUBRIC, "heart.judging.material:load_rubric", lambda d: _set(d, ["axes", 0, "colour"], "red"),
      "axes[0].colour: unknown key (allowed here: criteria, description, high, key, low, name)"),
-    (RUBRIC, "heart.judging.llm_judge:load_rubric", lambda d: _set(d, ["checklst"], []),
+    (RUBRIC, "heart.judging.material:load_rubric", lambda d: _set(d, ["checklst"], []),
      "checklst: unknown key (allowed here: axes, checklist, version)"),
     (TAXONOMY, "heart.tagging.taxonomy:load_taxonomy", lambda d: _set(d, ["strategies", 5, "examples"], "x"),
      "strategies[5].examples: unknown key (allowed here: definition, example, key, name)"),
     # missing field
-    (RUBRIC, "heart.judging.llm_judge:load_rubric", lambda d: _drop(d, ["axes", 1, "name"]),
+    (RUBRIC, "heart.judging.material:load_rubric", lambda d: _drop(d, ["axes", 1, "name"]),
      "axes[1].name must be a non-empty string; it is missing"),
     (TAXONOMY, "heart.tagging.taxonomy:load_taxonomy", lambda d: _drop(d, ["strategies", 7, "key"]),
      "strategies[7].key: required key is missing"),
     (TAXONOMY, "heart.tagging.taxonomy:load_taxonomy", lambda d: _drop(d, ["strategies"]),
      "strategies: required key is missing"),
     # a value the schema rules out
-    (RUBRIC, "heart.judging.llm_judge:load_rubric", lambda d: _set(d, ["checklist", 1], " \n"),
+    (RUBRIC, "heart.judging.material:load_rubric", lambda d: _set(d, ["checklist", 1], " \n"),
      "checklist[1] must be a non-empty string, not ' \\n'"),
     (TAXONOMY, "heart.tagging.taxonomy:load_taxonomy",
      lambda d: _set(d, ["strategies", 3, "key"], "Collaborative planning"),

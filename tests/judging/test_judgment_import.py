@@ -11,7 +11,7 @@ import pytest
 
 from conftest import FIXTURES
 from heart.judging import human_judgments as hj
-from heart.judging import combine, llm_judge
+from heart.judging import combine, verdicts
 from heart.judging import pairs
 from heart.common import tableio
 from heart.judging import judgment_import as ji
@@ -247,7 +247,7 @@ NONE_EAT = {"axis_E": "tie", "axis_A": "tie", "axis_T": "tie"}  # "none" on E, A
 
 
 def test_orders_combine_exactly_as_judging_combine(tmp_path):
-    """The same two answers as workflow verdict rows (heart.judging.llm_judge.orient) and as imported records."""
+    """The same two answers as workflow verdict rows (heart.judging.verdicts.orient) and as imported records."""
     out = imported(tmp_path,
                    {"order": "AB", "winner": "a", "strength": "4", "axis_H": "a", **NONE_EAT, "axis_R": "tie"},
                    # written the other way round: system_a is m2, shown first; the judge prefers m1
@@ -261,7 +261,7 @@ def test_orders_combine_exactly_as_judging_combine(tmp_path):
                           ("BA", {"winner": "B", "strength": 1, "axes": {"H": "A+", "E": "none", "A": "none",
                                                                         "R": "none", "T": "none"}})):
         rows.append({"pair_id": pair["pair_id"].iloc[0], "judge": "j1", "order": order, "parse_ok": True,
-                     "rationale": None, **llm_judge.orient(parsed, order, axes)})
+                     "rationale": None, **verdicts.orient(parsed, order, axes)})
     expected = combine.combine(pd.DataFrame(rows), pair, axes)
     got = combine.combine(out.verdicts, pair, axes)
     cols = ["winner", "strength", "status", "flipped", "n_orders", *AXIS_COLUMNS]

@@ -15,7 +15,8 @@ import time
 
 import pytest
 from conftest import REPO
-from heart.judging import llm_judge
+from heart.judging import material
+from heart.judging.kinds import verdict
 from heart.llm.batch import Journal
 from heart.llm.cache import ResponseCache, cache_key
 from heart.llm.engine import run_requests
@@ -23,13 +24,13 @@ from heart.llm.models import ModelSpec
 from heart.llm.request import Request, prepare_all
 from heart.simulation.handle import Simulator
 
-SCHEMA = llm_judge.response_schema(llm_judge.load_rubric(REPO / "workflow/resources/rubric/heart.yaml"), 240)
+SCHEMA = verdict.response_schema(material.load_rubric(REPO / "workflow/resources/rubric/heart.yaml"), 240)
 FAST = {"poll_s": 0.1, "max_requests": 20}
 
 
 def judge_requests(n, tag="p", stream=False):
     return [Request(id=f"{tag}{i}", model="j", template_version="judge:t", schema=SCHEMA, stream=stream,
-                    messages=llm_judge.messages("Judge the two replies.", [{"role": "seeker", "text": f"worry {i}"}],
+                    messages=material.messages("Judge the two replies.", [{"role": "seeker", "text": f"worry {i}"}],
                                                 f"reply one {i}", f"reply two {i}\nwith a line break"))
             for i in range(n)]
 
@@ -90,7 +91,7 @@ def test_a_job_killed_between_submitting_and_recording_finds_its_batch_again(tmp
     the batch was created and the job died before writing its id: the rerun adopts it."""
     import asyncio
 
-    from heart.llm.batch_apis import adapter
+    from heart.llm.batch_protocols import adapter
     from heart.llm.engine import wire_messages, wire_params
 
     reqs = judge_requests(5)
@@ -177,15 +178,17 @@ def test_a_batch_another_live_job_holds_is_waited_for_then_adopted(tmp_path):
         assert {k: v["text"] for k, v in second.items()} == {k: v["text"] for k, v in done["a"].items()}
 
 
-def test_an_unknown_batch_protocol_is_refused_by_the_config_schema():
+def test_an_unknown_batch_protocol_is_refused_at_start_up():
     import yaml
 
     from heart.common.config import ConfigError, validate_config
+    from heart.llm import batch_protocols
 
     cfg = yaml.safe_load((REPO / "config" / "config.yaml").read_text())
     cfg["models"]["smollm2"]["batch"] = "carrier-pigeon"
-    with pytest.raises(ConfigError, match=r"models.smollm2.batch"):
-        validate_config(cfg)
+    with pytest.raises(ConfigError, match=r"models\.smollm2\.batch: 'carrier-pigeon' is not a batch protocol "
+                                          r"\(protocols: openai, anthropic, gemini\)"):
+        validate_config(cfg, checks=[batch_protocols.config_problems])
 
 
 def test_anthropic_cache_marks_split_the_shared_dialogue_from_the_replies_without_changing_the_text():
@@ -251,7 +254,7 @@ def test_an_openai_batch_line_is_the_body_litellm_sends_synchronously():
     """o-series models get their system turn as a user turn and max_completion_tokens from litellm; the
     batch line does the same, so both modes ask the provider the same thing (the rehearsal found o3's
     verdicts differ between modes before)."""
-    from heart.llm.batch_apis import OpenAIBatches
+    from heart.llm.batch_protocols.openai import OpenAIBatches
     from heart.llm.wire import wire_messages, wire_params
 
     req = judge_requests(1)[0]
@@ -269,7 +272,7 @@ def test_anthropic_batches_of_one_size_are_told_apart_by_when_they_were_made_and
     was written that no other record names (the rehearsal's kill left several of 2,000 at once)."""
     import asyncio
 
-    from heart.llm.batch_apis import adapter
+    from heart.llm.batch_protocols import adapter
     from heart.llm.wire import wire_messages, wire_params
 
     with Simulator(time_scale=0.01, error_rate=0.0, rpm=None, batch_delay=500) as sim:
@@ -291,3 +294,59 @@ def test_anthropic_batches_of_one_size_are_told_apart_by_when_they_were_made_and
             assert await api.find(records[2], set(ids)) is None
 
         asyncio.run(go())
+
+
+class ToyBatches:
+    """A batch protocol written as a newcomer would, from heart.llm.batch_protocols' docstring alone: an
+    in-memory desk that answers every request at once with a verdict for response A."""
+
+    desk: dict = {}
+
+    def __init__(self, spec):
+        self.spec = spec
+
+    def _batch(self, batch_id):
+        n = len(self.desk[batch_id][1])
+        return {"id": batch_id, "status": "completed", "request_counts": {"total": n, "completed": n, "failed": 0}}
+
+    async def submit(self, token, requests, wire):
+        batch_id = f"toy-{len(self.desk)}"
+        self.desk[batch_id] = (token, [key for key, _ in requests])
+        return self._batch(batch_id)
+
+    async def find(self, record, taken=frozenset()):
+        return next((self._batch(b) for b, (token, _) in self.desk.items() if token == record["token"]), None)
+
+    async def status(self, batch_id):
+        return self._batch(batch_id)
+
+    async def results(self, batch):
+        from heart.llm.batch_protocols.base import chat_body
+
+        text = json.dumps({"rationale": "toy", "winner": "A", "strength": 2, "axes": {k: "none" for k in "HEART"}})
+        usage = {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15}
+        return {key: chat_body(text, usage, "toy") for key in self.desk[batch["id"]][1]}, {}
+
+
+def test_a_toy_batch_protocol_registered_by_one_entry_answers_through_the_journal(tmp_path, monkeypatch):
+    """A protocol is one module and one entry of PROTOCOLS: registered, a model's batch: toy is accepted at
+    start-up and its requests go through the journal and the cache like every protocol's."""
+    import yaml
+
+    from heart.common.config import validate_config
+    from heart.llm import batch_protocols
+
+    monkeypatch.setitem(batch_protocols.PROTOCOLS, "toy", ToyBatches)
+    monkeypatch.setattr(ToyBatches, "desk", {})
+    cfg = yaml.safe_load((REPO / "config" / "config.yaml").read_text())
+    cfg["models"]["smollm2"]["batch"] = "toy"
+    validate_config(cfg, checks=[batch_protocols.config_problems])
+    toy = ModelSpec(name="j", model="openai/toy-judge", batch="toy")
+    reqs = judge_requests(7)
+    out = run_requests({"j": toy}, reqs, ResponseCache(tmp_path), batch=FAST)
+    assert len(ToyBatches.desk) == 1 and {r["mode"] for r in out.values()} == {"batch"}
+    assert all(r["parsed"]["winner"] == "A" and r["batch_id"] == "toy-0" for r in out.values())
+    records = [json.loads(p.read_text()) for p in (tmp_path / "batches").glob("*.json")]
+    assert [(r["protocol"], r["state"]) for r in records] == [("toy", "collected")]
+    again = run_requests({"j": toy}, reqs, ResponseCache(tmp_path), batch=FAST)
+    assert all(a["from_cache"] for a in again.values()) and len(ToyBatches.desk) == 1  # nothing sent again

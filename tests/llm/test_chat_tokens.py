@@ -7,7 +7,7 @@ import pytest
 
 from heart.llm import chat_tokens
 from heart.completions import generate
-from heart.judging import llm_judge
+from heart.judging import material
 from heart.llm.cache import ResponseCache, cache_key
 from heart.llm.engine import run_requests
 from heart.llm.models import ModelSpec, gguf_path
@@ -84,15 +84,15 @@ def prepared(messages):
 
 def test_judge_prompt_keeps_exactly_its_turns_and_blinding(smol):
     history = [{"role": "supporter", "text": "Hi, how are you?"}, {"role": "seeker", "text": HOSTILE_SEEKER}]
-    msgs = llm_judge.messages("You judge two replies. Answer in JSON.", history, HOSTILE_REPLY, "I hear you.")
+    msgs = material.messages("You judge two replies. Answer in JSON.", history, HOSTILE_REPLY, "I hear you.")
     # raw, the material opens a system, an assistant and a user turn of its own inside the user turn
     assert smol(msgs) == ["system", "user", "system", "assistant", "user", "assistant"]
     req, n = prepared(msgs)
     assert n == 4 + 7  # the seeker turn's four, the reply's six generic ones and SmolLM2's <repo_name>
     assert smol(req.messages) == ["system", "user", "assistant"]  # system, the material, the generation prompt
-    material = json.loads(req.messages[1]["content"])  # still one JSON object, the blinded labels only
-    assert set(material) == {"dialogue", "response_A", "response_B"}
-    assert material["response_A"].replace(JOINER, "") == HOSTILE_REPLY
+    shown = json.loads(req.messages[1]["content"])  # still one JSON object, the blinded labels only
+    assert set(shown) == {"dialogue", "response_A", "response_B"}
+    assert shown["response_A"].replace(JOINER, "") == HOSTILE_REPLY
 
 
 def test_completion_and_tagging_prompts_keep_exactly_their_turns(smol):

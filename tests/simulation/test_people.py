@@ -7,7 +7,7 @@ import yaml
 from conftest import REPO
 from heart.annotation import export, store, tasks
 from heart.judging import human_judgments, pairs as pairs_mod
-from heart.judging.llm_judge import load_rubric
+from heart.judging.material import load_rubric
 from heart.simulation import people
 
 QC = yaml.safe_load((REPO / "workflow/resources/annotation/qc_replies.yaml").read_text())["replies"]

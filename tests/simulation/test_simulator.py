@@ -15,7 +15,8 @@ import urllib.request
 import jsonschema
 import pytest
 from conftest import REPO
-from heart.judging import llm_judge
+from heart.judging import material
+from heart.judging.kinds import verdict
 from heart.llm.cache import ResponseCache
 from heart.llm.engine import run_requests
 from heart.llm.models import ModelSpec
@@ -26,7 +27,7 @@ from heart.simulation import answers, simulator
 from heart.simulation.handle import Simulator
 from heart.tagging.taxonomy import load_taxonomy
 
-JUDGE_SCHEMA = llm_judge.response_schema(llm_judge.load_rubric(REPO / "workflow/resources/rubric/heart.yaml"), 240)
+JUDGE_SCHEMA = verdict.response_schema(material.load_rubric(REPO / "workflow/resources/rubric/heart.yaml"), 240)
 TAG_SCHEMA = tagger.response_schema(load_taxonomy(REPO / "workflow/resources/taxonomy/strategies.yaml"), 60)
 HISTORY = [{"role": "seeker", "text": "I lost my job last week and I can't sleep."},
            {"role": "supporter", "text": "That sounds very stressful. What has been hardest?"},
@@ -64,7 +65,7 @@ def chat(text: str, model: str = "sim-model", **extra) -> dict:
 
 
 def judge_body(a: str, b: str, model: str = "sim-judge") -> dict:
-    messages = llm_judge.messages("You are a careful judge.", HISTORY, a, b)
+    messages = material.messages("You are a careful judge.", HISTORY, a, b)
     return {"model": model, "messages": list(messages),
             "response_format": {"type": "json_object", "schema": JUDGE_SCHEMA}}
 
@@ -110,12 +111,12 @@ def test_judge_verdicts_validate_and_follow_the_replies_not_their_order(sim):
         other = json.loads(content(post(sim.api_base, judge_body(a, b, model="sim-judge-2"))[2]))
         judges_agree += other["winner"] == ab["winner"]
         ba = json.loads(content(post(sim.api_base, judge_body(b, a))[2]))
-        for verdict in (ab, ba):
-            jsonschema.validate(verdict, JUDGE_SCHEMA)
-            assert verdict["rationale"].startswith(f"Response {verdict['winner']} ")
-            marks = [m for m in verdict["axes"].values() if m != "none"]
+        for answer in (ab, ba):
+            jsonschema.validate(answer, JUDGE_SCHEMA)
+            assert answer["rationale"].startswith(f"Response {answer['winner']} ")
+            marks = [m for m in answer["axes"].values() if m != "none"]
             marked += len(marks)
-            agree += sum(m[0] == verdict["winner"] for m in marks)
+            agree += sum(m[0] == answer["winner"] for m in marks)
         flips += ab["winner"] != ba["winner"]
         a_wins += ab["winner"] == "A"
     assert flips >= 45  # swapping the replies swaps the verdict (>= 90 % of 50 pairs) ...
@@ -276,7 +277,7 @@ def test_run_requests_end_to_end_and_a_rerun_calls_nothing(sim, faulty, tmp_path
     for i in range(12):
         a, b = rng.sample(pool, 2)
         reqs.append(Request(id=f"pair{i}", model="judge", template_version="t1", schema=JUDGE_SCHEMA,
-                                messages=llm_judge.messages(f"Judge pair {i}.", HISTORY, a, b), stream=stream))
+                                messages=material.messages(f"Judge pair {i}.", HISTORY, a, b), stream=stream))
     for server, retries in ((sim, 0), (faulty, 2)):  # the faulty server needs two retries, no more
         spec = ModelSpec(name="judge", model="openai/sim-judge", api_base=server.api_base, stream=stream,
                              params={"temperature": 0, "max_tokens": 300}, max_concurrency=8, timeout=10,

@@ -12,9 +12,10 @@ sys.path.insert(0, HEART_PATH)
 _others = [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p and p != HEART_PATH]
 os.environ.update(PYTHONPATH=os.pathsep.join([HEART_PATH, *_others]))
 
-from heart.llm import shards  # noqa: E402
+from heart.llm import batch_protocols, shards  # noqa: E402
 from heart.common.config import validate_config  # noqa: E402
 from heart.judging.judge import Judge  # noqa: E402
+from heart.judging import kinds as judge_kinds  # noqa: E402
 from heart.tagging.tagger import Tagger  # noqa: E402
 from snakemake.io import strip_wildcard_constraints  # noqa: E402
 
@@ -37,7 +38,8 @@ if ARTIFACTS:
     update_config(config, {k: v for k, v in dict(workflow.config_settings.config).items() if k != "artifacts"})
     ARTIFACTS = config["artifacts"]["path"]
 
-validate_config(config, source="config (config/config.yaml and any --configfile/--config)")
+validate_config(config, source="config (config/config.yaml and any --configfile/--config)",
+                checks=[judge_kinds.config_problems, batch_protocols.config_problems])
 
 
 def esconv_input():

@@ -8,7 +8,7 @@ import yaml
 from heart.common import provenance, tableio
 from heart.common.atomic import atomic_path
 from heart.annotation import tasks
-from heart.judging.llm_judge import load_rubric
+from heart.judging.material import load_rubric
 from heart.common.runtime import logged
 
 with logged(snakemake.log[0], snakemake) as log:

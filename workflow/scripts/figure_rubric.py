@@ -1,7 +1,7 @@
 """rule figure_rubric: Figure 1, the five HEART axes and their criteria, from the rubric file."""
 from heart.common.runtime import logged
 from heart.figures import rubric, style
-from heart.judging.llm_judge import load_rubric
+from heart.judging.material import load_rubric
 
 with logged(snakemake.log[0], snakemake) as log, style.applied(snakemake.input.style, snakemake.params.label) as dpi:
     spec = load_rubric(snakemake.input.rubric)

@@ -1,6 +1,5 @@
 """rule judge_quality: each LLM judge's QC accuracy and flip rates (heart/judging/judge_qc.py)."""
-from heart.judging import judge_qc
-from heart.judging import combine, llm_judge
+from heart.judging import combine, judge_qc, material
 from heart.common import provenance, tableio
 from heart.common.runtime import logged
 
@@ -8,7 +7,7 @@ with logged(snakemake.log[0], snakemake) as log:
     items = tableio.read_table(snakemake.input.item_table)
     design, _ = judge_qc.design(items, judge_qc.load_replies(snakemake.input.replies), snakemake.params.seed,
                                 snakemake.params.kinds)
-    axes = llm_judge.axis_keys(llm_judge.load_rubric(snakemake.input.rubric))
+    axes = material.axis_keys(material.load_rubric(snakemake.input.rubric))
     verdicts = tableio.read_tables(snakemake.input.qc, "judge_verdicts")
     combined = combine.combine(verdicts, design, axes) if len(verdicts) else design.iloc[:0].assign(judge=None)
     table = judge_qc.summary(combined, verdicts, tableio.read_table(snakemake.input.flips))

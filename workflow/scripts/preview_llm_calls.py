@@ -5,7 +5,7 @@ from heart.common import provenance, tableio
 from heart.common.runtime import logged, tell
 from heart.completions import generate
 from heart.items import adversarial, screening
-from heart.judging import judge_qc, llm_judge, pairs
+from heart.judging import judge_qc, material, pairs
 from heart.judging.judge import Judge
 from heart.llm.engine import Engine
 from heart.llm.preview import preview, preview_summary
@@ -46,9 +46,9 @@ with logged(snakemake.log[0], snakemake) as log:
         orders = "both orders" if p.both_orders else "one order"
         log.info("judging design: %d pairs (%s), %s; %d human completions per context assumed", len(design),
                  design["kind"].value_counts().to_dict(), orders, p.human_per_context)
-        rubric = llm_judge.load_rubric(snakemake.input.rubric)
+        rubric = material.load_rubric(snakemake.input.rubric)
         for judge in map(Judge.from_params, p.judges):
-            keep = llm_judge.eligible(design, engine.specs[judge.model].family, p.families, p.exclude_own_family)
+            keep = material.eligible(design, engine.specs[judge.model].family, p.families, p.exclude_own_family)
             text, version = prompt(snakemake.input.judge_prompts, judge.prompt)
             stages[f"judging {judge.name} ({scope}, {len(design)} pairs, {orders})"] = judge.requests(
                 design[keep], regular, texts, text, rubric, version, p.both_orders)

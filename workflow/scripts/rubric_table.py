@@ -1,6 +1,6 @@
 """rule rubric_table: Table 2, the HEART rubric summary, from the rubric file (CSV + LaTeX)."""
 from heart.common.runtime import logged
-from heart.judging.llm_judge import load_rubric
+from heart.judging.material import load_rubric
 from heart.tables import paper_tables as tables
 
 with logged(snakemake.log[0], snakemake) as log:

@@ -184,7 +184,7 @@ class Rehearsal(Runner):
 
     def expected_judge_calls(self):
         sys.path.insert(0, str(self.wd / "workflow"))
-        from heart.judging import llm_judge
+        from heart.judging import material
 
         cfg = self.config
         families = {s: cfg["models"][c["model"]]["family"] for s, c in cfg["systems"].items()}
@@ -196,7 +196,7 @@ class Rehearsal(Runner):
         per = {}
         for name, j in cfg["judging"]["judges"].items():
             fam = cfg["models"][j["model"]]["family"]
-            n = int(llm_judge.eligible(pairs, fam, families, cfg["judging"]["exclude_own_family"]).sum()) * orders
+            n = int(material.eligible(pairs, fam, families, cfg["judging"]["exclude_own_family"]).sum()) * orders
             per[name] = n
             total += n
         self.out["pairs"] = len(pairs)

@@ -187,8 +187,12 @@ def _coerce_strings(instance, schema):
             instance[name] = parsed
 
 
-def validate_config(config: dict, schema_path=SCHEMA_PATH, source: str = "config") -> dict:
+def validate_config(config: dict, schema_path=SCHEMA_PATH, source: str = "config", checks=()) -> dict:
     """Check ``config`` in place against the schema and fill defaults.
+
+    ``checks``: more checks of the filled-in config, each a function returning its problems as lines that
+    name the key (what the schema cannot say: a judge kind is a key of a registry, for example,
+    :func:`heart.judging.kinds.config_problems`).
 
     Raises
     ------
@@ -203,7 +207,7 @@ def validate_config(config: dict, schema_path=SCHEMA_PATH, source: str = "config
         _fail(source, schema_path, lines)
     cls = jsonschema.validators.validator_for(schema)
     _with_defaults(cls)(schema).validate(config)
-    lines = _dangling_references(config)
+    lines = _dangling_references(config) + [line for check in checks for line in check(config)]
     if lines:
         _fail(source, schema_path, lines)
     return config

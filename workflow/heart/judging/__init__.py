@@ -4,9 +4,10 @@ The modules, by the rules of ``rules/judging.smk`` they serve:
 
 * :mod:`.pairs` (design_pairs) -- which completions are compared, in which A/B order;
 * :mod:`.judge` (judge_pairs, judge_qc) -- one LLM judge (:class:`~heart.judging.judge.Judge`), its
-  requests and answers; :mod:`.llm_judge` -- the blinded material, the JSON verdict and the verdict table;
-  :mod:`.letter_judge` -- a judge read by its log-probabilities; :mod:`.content_judge` -- a judge that
-  scores each reply's fit to the dialogue by a local model's likelihoods (not the HEART rubric);
+  requests and answers by its kind; :mod:`.kinds` -- the judge kinds, one module each, registered by their
+  ``answer`` name (a JSON verdict, log-probabilities, content fit); :mod:`.material` -- what every kind
+  shares (the rubric, eligibility, the blinded material in each shown order); :mod:`.verdicts` -- the
+  verdict table every kind's answers become;
 * :mod:`.judge_qc` (judge_qc, judge_quality) -- known-answer quality checks of the LLM judges;
 * :mod:`.human_judgments` (human_judgments) -- human judgments: import, quality control, orientation;
 * :mod:`.combine` (combine_judgments) -- both orders of a judge combined, the judgments table;

@@ -29,7 +29,7 @@ import numpy as np
 import pandas as pd
 
 from heart.common.vocabulary import AXIS_COLUMNS
-from heart.judging.letter_judge import margin_strength
+from heart.judging.kinds.logprobs import margin_strength
 
 
 def combine_signed(values, tiebreak: int = 0) -> int | None:

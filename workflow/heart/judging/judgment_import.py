@@ -54,7 +54,7 @@ import pandas as pd
 
 from heart.items import item_table as items_mod
 from heart.judging import human_judgments as hj
-from heart.judging import combine, llm_judge
+from heart.judging import combine, verdicts
 from heart.common import records
 from heart.judging import pairs as pairs_mod
 from heart.judging.pairs import source_of
@@ -482,7 +482,7 @@ def convert(table, items: pd.DataFrame | None = None, pairs: pd.DataFrame | None
         pair_table = pairs[pairs["pair_id"].isin(set(resolved["pair_id"]))].reset_index(drop=True)
     pair_a = {p.pair_id: (_ref(p.system_a, p.contributor_a), p.system_a, p.system_b)
               for p in pair_table.itertuples()}
-    verdicts, human = [], []
+    verdict_rows, human = [], []
     for r in resolved.itertuples():
         a_ref, system_a, system_b = pair_a[r.pair_id]
         ref_a, ref_b = _ref(r.system_a, r.contributor_a), _ref(r.system_b, r.contributor_b)
@@ -499,7 +499,7 @@ def convert(table, items: pd.DataFrame | None = None, pairs: pd.DataFrame | None
                 weighted.add((r.pair_id, r.judge))
             strength = 1 if pd.isna(r.strength) else int(r.strength)  # for the combining rule only
             winner_ref = {"a": ref_a, "b": ref_b}.get(r.winner)
-            verdicts.append({"pair_id": r.pair_id, "judge": r.judge, "order": pair_order,
+            verdict_rows.append({"pair_id": r.pair_id, "judge": r.judge, "order": pair_order,
                              "shown_a": None if pair_order is None else (system_a if pair_order == "AB" else system_b),
                              "parse_ok": True, "parse_error": None,
                              "winner_shown": (None if shown_first is None or winner_ref is None
@@ -515,10 +515,10 @@ def convert(table, items: pd.DataFrame | None = None, pairs: pd.DataFrame | None
                           "winner": None if side == 0 else ("a" if side > 0 else "b"),
                           "strength": None if level is None else levels[level],
                           "rationale": r.rationale, "seconds_spent": r.seconds_spent, **axes})
-    verdict_table = pd.DataFrame(verdicts, columns=[*llm_judge.VERDICT_COLUMNS, *AXIS_COLUMNS, *llm_judge.MARGIN_COLUMNS])
+    verdict_table = pd.DataFrame(verdict_rows, columns=[*verdicts.VERDICT_COLUMNS, *AXIS_COLUMNS, *verdicts.MARGIN_COLUMNS])
     for col in ("signed", *AXIS_COLUMNS):
         verdict_table[col] = verdict_table[col].astype("Int64")
-    for col in llm_judge.MARGIN_COLUMNS:  # imported verdicts are verdicts, never letter margins
+    for col in verdicts.MARGIN_COLUMNS:  # imported verdicts are verdicts, never letter margins
         verdict_table[col] = verdict_table[col].astype("float64")
     verdict_table = verdict_table.sort_values(["pair_id", "judge", "order"], ignore_index=True)
     human_table = pd.DataFrame(human, columns=hj.JUDGMENT_COLUMNS)  # (with the axis columns)

@@ -13,7 +13,7 @@ through :class:`~heart.llm.stage.Stage`). The modules, from the model to the run
 * :mod:`.pacing` -- rate limits, the spacing of a job's call starts, Retry-After;
 * :mod:`.wire` -- a request as sent (params, messages with prompt-cache marks) and the usage that comes back;
 * :mod:`.engine` -- the run loop: cache first, bounded concurrency, retries, failures listed;
-* :mod:`.batch` (and :mod:`.batch_apis`) -- a provider's batch interface, journaled: half the price, nothing
+* :mod:`.batch` (and :mod:`.batch_protocols`) -- a provider's batch interface, journaled: half the price, nothing
   submitted paid twice;
 * :mod:`.likelihood` -- the log-likelihood of a given text under a local model, in-process (content judge);
 * :mod:`.preview` -- calls and cost of every stage, both modes, before paying; :mod:`.stage` -- what a rule's

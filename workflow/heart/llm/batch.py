@@ -38,7 +38,7 @@ from pathlib import Path
 from heart.common.atomic import atomic_path
 from heart.common.redaction import Redactor
 from heart.llm.answers import parse_structured
-from heart.llm.batch_apis import adapter
+from heart.llm.batch_protocols import adapter
 from heart.llm.models import ModelSpec, priced, prices
 from heart.llm.request import Request
 

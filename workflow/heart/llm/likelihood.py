@@ -1,7 +1,7 @@
 """The log-likelihood of a given text under a local model: computed in-process, cached like every answer.
 
 A chat-completions call returns the log-probabilities of the tokens a model *writes*; a judge that reads
-content (:mod:`heart.judging.content_judge`) needs those of a text it did not write. The local GGUF model
+content (:mod:`heart.judging.kinds.content`) needs those of a text it did not write. The local GGUF model
 (``local_gguf``) is therefore loaded in-process with llama.cpp (llama-cpp-python) and the text evaluated
 after its context, as :class:`LocalScorer` does.
 

@@ -1,7 +1,7 @@
 """A request as it goes over the wire: its params and messages as sent, and the usage that comes back.
 
 Shared by the synchronous calls (:mod:`heart.llm.engine`) and the batch interfaces (:mod:`heart.llm.batch`,
-:mod:`heart.llm.batch_apis`), so both send the same request and keep the same answer.
+:mod:`heart.llm.batch_protocols`), so both send the same request and keep the same answer.
 """
 
 from __future__ import annotations

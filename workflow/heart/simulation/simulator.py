@@ -16,7 +16,7 @@ What it answers (``POST /v1/chat/completions``, any ``model`` name; also ``GET /
   {"schema": ...}}``), the content is an instance of the schema (:func:`instance`: objects, enums,
   strings within their lengths, numbers within their bounds, arrays, booleans, local ``$ref``s).
   A *judge* request (a schema whose ``winner`` is the enum A/B, and a user turn that is a JSON object with
-  ``response_A`` and ``response_B``, as :func:`heart.judging.llm_judge.messages` builds it) gets a content-sensitive
+  ``response_A`` and ``response_B``, as :func:`heart.judging.material.messages` builds it) gets a content-sensitive
   verdict: each reply has a deterministic "quality" (a hash of its text, partly per judge model, plus a
   little for length), the better one wins, the strength grows with the gap, and each HEART axis mostly
   agrees. Swapping the replies swaps the verdict, except for near-ties, which a small position bias

@@ -1,4 +1,4 @@
-"""Judges read by their log-probabilities (``answer: logprobs``), not by a sampled verdict.
+"""A judge read by its log-probabilities (``answer: logprobs``), not by a sampled verdict.
 
 A small local model cannot write a sound JSON verdict: SmolLM2-135M's sampled winner followed the A/B
 order in every pair. A judge with ``answer: logprobs`` is instead asked one question at a time -- the
@@ -14,7 +14,7 @@ sampled letter. Per order and question:
 The verdict is then an ordinary parsed answer, combined over both orders by
 :func:`heart.judging.combine.combine_signed`: a judge that always prefers the first letter by the same
 margin cancels out to "inconsistent". The material (system turn, one JSON user turn) is the verdict
-judge's (:mod:`heart.judging.llm_judge`); the question is a second user turn, so that consecutive
+judge's (:mod:`heart.judging.material`); the question is a second user turn, so that consecutive
 questions share the model's evaluated prefix (llama.cpp reuses it).
 """
 
@@ -25,7 +25,7 @@ import json
 import pandas as pd
 
 from heart.common.vocabulary import AXES
-from heart.judging.llm_judge import ORDERS, shown, system_prompt
+from heart.judging.material import orders, shown, system_prompt
 from heart.llm.request import Request
 
 
@@ -99,7 +99,7 @@ def letter_results(pairs: pd.DataFrame, results: dict[str, dict], both_orders: b
     ``asked`` has no mark (null), which is not "none" (asked, no clear advantage)."""
     out = {}
     for p in pairs.itertuples():
-        for order in ORDERS if both_orders else ORDERS[:1]:
+        for order in orders(both_orders):
             got = {q: results[f"{p.pair_id}:{order}:{q}"] for q in asked}
             margins = {q: letter_margin(r) for q, r in got.items()}
             overall = margins["overall"]
@@ -129,3 +129,17 @@ def letter_results(pairs: pd.DataFrame, results: dict[str, dict], both_orders: b
 def asked_questions(axes: bool) -> tuple[str, ...]:
     """A letter judge's questions: the overall one, and the axes' when it marks axes."""
     return LETTER_QUESTIONS if axes else LETTER_QUESTIONS[:1]
+
+
+# --- the kind's interface (heart.judging.kinds) -------------------------------------------------
+
+def requests(judge, pairs: pd.DataFrame, items: pd.DataFrame, texts: dict, template: str, rubric: dict,
+             version: str, both_orders: bool = True) -> list[Request]:
+    """The overall question per (pair, order), and each axis's when the judge marks ``axes``."""
+    instructions, questions = letter_prompt(template, rubric)
+    return letter_requests(pairs, items, texts, judge.model, instructions, questions, version, both_orders,
+                           judge.params, asked_questions(judge.axes), judge.context_turns)
+
+
+def answers(judge, pairs: pd.DataFrame, results: dict[str, dict], both_orders: bool = True) -> dict[str, dict]:
+    return letter_results(pairs, results, both_orders, asked_questions(judge.axes))

@@ -51,7 +51,7 @@ import pandas as pd
 
 from heart.common.vocabulary import AXES
 from heart.completions.generate import chat_messages
-from heart.judging.llm_judge import ORDERS, _key
+from heart.judging.material import orders, sides
 from heart.llm import likelihood
 from heart.llm.request import Request
 
@@ -79,24 +79,24 @@ def messages(instructions: str, history, reply: str, context_turns: int | None =
             "alone": ({"role": "system", "content": instructions}, turn)}
 
 
-def sides(pairs: pd.DataFrame):
+def replies(pairs: pd.DataFrame):
     """Every (item id, system, contributor) that ``pairs`` show, in order, once."""
     seen = {}
     for p in pairs.itertuples():
-        for side in ((p.item_id, *_key(p.system_a, p.contributor_a)), (p.item_id, *_key(p.system_b, p.contributor_b))):
+        for side in sides(p):
             seen.setdefault(side, None)
     return list(seen)
 
 
-def requests(pairs: pd.DataFrame, items: pd.DataFrame, texts: dict, judge_model: str, instructions: str,
-             context_turns: int | None = None) -> list[Request]:
+def fit_requests(pairs: pd.DataFrame, items: pd.DataFrame, texts: dict, judge_model: str, instructions: str,
+                 context_turns: int | None = None) -> list[Request]:
     """Two likelihood requests per reply that ``pairs`` show (:func:`messages`), ids :func:`side_id`.
 
     ``texts``: :func:`heart.judging.pairs.completion_text`. The rubric plays no part; the template version
     is CONTENT_VERSION, so a rubric edit reuses every likelihood."""
     history = items.set_index("item_id")["history"]
     out = []
-    for item, system, contributor in sides(pairs):
+    for item, system, contributor in replies(pairs):
         reply = texts[(item, system, contributor)]
         for context, msgs in messages(instructions, history[item], reply, context_turns).items():
             out.append(likelihood.request(side_id(item, system, contributor, context), judge_model, msgs,
@@ -138,23 +138,22 @@ def verdict(score_a: float, score_b: float) -> tuple[dict | None, str | None]:
             "axes": {k: None for k in AXES}}, None
 
 
-def answers(pairs: pd.DataFrame, results: dict[str, dict], both_orders: bool = True) -> dict[str, dict]:
+def fit_answers(pairs: pd.DataFrame, results: dict[str, dict], both_orders: bool = True) -> dict[str, dict]:
     """The likelihoods of :func:`requests` as verdict answers, one per ``<pair_id>:<order>`` (what
-    :func:`heart.judging.llm_judge.verdict_table` reads): both orders the same verdict (module notes); the
+    :func:`heart.judging.verdicts.verdict_table` reads): both orders the same verdict (module notes); the
     fits as ``text``, no margins (so :func:`heart.judging.combine.combine` combines the equal signed
     verdicts, unchanged). A reply's scorings serve every row that shows it, so each row's ``latency_s`` is
     its share: a scoring's time divided among the rows that read it (not counted once per row)."""
-    orders = ORDERS if both_orders else ORDERS[:1]
-    shown = [((p.item_id, *_key(p.system_a, p.contributor_a)), (p.item_id, *_key(p.system_b, p.contributor_b)))
-             for p in pairs.itertuples()]
+    asked = orders(both_orders)
+    shown = [sides(p) for p in pairs.itertuples()]
     uses = Counter(side for both in shown for side in both)
     out = {}
     for p, (a, b) in zip(pairs.itertuples(), shown):
         got = {(s, c): results[side_id(*s, c)] for s in (a, b) for c in CONTEXTS}
         score = {s: fit(_logprobs(got[(s, "given")]), _logprobs(got[(s, "alone")])) for s in (a, b)}
         tokens = {s: len(got[(s, "given")]["logprobs"]) for s in (a, b)}
-        latency = sum((r.get("latency_s") or 0) / (uses[s] * len(orders)) for (s, _), r in got.items())
-        for order in orders:
+        latency = sum((r.get("latency_s") or 0) / (uses[s] * len(asked)) for (s, _), r in got.items())
+        for order in asked:
             first, second = (a, b) if order == "AB" else (b, a)
             parsed, error = verdict(score[first], score[second])
             out[f"{p.pair_id}:{order}"] = {
@@ -167,3 +166,21 @@ def answers(pairs: pd.DataFrame, results: dict[str, dict], both_orders: bool = T
                 "neutralised_tokens": sum(r.get("neutralised_tokens", 0) for r in got.values()),
                 "latency_s": latency, "cost": None}
     return out
+
+
+# --- the kind's interface (heart.judging.kinds) -------------------------------------------------
+
+def requests(judge, pairs: pd.DataFrame, items: pd.DataFrame, texts: dict, template: str, rubric: dict,
+             version: str, both_orders: bool = True) -> list[Request]:
+    """:func:`fit_requests` with the judge's prompt file as the system turn (the rubric plays no part)."""
+    return fit_requests(pairs, items, texts, judge.model, template, judge.context_turns)
+
+
+def answers(judge, pairs: pd.DataFrame, results: dict[str, dict], both_orders: bool = True) -> dict[str, dict]:
+    return fit_answers(pairs, results, both_orders)
+
+
+def run(judge, engine, requests: list[Request], desc: str) -> dict[str, dict]:
+    """The likelihoods computed in-process by the judge's local model (:func:`heart.llm.likelihood.run`, with
+    the engine's specs and cache), from the cache first."""
+    return likelihood.run(engine.specs, requests, engine.cache, desc=desc)
