@@ -16,7 +16,7 @@ import pandas as pd
 import pytest
 from heart.stats.agreement.cross_judge import cross_judge_agreement
 from heart.stats.agreement.human_llm import human_llm_agreement
-from heart.stats import leaderboard
+from heart.stats import figure4, leaderboard
 from heart.stats import strategy_stats
 from heart.simulation import simulate
 from heart.tagging.taxonomy import load_taxonomy, strategy_keys
@@ -48,7 +48,7 @@ def _scale(n_systems: int, n_items: int, pairs_per_item: int, human_pairs: int, 
     models = [s for s in systems if s.startswith("sim-model")]
     families = {s: f"sim-family-{k % 4}" for k, s in enumerate(models)}
     usage = strategy_stats.usage(tags, families=families)
-    return {"judgments": j, "ratings": ratings, "leaderboard": leaderboard.headline(ratings), "usage": usage,
+    return {"judgments": j, "ratings": ratings, "leaderboard": figure4.headline(ratings), "usage": usage,
             "systems": systems, "rated": sorted(ratings["system"].unique())}  # rated: + best-human
 
 

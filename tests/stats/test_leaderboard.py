@@ -5,7 +5,7 @@ import pandas as pd
 import pytest
 
 from heart.stats import bradley_terry as bt
-from heart.stats import leaderboard
+from heart.stats import best_human, figure4, leaderboard
 from heart.stats import multiple_testing
 from heart.simulation import simulate
 from heart.common import tableio
@@ -71,7 +71,7 @@ def test_a_scope_that_cannot_be_put_on_one_scale_says_why():
 def test_headline_has_figure_4s_columns(sim):
     j, _ = sim
     ratings, _ = leaderboard.leaderboard(j, n_boot=20)
-    head = leaderboard.headline(ratings)  # the paper's: LLM judges, per-axis percentiles
+    head = figure4.headline(ratings)  # the paper's: LLM judges, per-axis percentiles
     tableio.to_arrow(head, "leaderboard")
     assert list(head["elo"]) == sorted(head["elo"], reverse=True)
     axes = head[[f"{a}_pct" for a in "HEART"]]
@@ -120,54 +120,54 @@ def test_percentiles_of_three_systems_with_known_theta():
     # theta a = ln 3, b = 0, c = -ln 3: sigmoid(ln 3) = 3/4, sigmoid(2 ln 3) = 9/10, so
     # a: (3/4 + 9/10) / 2 = 82.5 %; b: (1/4 + 3/4) / 2 = 50 %; c: (1/10 + 1/4) / 2 = 17.5 %
     scope = pd.DataFrame(_scope("H", "llm", {"a": LN3, "b": 0.0, "c": -LN3, "gone": None}))
-    pct = leaderboard.percentiles(scope)
+    pct = figure4.percentiles(scope)
     assert pct[["a", "b", "c"]].tolist() == pytest.approx([82.5, 50.0, 17.5])
     assert np.isnan(pct["gone"])  # no estimate: no percentile, not zero
     # best-human (theta 2 ln 3) against the field without the pooled human (here "c") and without itself:
     # sigmoid(2 ln 3 - ln 3) = 3/4 against a, sigmoid(2 ln 3) = 9/10 against b: 82.5 %; it is in nobody's field
     scope = pd.DataFrame(_scope("H", "llm", {"a": LN3, "b": 0.0, "human": -LN3, "best-human": 2 * LN3},
                                 derived=("best-human",)))
-    pct = leaderboard.percentiles(scope)
+    pct = figure4.percentiles(scope)
     assert pct.tolist() == pytest.approx([82.5, 50.0, 17.5, 82.5])
 
 
 def test_headline_columns_and_source_switches():
     ratings = _hand_ratings()
-    head = leaderboard.headline(ratings).set_index("system")  # default: the paper's llm / percentile
+    head = figure4.headline(ratings).set_index("system")  # default: the paper's llm / percentile
     assert head.index.tolist() == ["a", "b", "c"]  # by Elo
     for axis in AXES:
         assert head[f"{axis}_pct"].tolist() == pytest.approx([82.5, 50.0, 17.5])
     assert head["win_pct"].tolist() == pytest.approx([70.0, 50.0, 25.0])  # raw overall win rate, not a percentile
-    raw = leaderboard.headline(ratings, columns="win_rate").set_index("system")
+    raw = figure4.headline(ratings, columns="win_rate").set_index("system")
     assert raw["H_pct"].tolist() == pytest.approx([70.0, 50.0, 25.0])
-    combined = leaderboard.headline(ratings, source="combined").set_index("system")
+    combined = figure4.headline(ratings, source="combined").set_index("system")
     assert combined.index.tolist() == ["b", "a", "c"]  # combined's thetas: b ln 3, a 0, c -ln 3
     assert combined.loc[["b", "a", "c"], "T_pct"].tolist() == pytest.approx([82.5, 50.0, 17.5])
     assert combined.loc["a", "win_pct"] == pytest.approx(45.0)
-    human = leaderboard.headline(ratings, source="human").set_index("system")
+    human = figure4.headline(ratings, source="human").set_index("system")
     assert human[[f"{a}_pct" for a in AXES]].isna().all().all()  # no axis marks: absent, not 0
     with pytest.raises(ValueError, match="not in the ratings"):
-        leaderboard.headline(ratings, source="judge:nobody")
+        figure4.headline(ratings, source="judge:nobody")
     with pytest.raises(ValueError, match="columns must be one of"):
-        leaderboard.headline(ratings, columns="rank")
+        figure4.headline(ratings, columns="rank")
 
 
 def test_column_sources_say_who_judged_each_column():
     ratings = _hand_ratings()
-    assert leaderboard.column_sources(ratings, "llm") == {"elo": "LLM judges", "win": "LLM judges",
+    assert figure4.column_sources(ratings, "llm") == {"elo": "LLM judges", "win": "LLM judges",
                                                            "axes": "LLM judges"}
     # combined: humans judged the overall verdict but marked no axis
-    assert leaderboard.column_sources(ratings, "combined") == {
+    assert figure4.column_sources(ratings, "combined") == {
         "elo": "LLM judges and human raters", "win": "LLM judges and human raters", "axes": "LLM judges"}
-    assert leaderboard.column_sources(ratings, "human")["axes"] == "absent (no axis marks from human raters)"
-    assert leaderboard.column_sources(ratings, "judge:j1")["elo"] == "LLM judge j1"
-    marked = leaderboard.column_sources(_hand_ratings(human_axes_status="ok"), "combined")
+    assert figure4.column_sources(ratings, "human")["axes"] == "absent (no axis marks from human raters)"
+    assert figure4.column_sources(ratings, "judge:j1")["elo"] == "LLM judge j1"
+    marked = figure4.column_sources(_hand_ratings(human_axes_status="ok"), "combined")
     assert marked["axes"] == "LLM judges and human raters"
-    failed = leaderboard.column_sources(_hand_ratings(human_axes_status="not_estimable"), "human")
+    failed = figure4.column_sources(_hand_ratings(human_axes_status="not_estimable"), "human")
     assert failed["axes"].startswith("not estimable")
-    text = leaderboard.describe(ratings, "combined")
+    text = figure4.describe(ratings, "combined")
     assert "percentile" in text and "(judges: LLM judges)" in text and "LLM judges and human raters" in text
-    assert "win rate = share" in leaderboard.describe(ratings, "llm", "win_rate")
+    assert "win rate = share" in figure4.describe(ratings, "llm", "win_rate")
 
 
 # --- Best Human (Figure 4, §9.3) ----------------------------------------------------------------
@@ -210,8 +210,8 @@ def _hand_made():
 
 
 def test_best_human_is_the_top_completion_per_context_with_documented_tie_breaks():
-    choice = leaderboard.best_human(leaderboard.judged(_hand_made()))
-    assert list(choice.columns) == leaderboard.BEST_HUMAN_COLUMNS
+    choice = best_human.best_human(leaderboard.judged(_hand_made()))
+    assert list(choice.columns) == best_human.BEST_HUMAN_COLUMNS
     best = choice[choice["best"]].set_index("item_id")
     assert best["contributor"].to_dict() == {"i1": "w2", "i2": "b", "i3": "y"}
     assert choice.loc[choice.item_id == "i1", "contributor"].tolist() == ["w2", "w1", "w3"]  # ranked
@@ -222,10 +222,10 @@ def test_best_human_is_the_top_completion_per_context_with_documented_tie_breaks
 
 def test_a_missing_contributor_id_is_one_completion_per_context():
     j = _hand_made().drop(columns=["contributor_a", "contributor_b"])
-    choice = leaderboard.best_human(leaderboard.judged(j))
+    choice = best_human.best_human(leaderboard.judged(j))
     assert choice["contributor"].eq("").all() and choice["best"].all() and len(choice) == 3
     with pytest.raises(ValueError, match="item_id"):
-        leaderboard.best_human(leaderboard.judged(j.drop(columns="item_id")))
+        best_human.best_human(leaderboard.judged(j.drop(columns="item_id")))
 
 
 def test_best_human_is_rated_on_the_chosen_comparisons_and_flagged():
@@ -242,7 +242,7 @@ def test_best_human_is_rated_on_the_chosen_comparisons_and_flagged():
     human = r.set_index("system").loc["human"]
     assert (human.n_comparisons, human.wins) == (16, 8)
     assert best.elo > human.elo  # chosen after judging: flattered
-    head = leaderboard.headline(ratings)
+    head = figure4.headline(ratings)
     tableio.to_arrow(head, "leaderboard")
     row = head.set_index("system").loc["best-human"]
     assert row.derived and "after judging" in row.note and row.win_pct == pytest.approx(62.5)
@@ -254,7 +254,7 @@ def test_best_human_elo_is_put_on_the_main_fits_scale():
     ratings, _ = leaderboard.leaderboard(j, n_boot=0, axes=("overall",), subsets=("all",))
     r = ratings[ratings.source == "combined"].set_index("system")
     full = leaderboard.judged(j)
-    second = bt.ratings(leaderboard.best_human_comparisons(full, leaderboard.best_human(full)),
+    second = bt.ratings(best_human.best_human_comparisons(full, best_human.best_human(full)),
                         n_boot=0).set_index("system")
     shared = ["m1", "m2"]
     shift = (r.loc[shared, "elo"] - second.loc[shared, "elo"]).mean()
@@ -313,7 +313,7 @@ def test_no_human_completions_no_best_human_row(sim):
     models_only = j[(j.system_a != "human") & (j.system_b != "human")]
     ratings, _ = leaderboard.leaderboard(models_only, n_boot=0, axes=("overall", "H"))
     assert not ratings.system.isin(["human", "best-human"]).any() and not ratings.derived.any()
-    assert "best-human" not in set(leaderboard.headline(ratings).system)
+    assert "best-human" not in set(figure4.headline(ratings).system)
 
 
 def test_string_conversation_ids_give_the_integer_ids_ratings(sim):
@@ -368,7 +368,7 @@ def test_in_fit_gives_the_papers_figure_4_back_known_answer():
     ratings, _ = leaderboard.leaderboard(j, n_boot=200, seed=3, axes=("overall",), subsets=("all",),
                                          best_human="in_fit")
     tableio.to_arrow(ratings, "ratings")
-    head = leaderboard.headline(ratings).set_index("system")
+    head = figure4.headline(ratings).set_index("system")
     assert len(head) == 18 and "human" not in head.index and head["elo"].mean() == pytest.approx(1500.0)
     h = head.loc[truth.index]
     assert ((h["elo_lo_boot"] <= truth) & (truth <= h["elo_hi_boot"])).sum() >= 16
@@ -378,7 +378,7 @@ def test_in_fit_gives_the_papers_figure_4_back_known_answer():
     assert best["derived"] and "one fit in place of the pooled human" in best["note"]
     # the default (derived) lists the pooled human and best-human beside it: 19 rows, not the paper's figure
     derived, _ = leaderboard.leaderboard(j, n_boot=0, axes=("overall",), subsets=("all",))
-    assert len(leaderboard.headline(derived)) == 19
+    assert len(figure4.headline(derived)) == 19
 
 
 def test_in_fit_with_three_writers_is_the_second_fit_itself(sim_writers):
@@ -392,11 +392,11 @@ def test_in_fit_with_three_writers_is_the_second_fit_itself(sim_writers):
         r = ratings[(ratings.axis == axis) & (ratings.source == "llm")].set_index("system")
         assert "human" not in r.index and r.loc["best-human", "derived"]
         full = leaderboard.judged(leaderboard.select(j, "all", "llm"), axis)
-        one = bt.ratings(leaderboard.best_human_comparisons(full, leaderboard.best_human(full)), n_boot=20,
+        one = bt.ratings(best_human.best_human_comparisons(full, best_human.best_human(full)), n_boot=20,
                          seed=4).set_index("system")
         cols = ["elo", "elo_lo_asym", "elo_hi_asym", "elo_lo_boot", "elo_hi_boot", "n_comparisons"]
         pd.testing.assert_frame_equal(r.loc[one.index, cols].astype(one[cols].dtypes.to_dict()), one[cols])
         assert r["elo"].mean() == pytest.approx(1500.0)
-        assert leaderboard.percentiles(r.reset_index()).mean() == pytest.approx(50.0)
+        assert figure4.percentiles(r.reset_index()).mean() == pytest.approx(50.0)
     with pytest.raises(ValueError, match="best_human must be one of"):
         leaderboard.leaderboard(j, best_human="pooled")

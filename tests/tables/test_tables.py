@@ -19,7 +19,7 @@ def test_interval_columns_are_named_after_the_configured_coverage():
 
 
 def _board():
-    """A headline table (heart.stats.leaderboard.headline) of three systems, the derived best-human among them."""
+    """A headline table (heart.stats.figure4.headline) of three systems, the derived best-human among them."""
     return pd.DataFrame({"system": ["gpt-5", "best-human", "new-model"], "status": ["ok", "ok", "ok"],
                          "derived": [False, True, False], "note": [None, "derived (Best Human): chosen after judging",
                                                                    None],

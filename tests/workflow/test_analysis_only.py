@@ -70,7 +70,7 @@ def test_mt_bench_shapes_run_through_the_recipe_and_analysis_only(workflow_copy,
     """Two splits, a repeated vote, consistent and inconsistent ties, both-order verdicts, no axis marks and
     no order: nothing spurious comes out, and agreement equals the values worked by hand
     (tests/fixtures/imported/README.md)."""
-    from heart.judging import recipes
+    from heart.tools import vote_recipes as recipes
 
     votes = tmp_path / "mt_bench.csv"
     assert recipes.main(["mt-bench", "--human", str(MT_BENCH / "human.jsonl"),

@@ -6,7 +6,7 @@ import re
 from conftest import REPO
 
 LINK = re.compile(r"\]\(([^)#\s]+)(?:#[^)]*)?\)")
-PAGES = [REPO / "README.md", *sorted((REPO / "docs").glob("*.md")), REPO / "workflow/README.md", REPO / "config/README.md"]
+PAGES = [REPO / "README.md", *sorted((REPO / "docs").rglob("*.md")), REPO / "workflow/README.md", REPO / "config/README.md"]
 
 
 def test_the_readme_is_a_front_door():
@@ -32,6 +32,19 @@ def test_the_readme_links_every_docs_page():
     readme = (REPO / "README.md").read_text()
     pages = {p.name for p in (REPO / "docs").glob("*.md")}
     assert pages and {p for p in pages if f"docs/{p}" not in readme} == set()
+    assert "docs/methods/README.md" in readme
+
+
+def test_every_methods_page_is_in_the_methods_index_and_names_its_code():
+    index = (REPO / "docs/methods/README.md").read_text()
+    pages = sorted(p for p in (REPO / "docs/methods").glob("*.md") if p.name != "README.md")
+    assert len(pages) >= 10
+    for page in pages:
+        assert f"]({page.name})" in index, page.name
+        code = re.search(r"^Code: (.+)$", page.read_text(), re.M)
+        assert code, f"{page.name}: no 'Code:' line"
+        for path in re.findall(r"`(workflow/[\w./-]+)`", code.group(1)):
+            assert (REPO / path).exists(), (page.name, path)
 
 
 def test_the_repository_paths_the_docs_name_exist():

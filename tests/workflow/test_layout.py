@@ -52,7 +52,8 @@ def find_cycle(graph: dict[str, set[str]]) -> list[str] | None:
 
 RULES = REPO / "workflow" / "rules"
 #: packages that serve no rule file: the test and rehearsal support (SIMULATED data, the provider simulator)
-NOT_A_STAGE = {"simulation"}
+#: and the stand-alone command-line tools
+NOT_A_STAGE = {"simulation", "tools"}
 #: "no module over ~500 lines": one that runs more than a tenth over says why in its docstring, in a
 #: paragraph that starts "Longer than 500 lines:"
 MAX_LINES = 550
@@ -112,6 +113,18 @@ def test_no_module_over_500_lines_without_its_reason():
         doc = ast.get_docstring(ast.parse(path.read_text())) or ""
         if n > MAX_LINES and "Longer than 500 lines:" not in doc:
             long[str(path.relative_to(HEART))] = n
+    assert not long, long
+
+
+def test_a_module_docstring_says_what_the_module_does_and_links_its_method_page():
+    """At most 30 lines: definitions, choices and worked examples live in docs/methods/ (STYLE.md)."""
+    long = {}
+    for path in sorted(HEART.rglob("*.py")):
+        body = ast.parse(path.read_text()).body
+        if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant):
+            n = body[0].end_lineno - body[0].lineno + 1
+            if n > 30:
+                long[str(path.relative_to(HEART))] = n
     assert not long, long
 
 

@@ -10,7 +10,7 @@ import nbformat
 import pytest
 
 from conftest import REPO
-from heart.stats import leaderboard
+from heart.stats import figure4, leaderboard
 from heart.simulation import simulate
 from heart.common import tableio
 from heart.figures.style import leaderboard_order
@@ -28,7 +28,7 @@ def results(tmp_path_factory):
     stats = tmp_path_factory.mktemp("run") / "results" / "stats"
     stats.mkdir(parents=True)
     tableio.write_tables([(ratings, stats / "ratings.parquet", "ratings"),
-                          (leaderboard.headline(ratings), stats / "leaderboard.parquet", "leaderboard")])
+                          (figure4.headline(ratings), stats / "leaderboard.parquet", "leaderboard")])
     return stats.parent
 
 

@@ -1,6 +1,6 @@
 """rule figure_leaderboard: Figure 4, the HEART leaderboard heatmap (config figures.fig4: source, columns, names)."""
 from heart.judging import judge_qc
-from heart.stats import leaderboard
+from heart.stats import figure4
 from heart.common import tableio
 from heart.figures import leaderboard as figure
 from heart.figures import style
@@ -10,10 +10,10 @@ with logged(snakemake.log[0], snakemake) as log, style.applied(snakemake.input.s
     fig4 = snakemake.params.fig4
     source, columns = fig4["source"], fig4["columns"]
     ratings = tableio.read_table(snakemake.input.ratings)
-    board = leaderboard.headline(ratings, source=source, columns=columns)
+    board = figure4.headline(ratings, source=source, columns=columns)
     fig = figure.leaderboard_heatmap(board, labels=fig4.get("display_names") or {}, columns=columns,
-                                     footnote=leaderboard.describe(ratings, source, columns))
+                                     footnote=figure4.describe(ratings, source, columns))
     style.warn(fig, judge_qc.quality_warning(snakemake.input))
     style.save(fig, snakemake.output.png, snakemake.output.pdf, dpi=dpi)
     log.info("Figure 4 (source %s, columns %s): %d systems (%d rated); %s", source, columns, len(board),
-             int((board["status"] == "ok").sum()), leaderboard.column_sources(ratings, source))
+             int((board["status"] == "ok").sum()), figure4.column_sources(ratings, source))

@@ -1,7 +1,7 @@
 """rule paper_comparison: every headline number of the HEART paper beside this run's (CSV, LaTeX, Parquet)."""
 
 from heart.stats import external
-from heart.stats import leaderboard
+from heart.stats import figure4
 from heart.tables import paper_comparison, paper_tables as tables
 from heart.common import provenance, tableio
 from heart.common.runtime import logged
@@ -22,7 +22,7 @@ with logged(snakemake.log[0], snakemake) as log:
         found["strategy_f1"] = f1[0]
     fig4 = snakemake.params.fig4
     source = fig4["source"]
-    headline = leaderboard.headline(tableio.read_table(i.ratings), source=source, columns=fig4["columns"])
+    headline = figure4.headline(tableio.read_table(i.ratings), source=source, columns=fig4["columns"])
     judgments = tableio.read_table(i.judgments)
     models = external.load_models(i.models)
     systems = tableio.read_table(i.systems) if i.get("systems") else None

@@ -1,6 +1,6 @@
 """rule paper_tables: Table 1, the leaderboard, agreement, strategy diversity, factors and all tests (CSV + LaTeX)."""
 from heart.stats import external
-from heart.stats import leaderboard
+from heart.stats import best_human, figure4
 from heart.common import tableio
 from heart.tables import paper_tables as tables
 from heart.common.runtime import logged
@@ -13,23 +13,23 @@ with logged(snakemake.log[0], snakemake) as log:
     ci, fig4 = snakemake.params.ci, snakemake.params.fig4
     source, columns, names = fig4["source"], fig4["columns"], fig4.get("display_names") or {}
     ratings, alternative = tableio.read_table(i.ratings), tableio.read_table(i.alternative)
-    other = leaderboard.other_mode(snakemake.params.best_human)
-    board = leaderboard.headline(ratings, source=source, columns=columns)  # Figure 4's numbers
+    other = best_human.other_mode(snakemake.params.best_human)
+    board = figure4.headline(ratings, source=source, columns=columns)  # Figure 4's numbers
     # analysis-only has no judge of its own (no quality checks) and no completions (no strategy tags)
     quality = tableio.read_table(i.judge_quality) if i.get("judge_quality") else None
     diversity = tableio.read_table(i.diversity) if i.get("diversity") else None
     made = {
         "table1": (tables.table1(board, external.load_models(i.models), tableio.read_table(i.external), names),
                    "HEART Elo, win rate and the Artificial Analysis Intelligence Index (paper Table 1); this run's "
-                   f"Elo and win rate from {leaderboard.column_sources(ratings, source)['elo']}, all items"),
+                   f"Elo and win rate from {figure4.column_sources(ratings, source)['elo']}, all items"),
         "leaderboard": (tables.leaderboard(board, ci, columns, names),
                         f"HEART leaderboard (paper Figure 4) with both {tables.ci_label(ci)}s. "
-                        + leaderboard.describe(ratings, source, columns)),
+                        + figure4.describe(ratings, source, columns)),
         "leaderboard_alternative": (
-            tables.leaderboard(leaderboard.headline(alternative, source=source, columns=columns), ci, columns, names),
+            tables.leaderboard(figure4.headline(alternative, source=source, columns=columns), ci, columns, names),
             f"Alternative to Figure 4, not the paper's figure: Best Human {_WAYS[other]} "
             f"(this run's Figure 4 has it {_WAYS[snakemake.params.best_human]}; config stats.best_human). "
-            + leaderboard.describe(alternative, source, columns)),
+            + figure4.describe(alternative, source, columns)),
         "agreement": (tables.agreement(tableio.read_table(i.human_llm), tableio.read_table(i.cross_judge), ci,
                                        quality),
                       "Human-LLM and cross-judge agreement, and each LLM judge against known answers"),

@@ -1,6 +1,6 @@
 """rule ratings: Bradley–Terry/Elo with both intervals in every (axis, subset, source) scope, Best Human the
 configured way (stats.best_human), and the other way beside it on all items (ratings_alternative)."""
-from heart.stats import leaderboard
+from heart.stats import best_human, figure4, leaderboard
 from heart.common import provenance, tableio
 from heart.common.runtime import logged
 
@@ -9,12 +9,12 @@ with logged(snakemake.log[0], snakemake) as log:
     judgments = tableio.read_table(snakemake.input.judgments)
     ratings, separability = leaderboard.leaderboard(judgments, alpha=p.bt_alpha, best_human=p.best_human,
                                                     **p.bootstrap)
-    other = leaderboard.other_mode(p.best_human)
+    other = best_human.other_mode(p.best_human)
     alternative, _ = leaderboard.leaderboard(judgments, alpha=p.bt_alpha, best_human=other, subsets=("all",),
                                              **p.bootstrap)
     tableio.write_tables([(ratings, snakemake.output.ratings, "ratings"),
                           (separability, snakemake.output.separability, "separability"),
-                          (leaderboard.headline(ratings), snakemake.output.leaderboard, "leaderboard"),
+                          (figure4.headline(ratings), snakemake.output.leaderboard, "leaderboard"),
                           (alternative, snakemake.output.alternative, "ratings")], job)
     for row in separability[separability["subset"].eq("all") & separability["axis"].eq("overall")].itertuples():
         log.info("%-22s %-13s %d systems, %d comparisons, separability asym %.2f boot %.2f", row.source,

@@ -19,15 +19,7 @@ One module per figure rule; import the one you need (``from heart.figures import
 * :mod:`.style` -- what they share: colours, Figure 4's bins, the font size, absent-data drawing,
   label placement, the rule's style file (``applied``) and atomic saving (``save``).
 
-Every plotting function takes DataFrames (the Parquet tables of ``results/stats/`` and
-``results/judging/``, schemas in ``workflow/schemas/tables/``) and returns a
-:class:`matplotlib.figure.Figure`; nothing here reads or writes a file except ``style.applied``
-(reads the style file) and ``style.save`` (writes the PNG and the PDF of one figure atomically).
-
-Missing data are drawn as missing: a system, group or panel with no estimate (``status``
-"absent", "not_estimable", "no_pairs", ... or an empty table) is shown hatched grey with the
-word "absent" (or its status) -- never as a zero and never as an empty panel. Every function
-takes ``title_note`` (e.g. "SIMULATED data"), appended to the title, so that figures drawn
-from simulated inputs say so. Figure sizes grow with the number of rows so the same code
-reads at 3 systems and at the paper's 21.
+Every plotting function takes DataFrames and returns a :class:`matplotlib.figure.Figure` (only
+``style.applied`` and ``style.save`` touch files). Missing data are drawn as missing (hatched grey, the word
+"absent" or its status), never as a zero; ``title_note`` (e.g. "SIMULATED data") is appended to every title.
 """

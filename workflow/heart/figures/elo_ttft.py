@@ -42,7 +42,7 @@ def ttft_points(leaderboard: pd.DataFrame, models: pd.DataFrame | None = None,
     Parameters
     ----------
     leaderboard : DataFrame
-        :func:`heart.stats.leaderboard.headline` (``system``, ``status``, ``elo``; optional ``derived``):
+        :func:`heart.stats.figure4.headline` (``system``, ``status``, ``elo``; optional ``derived``):
         rows not "ok", derived rows and :data:`NOT_MODELS` are left out.
     models : DataFrame, optional
         ``workflow/resources/external/models.csv`` (:func:`heart.stats.external.load_models`): ``system``,

@@ -2,8 +2,8 @@
 
 The paper's Figure 4: one row per system, columns H, E, A, R, T (per-dimension *percentiles*),
 "Overall Win Rate" and "Elo Rating", the cells coloured in six bins (≥70, 65–70, 60–65, 55–60, 50–55,
-<50 %; darker is higher). The numbers come from :func:`heart.stats.leaderboard.headline` (what a percentile
-is, and whose judgments each column uses, is said there and in :func:`heart.stats.leaderboard.describe`,
+<50 %; darker is higher). The numbers come from :func:`heart.stats.figure4.headline` (what a percentile
+is, and whose judgments each column uses, is said there and in :func:`heart.stats.figure4.describe`,
 which the figure prints as its footnote).
 """
 
@@ -29,7 +29,7 @@ DERIVED_LEGEND = "\u2020 best of the human completions per\ncontext, chosen afte
 #: Figure 4's columns: (leaderboard column, header), as the paper's.
 HEATMAP_COLUMNS = (("H_pct", "H"), ("E_pct", "E"), ("A_pct", "A"), ("R_pct", "R"), ("T_pct", "T"),
                    ("win_pct", "Overall\nwin rate"), ("elo", "Elo\nrating"))
-#: Title and legend title per ``columns`` (what H-T hold: :func:`heart.stats.leaderboard.headline`).
+#: Title and legend title per ``columns`` (what H-T hold: :func:`heart.stats.figure4.headline`).
 TITLES = {"percentile": "HEART leaderboard with per-dimension percentiles",
           "win_rate": "HEART leaderboard with per-dimension win rates"}
 LEGEND_TITLES = {"percentile": "H–T: percentile; overall: win rate (%)", "win_rate": "Win rate (%)"}
@@ -45,7 +45,7 @@ def leaderboard_heatmap(leaderboard: pd.DataFrame, labels: Mapping | None = None
     Parameters
     ----------
     leaderboard : DataFrame
-        :func:`heart.stats.leaderboard.headline` (``leaderboard.schema.yaml``): ``system``, ``status``,
+        :func:`heart.stats.figure4.headline` (``leaderboard.schema.yaml``): ``system``, ``status``,
         ``elo``, ``win_pct`` and ``H_pct`` ... ``T_pct``; optional ``derived``.
     labels : mapping, optional
         system -> display name (config ``figures.fig4.display_names``); unmapped systems are shown
@@ -54,7 +54,7 @@ def leaderboard_heatmap(leaderboard: pd.DataFrame, labels: Mapping | None = None
         What ``H_pct`` ... ``T_pct`` hold (the ``columns`` given to ``headline``): sets the default
         title and the legend's title.
     footnote : str, optional
-        Printed under the heatmap, wrapped (e.g. :func:`heart.stats.leaderboard.describe`: what each
+        Printed under the heatmap, wrapped (e.g. :func:`heart.stats.figure4.describe`: what each
         column is and whose judgments it uses).
     title, title_note : str
         Figure title (default :data:`TITLES` of ``columns``) and a note appended to it (e.g.

@@ -11,7 +11,6 @@ The modules, by the rules of ``rules/judging.smk`` they serve:
 * :mod:`.judge_qc` (judge_qc, judge_quality) -- known-answer quality checks of the LLM judges;
 * :mod:`.human_judgments` (human_judgments) -- human judgments: import, quality control, orientation;
 * :mod:`.combine` (combine_judgments) -- both orders of a judge combined, the judgments table;
-* :mod:`.judgment_import` (combine_judgments, import_judgments) -- judgments made elsewhere;
-  :mod:`.recipes` (no rule: ``python -m heart.judging.recipes``) -- MT-Bench and Chatbot-Arena votes in
-  their published shapes, turned into that format.
+* :mod:`.judgment_import` (combine_judgments, import_judgments) -- judgments made elsewhere (public votes
+  in their published shapes are turned into its format by :mod:`heart.tools.vote_recipes`, no rule).
 """

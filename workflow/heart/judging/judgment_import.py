@@ -1,44 +1,6 @@
-"""Pairwise judgments made elsewhere, brought into the workflow's tables ("imported judgments").
-
-The public format is documented in ``resources/imported/README.md``: one record per judgment, in a CSV,
-JSON Lines or Parquet file (chosen by the extension), naming the item, the two compared systems
-(``system_a`` / ``system_b``, with ``contributor_a`` / ``contributor_b`` for a human completion by a
-given writer), the judge and its kind (``human`` or ``llm``) and the ``winner`` -- ``a``, ``b`` or
-``tie``, where a and b are ``system_a`` and ``system_b`` *as written in the record*, never the position
-on screen (``order`` says which was shown first: AB = system_a, BA = system_b).
-
-Decisions (HEART paper §4.1, §9.5, Figure 2):
-
-* The workflow's own LLM judges give no ties (the HEART rubric: "choose a winner (A or B; ties
-  disallowed)"), but a judge made elsewhere may have ties on its scale (MT-Bench's GPT-4 pair judge):
-  an imported LLM ``tie`` is kept as a tie (signed 0; a judge whose every order of a pair tied has the
-  combined status "tie", no winner, out of the ratings like a human tie).
-* One LLM judge gives at most one verdict per pair and order, so at most two per pair; its orders of
-  a pair are combined by :func:`heart.judging.combine` (the records are first turned into
-  judge-verdict rows, ``judge_verdicts.schema.yaml``), exactly as for the workflow's own judges.
-* ``order`` not given is *unknown*: the verdict's ``order``, ``shown_a`` and ``winner_shown`` stay null,
-  and it is left out of every statistic of the shown order (the position audit). Two records of one
-  judge and pair with unknown orders are its two orders (a source that ran both orders and did not
-  say which was which); with known orders they must differ.
-* A ``strength`` not given stays not given: the stored strength is null (a human win: preference
-  null too, only its direction is known). For combining an LLM judge's orders a strength-less win
-  counts as 1; the Bradley–Terry fit weighs a win without a strength 1, whoever gave it
-  (:func:`heart.stats.bradley_terry.comparisons`), so the votes of a source without strengths all
-  weigh the same.
-* Human raters judge a pair once (in either order). Their ``winner``/``strength`` become the
-  Figure-2 preference -2..2 used by :func:`heart.judging.human_judgments.orient`: a tie is 0 (status "tie"),
-  a win is +-2 ("significantly better") when its strength is at least ``strength_map["significant"]``
-  and +-1 ("slightly better") otherwise; the stored strength is then ``strength_map`` of that level,
-  as for the workflow's human file. A win without a strength has preference and strength null. The
-  judge is ``human:<rater>``.
-* Axis marks (``axis_H`` ... ``axis_T``: a, b, tie or empty) become signed marks oriented to the
-  pair: +1 for system_a, -1 for system_b, 0 for "no clear advantage" (tie); empty is "not marked".
-* The conversation (the bootstrap's cluster) and the subset come from the items table when one is
-  given (its ``cluster`` column, else its ``conversation_id`` as text, and ``subset``); otherwise from
-  the record (``conversation``, default: the item key; ``subset``, default "regular").
-
-Errors name the file, the record (CSV and JSON Lines: the line, the header being line 1 of a CSV;
-Parquet: the row, counted from 1) and the field, and say what to do.
+"""Pairwise judgments made elsewhere, brought into the workflow's tables ("imported judgments"): read in the
+public format of ``resources/imported/README.md`` (CSV, JSON Lines or Parquet), checked, and turned into
+pairs, verdicts and human judgments. The decisions it makes: ``docs/methods/imported-judgments.md``.
 """
 
 from __future__ import annotations
@@ -443,7 +405,7 @@ class Imported(NamedTuple):
 
 def convert(table, items: pd.DataFrame | None = None, pairs: pd.DataFrame | None = None,
             sources: dict | None = None, strength_map: dict | None = None) -> Imported:
-    """Imported judgments as the workflow's tables (see the module docstring for the rules).
+    """Imported judgments as the workflow's tables (``docs/methods/imported-judgments.md`` for the rules).
 
     Parameters
     ----------

@@ -1,34 +1,5 @@
-"""Bias audits of the judges: position, length and self-preference (HEART paper §9.12 "bias audits").
-
-Run by rule ``bias_audits``. Inputs are the judgments table (:func:`heart.judging.combine.judgments`), the
-per-order LLM verdicts (``judge_verdicts`` schema) and the completions; every table returned carries
-``status`` and ``note`` columns, and a missing kind of data gives "absent" rows with NaN values, never
-zeros. Each audit is one family of tests: its raw two-sided p-values are adjusted with
-Benjamini–Hochberg within the audit (:func:`heart.stats.multiple_testing.adjust_within_families`; the rule
-``multiple_testing`` adjusts them again with all other tests of the family).
-
-Position (:func:`position_bias`)
-    Per LLM judge, the share of parsed single-order verdicts in which the response *shown* as A wins;
-    exact binomial test against 1/2 (``scipy.stats.binomtest``) with a Clopper–Pearson interval at
-    level ``ci``. The two presentation orders of a pair are separate verdicts. A verdict whose shown order
-    is not known (imported without ``order``) is left out and counted in the note; a judge with only
-    such verdicts is "absent" ("order unknown"), never tested as if shown A-first.
-
-Length (:func:`length_bias`)
-    Per LLM judge, for the LLM-ensemble majority and for the human majority (one verdict per pair, so
-    rows stay independent across raters): the share of pairs with a winner and unequal lengths
-    (:func:`heart.stats.agreement.trivial.pair_lengths`, words) in which the longer response wins; same test and
-    interval. A descriptive audit: a real correlation of quality and length also moves it.
-
-Self-preference (:func:`self_preference`)
-    For each LLM judge, on the pairs it decided that hold exactly one system of its own family and that
-    at least one other-family LLM judge decided: its rate of picking the own-family side minus the
-    other-family judges' rate on the same pairs (pair-level difference, averaged). Interval and
-    two-sided p-value from the conversation-level bootstrap (:mod:`heart.stats.bootstrap`: percentile
-    interval at level ``ci``, p from the bootstrap standard error). Under family exclusion a judge never
-    sees its own family: "absent".
-
-Binomial tests treat verdicts as independent (several verdicts of one conversation are not).
+"""Bias audits of the judges: position, length and self-preference (HEART paper §9.12). Each audit, its test
+and its family of tests: ``docs/methods/bias.md``.
 """
 
 from __future__ import annotations

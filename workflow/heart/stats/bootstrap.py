@@ -1,42 +1,6 @@
-"""The conversation-level cluster bootstrap, one implementation for every statistic (HEART paper §9.12).
-
-"Bootstraps resample at the conversation level": the judgments, tags and rationales of one
-conversation are correlated (the same dialogue history, the same seeker), so the unit of
-resampling is the conversation, never the single row. Every bootstrap interval and bootstrap
-p-value of the workflow -- agreement (:mod:`heart.stats.agreement`), self-preference (:mod:`heart.stats.bias`),
-Bradley–Terry/Elo (:mod:`heart.stats.bradley_terry`), rationale concordance (:mod:`heart.stats.rationales`) and
-human–model strategy differences (:mod:`heart.stats.strategy_stats`) -- comes from here, with one
-convention:
-
-Clusters
-    The caller names the conversation of every unit (row, pair, completion). The clusters of a
-    :class:`ClusterBootstrap` are the distinct conversation ids, in sorted order (``numpy.unique``).
-    The caller chooses the universe: agreement draws from every conversation of the judgments table
-    (so all its rows share the resamples), the other modules from the conversations of the units they
-    analyse.
-
-Resampling
-    Replicate ``b`` draws C conversations with replacement from the C clusters
-    (``numpy.random.default_rng(seed).integers(0, C, size=(n_boot, C))``, drawn once per
-    :class:`ClusterBootstrap`); :func:`counts` gives how often each was drawn. A conversation drawn
-    k times enters the replicate with *all* its units, k times over: a statistic of the replicate is
-    the statistic of that resampled data set. Sums over units are therefore per-conversation sums
-    weighted by the counts (:meth:`ClusterBootstrap.totals`), and a rate is re-estimated as
-    (resampled sum of hits) / (resampled number of units) (:meth:`ClusterBootstrap.rate`); a
-    statistic that is not a sum is recomputed on the repeated rows (:meth:`ClusterBootstrap.apply`).
-    The same seed gives the same replicates.
-
-Interval
-    The percentile interval at level ``ci`` (config ``stats.ci``, default 0.95): the ``(1 - ci) / 2``
-    and ``(1 + ci) / 2`` quantiles of the replicates (``numpy.quantile``, linear interpolation),
-    replicates that are undefined (NaN or infinite, e.g. a replicate without any unit of a subgroup)
-    left out (:func:`interval`). No replicate defined: NaN bounds.
-
-p-value
-    Two-sided, for "the statistic is 0", from the bootstrap standard error and the normal
-    approximation: ``p = 2 * Phi(-|estimate| / SE)``, ``SE`` the sample standard deviation (ddof 1)
-    of the defined replicates (:func:`standard_error`, :func:`p_value`). It respects the clustering
-    as the interval does; with SE 0 it is 1 for an estimate of 0 and undefined (NaN) otherwise.
+"""The conversation-level cluster bootstrap, one implementation for every interval and bootstrap p-value of the
+workflow (HEART paper §9.12): clusters, resampling, percentile intervals, p-values.
+The convention: ``docs/methods/bootstrap.md``.
 """
 
 from __future__ import annotations

@@ -1,73 +1,10 @@
-"""Strength-weighted Bradley–Terry ratings, Elo scale and confidence intervals (HEART paper §9.8).
-
-Model. System ``i`` beats system ``j`` with probability
-``sigmoid(theta_i - theta_j) = exp(theta_i) / (exp(theta_i) + exp(theta_j))``.
-Every comparison carries a weight ``w`` -- the judge's win strength 1-5 for the
-overall verdict (1 where none was given), ``|mark|`` for a HEART axis -- and :func:`fit` maximises the
-weighted log-likelihood with a small ridge,
-
-    l(theta) = sum_c w_c * log sigmoid(theta_winner(c) - theta_loser(c)) - alpha/2 * ||theta||^2,
-
-by Newton's method with a backtracking line search, written in numpy. The
-likelihood only depends on differences, so ``theta`` is reported centred (mean 0);
-with ``alpha > 0`` the maximiser is centred anyway (the gradient of the likelihood
-sums to zero, so ``alpha * sum(theta) = 0`` at the optimum).
-
-The ridge (``alpha``, default :data:`DEFAULT_ALPHA` = 1e-2, in the units of the
-weights). Without it the maximum-likelihood estimate does not exist when a
-system won, or lost, all of its comparisons, or more generally when the
-directed "beat" graph is not strongly connected (Ford 1957): theta runs off to
-infinity. The penalty is a Gaussian prior N(0, 1/alpha) on theta, i.e. a
-standard deviation of 10 on the log-odds scale (about 1,700 Elo): far wider than
-any plausible rating, so it only acts where the data give no bound. Its
-curvature equals that of 0.04 unit-weight comparisons against an equal
-opponent, while at paper scale (42,000 comparisons, 21 systems, mean weight ~3)
-each system has ~12,000 weight units of comparisons: the shift it causes is
-below 0.01 Elo there. A system that won everything gets a large but finite
-rating (driven by alpha; read it as "beat everyone"), and its bootstrap
-interval shows how poorly it is determined. ``alpha=0`` gives the plain
-maximum-likelihood estimate and raises a ``ValueError`` when that does not
-exist.
-
-Elo. ``elo = 400 * (theta - mean(theta)) / ln 10 + 1500`` (§9.8), so 400 Elo
-points are a factor 10 in the odds of winning.
-
-Intervals.
-
-* asymptotic (the paper's): ``SE = sqrt(1 / n_i)`` on the theta scale, ``n_i``
-  the number of comparisons involving system ``i`` (unweighted), mapped to Elo.
-  It ignores the weights and the clustering of comparisons within conversations,
-  so it is reported for reproduction, next to
-* a conversation-level cluster bootstrap (§9.12: "bootstraps resample at the
-  conversation level"; the convention of :mod:`heart.stats.bootstrap`): the
-  conversations are drawn with replacement and the model refitted; percentile
-  intervals at level ``ci``. It is vectorised: the comparisons are aggregated
-  once into a K x K weighted win matrix per conversation (C of them), the
-  resampling counts of all replicates form a B x C matrix
-  (:func:`heart.stats.bootstrap.counts`), one matrix product gives the B replicates'
-  win matrices, and all B fits run at once as a batched Newton iteration
-  (``np.linalg.solve`` on a (B, K, K) stack).
-
-  The conversation id is only the cluster key: any strings (``judgments.schema.yaml``
-  stores them as text) or integers, never a mix. The clusters are taken in sorted
-  order (``numpy.unique``), so renaming the ids keeps the point estimates and the
-  asymptotic intervals but gives other, equally valid, bootstrap replicates
-  unless the new ids sort in the same order (``"10" < "9"`` as text).
-
-Ranks. A system ranks ahead of another only if its interval clears the other's:
-``rank_i = 1 + #{j : lo_j > hi_i}`` (ties share a rank). *Separability* is the
-share of system pairs whose intervals do not overlap.
-
-Systems without comparisons. A system listed in ``systems`` but absent from
-the comparisons has no data, only the prior; :func:`ratings` and
-:func:`bootstrap` raise a ``ValueError`` naming it rather than report a
-rating of 1500 that means nothing. Likewise ratings across disconnected groups
-of systems (never compared with each other, even indirectly) are not
-comparable and :func:`ratings` raises.
+"""Strength-weighted Bradley–Terry ratings on the Elo scale, with asymptotic and conversation-bootstrap
+intervals and separability (HEART paper §9.8). The model, the fit and its checks against choix:
+``docs/methods/bradley-terry.md``.
 
 Longer than 500 lines: one model from its comparisons to its ranks, kept in one module as choix keeps one
 per algorithm (the comparisons, the fit, the two kinds of interval and the ratings table share its
-definitions); an eighth of it is this definition, and each public function has its numpydoc.
+definitions), each public function with its numpydoc.
 """
 
 from __future__ import annotations
@@ -255,7 +192,7 @@ def fit_matrix(W, alpha: float = DEFAULT_ALPHA, tol: float = 1e-10, max_iter: in
     W : array_like, shape (..., K, K)
         Weighted win matrices (:func:`win_matrix`), zero diagonal.
     alpha : float
-        Ridge (see the module docstring); 0 gives the maximum-likelihood estimate.
+        Ridge (``docs/methods/bradley-terry.md``); 0 gives the maximum-likelihood estimate.
     tol : float
         Convergence: the largest Newton step (theta scale) is at most ``tol``.
     max_iter : int
@@ -369,7 +306,7 @@ def fit(winners, losers, weights, n: int, alpha: float = DEFAULT_ALPHA, tol: flo
     alpha : float
         Ridge in weight units, default :data:`DEFAULT_ALPHA` = 1e-2 (a N(0, 1/alpha)
         prior; keeps a system that won or lost everything finite; negligible
-        otherwise -- see the module docstring). 0 gives the maximum-likelihood
+        otherwise -- ``docs/methods/bradley-terry.md``). 0 gives the maximum-likelihood
         estimate and raises if it does not exist.
     tol, max_iter
         Newton convergence: largest step at most ``tol`` (theta scale).

@@ -1,44 +1,6 @@
-"""HEART ratings against external model metadata (HEART paper §4.5–4.7, Table 1, Figure 5).
-
-The metadata is a versioned resource, ``workflow/resources/external/models.csv``
-(columns and provenance in its README): per model the paper's own HEART Elo and
-win rate, the Artificial Analysis Intelligence Index v3.0 (copied from Table 1)
-and the median time-to-first-token where the paper's text states one (§4.5).
-Rows are joined to the workflow's ratings on ``system`` (the workflow's system
-keys, e.g. "o3" for the paper's "GPT-o3").
-
-:func:`correlate` reports, on the models present in both tables with the
-needed values:
-
-* ``pearson_elo_aa``: Pearson r of Elo with the AA index (§4.7, paper r = 0.70
-  over fifteen models; the Table 1 values give 0.704). CI from Fisher's z
-  (atanh r +- z / sqrt(n - 3), z = 1.96 at the default level ``ci`` = 0.95,
-  config ``stats.ci``); p from ``scipy.stats.pearsonr`` (t-test).
-* ``pearson_winrate_aa``: the same with the win rate, when a win-rate column
-  is given (§4.7 compares "HEART Elo and win rate").
-* ``spearman_elo_log_ttft_<source>``: Spearman rho of Elo with log median TTFT (§4.6, Figure 5),
-  once per TTFT source (:data:`TTFT_SOURCES`; the ``ttft_source`` column says which):
-
-  - "paper": the medians published in the paper's text (``models.csv`` ``ttft_median_s``, §4.5;
-    Figure 5's are "derived from" Artificial Analysis), seven models;
-  - "measured": this run's median of the completions' measured ``ttft_s`` per system
-    (:func:`measured_ttft`; time to the first streamed token of each completion call), where the
-    caller passes it (this run's rows; the paper's Table 1 rows get only "paper").
-
-  A rank correlation is unchanged by the log; the log is kept in the name to match the paper's
-  axis. CI from Fisher's z with the Fieller–Hartley–Pearson (1957) standard error
-  sqrt(1.06 / (n - 3)); p from ``scipy.stats.spearmanr`` (t approximation). ``figure_5`` is true
-  on the rows of the TTFT source Figure 5 draws (config ``figures.fig5.ttft_source``), so the ρ
-  reported with the figure is the one of its points; both are always reported.
-* ``spearman_elo_log_ttft_<source>_family_means`` (exploratory): the same on family means of Elo
-  and log TTFT (the paper's rho = 0.53 is "averaged over model families", without saying how);
-  a system without a family in the metadata is its own family.
-
-Every row carries ``family`` = "external_correlates" (the test family for a
-later Benjamini–Hochberg step) and a raw ``p_value``. Too few models gives
-status "insufficient" (fewer than 4 pairs for Pearson/Fisher, 3 for Spearman)
-and NaN statistics, never zeros; a "measured" TTFT row where no completion has
-a measured TTFT has status "absent".
+"""HEART ratings against external model metadata (HEART paper §4.5–4.7, Table 1, Figure 5): correlations of
+Elo with the Artificial Analysis index and with time to first token. What is correlated, and how:
+``docs/methods/external.md``.
 """
 
 from __future__ import annotations
@@ -203,7 +165,7 @@ def correlate(elo_table: pd.DataFrame, metadata: pd.DataFrame, elo_col: str = "e
     Returns
     -------
     DataFrame
-        ``RESULT_COLUMNS``: one row per test (module docstring); ``systems`` lists the models used,
+        ``RESULT_COLUMNS``: one row per test (``docs/methods/external.md``); ``systems`` lists the models used,
         ``ttft_source`` names the TTFT of a TTFT row (empty for the AA rows).
     """
     if figure_ttft is not None and figure_ttft not in TTFT_SOURCES:

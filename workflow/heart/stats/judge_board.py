@@ -1,71 +1,6 @@
 """The judge leaderboard: every LLM judge and the study's ensemble side by side (AlpacaEval's evaluator
-leaderboard, Judgemark), and the choice of an ensemble from it.
-
-Rule ``judge_board`` writes :func:`judge_board` (one row per LLM judge -- every configured one and any
-other LLM judge of the judgments, e.g. an imported one -- and one row ``kind`` "ensemble", the combined
-LLM verdicts the study uses) and :func:`ensembles` (one row per subset of the judges). Every number is
-one of the workflow's own statistics, called here, not computed again another way:
-
-Agreement with people (``agreement_majority``, ``agreement_per_vote``, ``kappa``)
-    ``agreement_majority``: per pair, the judge's combined winner (both orders, :mod:`heart.judging.combine`)
-    against the human raters' majority winner, over the pairs where both have one, with its
-    conversation-bootstrap interval (:func:`heart.stats.agreement.human_llm.human_llm_agreement`, scope
-    "all"; for the ensemble its "llm-ensemble" row: the majority of the LLM judges' winners).
-    ``agreement_per_vote``: every human vote against the judge's verdict on the same pair, comparisons
-    with a tie on either side left out (FastChat's "without ties",
-    :func:`heart.stats.agreement.per_vote.per_vote_agreement`; the ensemble's verdict is its majority, a
-    tied majority a tie). ``kappa``: Cohen's κ of the judge's winner and the human majority winner on
-    the pairs of ``agreement_majority`` (:func:`heart.stats.reliability.cohen_kappa`, categories a, b).
-    Without human judgments these cells are empty and ``human_status`` says "absent: no human judgments".
-Biases (``first_shown_rate``, ``longer_rate``, ``self_preference``)
-    ``first_shown_rate``: share of parsed per-order verdicts whose winner is the reply shown first
-    (:func:`heart.stats.bias.position_bias`; the ensemble: all its judges' verdicts pooled). A judge
-    without a position (the same reply wins in both orders) sits at 0.5 by construction; a judge
-    whose verdicts do not say the shown order has none. ``longer_rate``: share of the combined verdicts
-    with a winner, on pairs whose replies differ in length (words), won by the longer reply
-    (:func:`heart.stats.bias.length_bias`; the ensemble: its majority). ``self_preference``
-    (:func:`heart.stats.bias.self_preference`): on the pairs the judge decided that hold exactly one
-    system of its own model family and that an LLM judge of another family also decided, the judge's
-    rate of picking the own-family reply minus the other-family judges' rate on the same pairs (0: no
-    more self-preference than other judges show; +0.2: 20 points more often). Absent (with the reason)
-    where the judge's family is in no pair, no other-family judge decided those pairs, and for the
-    ensemble (its judges need not share a family).
-Consistency and known answers (``flip_rate``, ``qc_accuracy``)
-    Read from ``results/judging/flip_rates.parquet`` (axis "overall") and ``judge_quality.parquet``
-    (kind "all") as :mod:`heart.judging.judge_qc` wrote them; the targets are flip rate <= 0.5 and QC
-    accuracy >= 0.70 (``meets_targets``). The ensemble's are pooled over its judges (flips over their
-    pairs judged in both orders, accuracy over their checks).
-Separating systems (``separability``, ``rank_tau``)
-    Elo from that judge's judgments alone (the leaderboard's scope "judge:<name>", overall, all items;
-    the ensemble's is "llm"), fitted as :func:`heart.stats.leaderboard.scope_ratings` does (with
-    ``stats.best_human`` "in_fit" the chosen human completions in place of the pooled human).
-    ``separability``: the share of system pairs whose bootstrap intervals do not overlap
-    (:func:`heart.stats.bradley_terry.summary`, arena-hard's "separability with confidence"; equal to
-    ``separability_boot`` of ``separability.parquet``). ``rank_tau``: the mean over the bootstrap replicates
-    of Kendall's τ-b (``scipy.stats.kendalltau``) between the replicate's Elo and the point estimate's,
-    replicates where τ is undefined left out (:func:`rank_stability`).
-Cost (``usd_per_1000``, ``seconds_per_1000``)
-    Per 1,000 judgments, a judgment being one pair judged (every order it was shown in): 1000 x the sum
-    of ``cost_usd`` (resp. ``latency_s``) over the judge's verdict rows / the pairs they cover. A cached
-    answer carries the cost and time of the call that made it. A cell is empty, and the note says why,
-    where any row lacks the value: a local model has no price (never a made-up 0), nor has a model
-    litellm's price map does not know. The ensemble's: all its judges' rows over the pairs any of them
-    judged. Seconds are summed call times, not wall time (calls run side by side finish sooner).
-
-Choosing an ensemble (:func:`ensembles`)
-    For every non-empty subset of the LLM judges (all of them up to :data:`MAX_EXHAUSTIVE` judges; beyond,
-    each judge alone, all but one, and all): the subset's majority winner against the human majority,
-    as ``agreement_majority`` is for the ensemble, its cost per 1,000 judgments as above, and
-    ``agreement_per_usd`` = agreement / ``usd_per_1000``. The *recommended* subset is the one with the best
-    agreement per dollar among the priced subsets whose agreement is within :data:`TOLERANCE` (2
-    percentage points) of the best agreement of any subset (ties: fewer judges, then higher agreement,
-    then name): the cheapest way to agree with people about as well as the best ensemble does. Without
-    human judgments, or with no priced subset in that band, nothing is recommended and the status says
-    why. A subset's agreement counts only pairs where its majority has a winner (``n_no_verdict`` counts
-    the others), so a small even subset can look better on fewer pairs: read ``n_pairs`` beside it.
-
-These columns measure what they say -- agreement with these raters, these biases, this cost -- and
-nothing more: a judge high on this board is not thereby shown to apply the HEART rubric as intended.
+leaderboard, Judgemark), and the choice of an ensemble from it. Each column, and where it comes from:
+``docs/methods/judge-board.md``.
 """
 
 from __future__ import annotations
@@ -78,6 +13,8 @@ import pandas as pd
 from scipy import stats
 
 from heart.stats import bias, bradley_terry as bt, leaderboard, reliability
+from heart.stats.best_human import DERIVED, HUMAN, IN_FIT, best_human_comparisons
+from heart.stats.best_human import best_human as choose_best_human
 from heart.stats.agreement.human_llm import human_llm_agreement
 from heart.stats.agreement.majority import ENSEMBLE as LLM_ENSEMBLE, majority_oriented, winners
 from heart.stats.agreement.orientation import orient, pair_meta
@@ -86,7 +23,7 @@ from heart.stats.agreement.per_vote import WITHOUT_TIES, per_vote_agreement
 ENSEMBLE = "ensemble"
 NO_HUMANS = "absent: no human judgments"
 NO_HUMAN_WINNER = "absent: no pair has a human majority winner"
-#: agreement (absolute) within which a subset counts as "as good as the best" (module docstring)
+#: agreement (absolute) within which a subset counts as "as good as the best" (``docs/methods/judge-board.md``)
 TOLERANCE = 0.02
 #: up to this many judges every subset is evaluated; beyond, singles, leave-one-out and all
 MAX_EXHAUSTIVE = 8
@@ -129,15 +66,15 @@ def rank_stability(point, reps) -> tuple[float, int]:
 
 
 def separation(judgments: pd.DataFrame, source: str, n_boot: int, seed: int, alpha: float, ci: float,
-               best_human: str = leaderboard.DERIVED) -> dict:
+               best_human: str = DERIVED) -> dict:
     """``separability``, ``rank_tau`` and ``n_systems`` of one leaderboard source (overall, all items), with a
-    ``why`` when they cannot be had (module docstring)."""
+    ``why`` when they cannot be had (``docs/methods/judge-board.md``)."""
     out = {"separability": math.nan, "rank_tau": math.nan, "n_systems": 0, "why": ""}
     full = leaderboard.judged(leaderboard.select(judgments.reset_index(drop=True), "all", source))
     comp = full[bt.COMPARISON_COLUMNS]
-    human = leaderboard.HUMAN
-    if best_human == leaderboard.IN_FIT and (full["winner"].eq(human).any() or full["loser"].eq(human).any()):
-        comp = leaderboard.best_human_comparisons(full, leaderboard.best_human(full))
+    human = HUMAN
+    if best_human == IN_FIT and (full["winner"].eq(human).any() or full["loser"].eq(human).any()):
+        comp = best_human_comparisons(full, choose_best_human(full))
     rated = sorted(set(comp["winner"]) | set(comp["loser"]))
     out["n_systems"] = len(rated)
     if len(rated) < 2:
@@ -158,7 +95,7 @@ def separation(judgments: pd.DataFrame, source: str, n_boot: int, seed: int, alp
 
 def costs(verdicts: pd.DataFrame, local: bool = False) -> dict:
     """``usd_per_1000``, ``seconds_per_1000`` and ``n_cost_pairs`` of some verdict rows, and notes on what is
-    missing (module docstring: cost). ``local``: the rows are a local model's (said so when unpriced)."""
+    missing (``docs/methods/judge-board.md``: cost). ``local``: the rows are a local model's (said so when unpriced)."""
     out = {"usd_per_1000": math.nan, "seconds_per_1000": math.nan, "n_cost_pairs": 0, "notes": []}
     n = int(verdicts["pair_id"].nunique()) if len(verdicts) else 0
     if not n:
@@ -236,8 +173,8 @@ def _human_columns(oj: pd.DataFrame, judgments: pd.DataFrame, names: list[str], 
 def judge_board(judgments: pd.DataFrame, verdicts: pd.DataFrame, texts: pd.DataFrame, flips: pd.DataFrame,
                 quality: pd.DataFrame, judges, judge_families: dict, system_families: dict, local_judges=(),
                 n_boot: int = 1000, seed: int = 0, ci: float = 0.95, alpha: float = bt.DEFAULT_ALPHA,
-                best_human: str = leaderboard.DERIVED) -> pd.DataFrame:
-    """One row per LLM judge and one for the ensemble (module docstring: every column).
+                best_human: str = DERIVED) -> pd.DataFrame:
+    """One row per LLM judge and one for the ensemble (``docs/methods/judge-board.md``: every column).
 
     Parameters
     ----------
@@ -380,7 +317,7 @@ def subsets(judges) -> list[tuple[str, ...]]:
 def ensembles(judgments: pd.DataFrame, verdicts: pd.DataFrame, local_judges=(),
               tolerance: float = TOLERANCE) -> pd.DataFrame:
     """Every subset of the LLM judges as an ensemble: agreement with the human majority, cost, agreement per
-    dollar, and the recommended subset (module docstring: choosing an ensemble).
+    dollar, and the recommended subset (``docs/methods/judge-board.md``: choosing an ensemble).
 
     Parameters
     ----------

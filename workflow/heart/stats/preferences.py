@@ -1,59 +1,5 @@
 """Who is preferred when a human completion meets a model's: preference shares (HEART paper §4.5).
-
-The paper (§4.5): "Across all human-model head-to-head comparisons on HEART, human raters chose model
-responses in 46.8% of cases, with human completions preferred in only 35.8% of cases (17.4% were ties).
-When judged by other LLMs, model completions were rated as superior to human completions on all HEART
-dimensions in 53.3% of comparisons." Human raters use the 5-point scale of Figure 2 (with "about the
-same"); LLM judges name a winner (no ties) and mark each HEART axis (§9.5: "Axis-level icons are marked
-only when the advantage on that particular dimension is clear").
-
-Input is ``results/judging/judgments.parquet`` (:func:`heart.judging.combine.judgments`): one row per (pair, LLM
-judge) with the two presentation orders combined, and one row per (pair, human rater), every verdict
-oriented to the pair (``winner`` "a" = the pair's ``system_a``; signed axis marks, positive = a).
-
-Which side is the human (:func:`human_side`)
-    Only pairs of ``kind`` "human-model" are used. The human side is decided from each row's *own*
-    ``system_a`` / ``contributor_a`` / ``system_b`` / ``contributor_b`` with
-    :func:`heart.judging.pairs.source_of` (a completion with a contributor, or of system "human", is a
-    human's; "original" is the dataset's; anything else a model's), never from another row of the pair,
-    so a vote counts for the right side whichever A/B order it was given in. A row whose sides are not
-    one human and one model is left out and counted (``n_excluded``).
-
-Human raters (``source`` "human raters")
-    *per rating* (reading "literal", the paper's "cases" = individual ratings): every human judgment
-    of a human-model pair is one unit; its outcome is "model" (the model's side won), "human" or
-    "tie" ("A and B are about the same", status "tie"). A judgment with neither a winner nor status
-    "tie" is left out and counted. The three shares sum to 1.
-    *per pair, raters' majority* (reading "variant"): every pair with at least one counted human
-    judgment is one unit; the raters' votes for the model and for the human are counted ("about the
-    same" votes for neither, as in :func:`heart.stats.agreement.majority`); the pair's outcome is the side
-    with more votes, "tie" when they are equal.
-
-LLM judges (``source`` "llm judges")
-    The paper's "comparison" is one (pair, LLM judge) *verdict*, both orders already combined.
-    Unparsed verdicts (status "unparsed") are left out and counted; "inconsistent" verdicts (the
-    orders cancel out) are verdicts without an overall winner, and their axis marks still count.
-    *per verdict* (reading "literal"): the model "wins" an axis when the verdict's signed mark on it
-    favours the model's side; a zero ("no clear advantage") or missing mark is not a win. Outcome
-    "model wins all axes" when it wins all five (H, E, A, R, T), "human wins all axes" when the human
-    does, else "neither wins all axes".
-    *overall winner per verdict* (reading "context"): "model", "human", or "no verdict"
-    (inconsistent).
-    *per pair, ensemble majority per axis* (reading "variant"): every pair with at least one
-    counted LLM verdict is one unit; per axis, the LLM judges whose marks favour the model and those
-    whose marks favour the human are counted (zero or missing: neither; strengths do not weigh) and
-    the side with more judges wins that axis (equal: nobody); the outcomes are as above, over the
-    pairs.
-
-Scopes and uncertainty (§4.2, §9.12)
-    Every share is given for the items of ``subset`` "all", "regular" and "adversarial", with a
-    percentile interval (level ``ci``) of the conversation-level cluster bootstrap of
-    :mod:`heart.stats.bootstrap`: the conversations of the human-model rows of the judgments table are
-    resampled (drawn once per call, so all rows share the resamples) and a share is re-estimated as
-    (resampled count) / (resampled number of units). ``n_boot`` 0 gives no interval (NaN).
-    Where the units a share needs are absent (no human judgments, no human-model pair, no LLM verdict,
-    no such unit on the subset's items), its rows have status "absent", NaN share and interval, and a
-    note saying what is missing -- never a zero.
+Which side is the human, what counts, and the paper's numbers: ``docs/methods/preferences.md``.
 """
 
 from __future__ import annotations
@@ -224,7 +170,7 @@ NOTES = {
 
 def preference_shares(judgments: pd.DataFrame, n_boot: int = 1000, seed: int = 0, ci: float = 0.95,
                       subsets=SUBSETS, sources: dict | None = None) -> pd.DataFrame:
-    """Shares of human-model comparisons won by the model, the human, or neither (module docstring).
+    """Shares of human-model comparisons won by the model, the human, or neither (``docs/methods/preferences.md``).
 
     Parameters
     ----------

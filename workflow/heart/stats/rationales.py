@@ -1,45 +1,5 @@
 """Rationale coding: do humans and LLM judges give the same reasons when they agree? (HEART paper §4.3)
-
-Both kinds of rationale are coded with one versioned codebook
-(``workflow/resources/codebook/rationales.yaml``, checked against
-``workflow/schemas/codebook.schema.yaml`` by :func:`load_codebook`): each code ("names the
-feeling", "asks for one concrete detail", "offers a doable next step", "sounds
-natural", ...) maps to a HEART axis and a micro-skill and has case-insensitive
-regular expressions; a rationale *mentions* a code when one matches.
-
-Agreed pairs. A pair is "agreed" when the human majority and the LLM-ensemble
-majority (:func:`heart.stats.agreement.majority`) name the same winner. Its human
-rationale is the text of the raters who voted for that winner, its LLM rationale
-that of the LLM judges who did (both orders).
-
-Statistics (:func:`comention`). A *cell* is one (agreed pair, code); a side *mentions* the
-code in it or omits it. Most codes are omitted by both sides in most cells (a rationale names a
-few themes of the codebook), so a share that counts co-omission as agreement is high whatever
-the two sides say. Our reading: the paper's "co-mentioned or co-omitted the same coded themes in
-68 % of these agreed cases" (§4.3) is that inflated share; we report it only as a labelled
-variant and make the default count agreement on mentioned themes only.
-
-* concordance, measure "co-mention" (the default) -- among the cells that at least one side
-  mentions, the share that both mention: ``sum(both) / sum(either)`` pooled over all cells (the
-  pooled Jaccard index of the two sides' code sets; a pair where neither side mentions any code
-  adds nothing). Undefined (NaN, status "undefined") when no cell is mentioned by either side;
-* concordance, measure "co-mention or co-omission" (the paper's figure, a labelled variant) --
-  the share of *all* cells where both mention or both omit the code,
-  ``(sum(both) + sum(neither)) / (n_pairs * n_codes)``.
-
-  Both come with a conversation-level bootstrap CI (:mod:`heart.stats.bootstrap`: the conversations of
-  the agreed pairs resampled, each replicate re-estimating the ratio of resampled sums, percentile
-  interval at level ``ci``);
-* per code: how often each side mentions it, both concordances restricted to that code (the
-  default one over the pairs where either side mentions it; NaN where neither ever does), and
-  the *partial* correlation of the two mention indicators after residualising both on the
-  presentation covariates -- the winner's length advantage (words), whether the winner was
-  shown first, and the verbosity of each rationale (words) -- so the association reflects
-  evaluative content rather than presentation. Its two-sided p-value (family
-  ``rationale_codes``) goes to the BH step; its interval is Fisher's z at level ``ci``
-  (:func:`heart.stats.factors.fisher_ci`).
-
-Without human rationales every row says so (``status`` "absent").
+The codebook, the agreed pairs and the concordance: ``docs/methods/rationales.md``.
 """
 
 from __future__ import annotations
@@ -168,7 +128,7 @@ def comention(judgments: pd.DataFrame, texts: pd.DataFrame, codes: list[dict], n
         ``n_cells`` the cells at least one side mentions, ``n_concordant_cells`` those both mention --
         and "co-mention or co-omission", the paper's definition -- ``n_cells`` all pairs x codes,
         ``n_concordant_cells`` those both mention or both omit; ``concordance`` =
-        ``n_concordant_cells / n_cells`` with its bootstrap ``ci_low``/``ci_high`` (module docstring).
+        ``n_concordant_cells / n_cells`` with its bootstrap ``ci_low``/``ci_high`` (``docs/methods/rationales.md``).
         ``CODE_COLUMNS``, one row per code: ``n_mentioned`` (pairs where either side mentions it),
         ``n_co_mentioned`` (both), both concordances for that code and the partial correlation.
     """

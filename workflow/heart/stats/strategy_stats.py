@@ -1,53 +1,5 @@
 """Support-strategy usage, diversity and human–model differences (HEART paper §4.8, §9.10, §9.12).
-
-Input is the long tag table of :func:`heart.tagging.tagger.tag_table` (one row per
-completion x strategy). A *completion* is ``(item_id, system, contributor_id)``
-within one tagger; it **uses** a strategy when the tagger's label is
-``"present"`` ("uncertain" and "absent" both count as not used). Completions
-whose answer did not parse (``parse_ok`` False) are left out of every rate and
-counted in ``n_unparsed``. Several taggers in one table are analysed separately
-(a ``tagger`` column in every output).
-
-Groups. Every statistic is given at three levels: ``system`` (each system; the
-"human" system pools all human contributors), ``family`` (all completions of the
-systems of one family pooled, e.g. the paper's GPT / Claude / Gemini / Llama
-columns of Figure 6; a system missing from the family map is its own family) and
-``source`` ("model" / "human" / "dataset" pooled). Pooling is over completions,
-so a family's rate is the share of its completions that use the strategy.
-Systems named in the source map but without a parsed completion get rows with
-status "absent" and empty (NaN) statistics, never zeros.
-
-Definitions (K = number of strategies in the taxonomy, 15 in the paper):
-
-* rate (``rate_pct``): 100 x completions using the strategy / parsed completions.
-* coverage: number of strategies used at least once by the group (0..K).
-* unique strategies per completion: the number of strategies one completion
-  uses; its mean (and SD) over the group's completions. With one completion per
-  item (model systems) this is the paper's "per-item unique strategy count".
-* entropy (``entropy_bits``): Shannon entropy, base 2, of the distribution of
-  strategy *uses* over strategies, p_s = uses of s / all uses of the group;
-  H = -sum p_s log2 p_s, between 0 (one strategy) and log2 K (all used equally;
-  3.91 bits for K = 15). ``evenness`` = H / log2 K.
-* spread of rates: SD (sample SD, ddof = 1, by default) and range (max - min)
-  of the K strategy rates, in percentage points. The paper reports SD 16.33 and
-  range 60.30 points for humans (§4.8).
-
-Humans vs models (:func:`human_vs_model`), per strategy: the difference in
-usage rate, humans minus models (source "human" minus source "model", pooled
-over completions; "dataset" is left out), in percentage points, and Cohen's h
-= 2 asin(sqrt(p_h)) - 2 asin(sqrt(p_m)) (``statsmodels`` ``proportion_effectsize``).
-Uncertainty comes from the cluster bootstrap of :mod:`heart.stats.bootstrap` (§9.12:
-"Bootstraps resample at the conversation level"): conversations (the
-``conversation_id`` of each item, or the item itself when no map is given) are
-drawn with replacement, all completions of the drawn conversations (humans and
-models together) are kept, and the rates are recomputed. The interval is the
-percentile interval at level ``ci`` (config ``stats.ci``). The two-sided
-``p_value`` is a Wald test on the bootstrap standard error,
-p = 2 Phi(-|diff| / SE_boot), which respects the clustering of completions
-within conversations; ``p_value_ztest`` is the naive two-proportion z-test
-(``statsmodels`` ``proportions_ztest``) that treats completions as independent,
-kept for reference. Raw p-values only: the ``family`` column names the test
-family so a later step can apply Benjamini–Hochberg within it.
+Definitions, groups and tests: ``docs/methods/strategies.md``.
 """
 
 from __future__ import annotations
@@ -221,7 +173,7 @@ def diversity(tags: pd.DataFrame, families: Mapping | None = None, sources: Mapp
     Returns
     -------
     DataFrame
-        ``DIVERSITY_COLUMNS``: one row per (level, group, tagger); definitions in the module docstring.
+        ``DIVERSITY_COLUMNS``: one row per (level, group, tagger); definitions in ``docs/methods/strategies.md``.
     """
     strategies = strategy_list(tags, strategies)
     k_total = len(strategies)

@@ -1,84 +1,5 @@
-"""Style-controlled Bradley–Terry ratings: the leaderboard with length and warmth held constant (issue 14).
-
-Beyond the paper. HEART reports plain Bradley–Terry/Elo ratings (§9.8) and notes that, where
-humans and LLM judges disagree, "models were more likely to favor stylistically warm responses
-that were not specific to the dialogue context" (§4.4); it does not separate style from
-substance. Chatbot Arena does, with a Bradley–Terry model that has covariates (differences in
-length and formatting). This module fits that model with two style covariates -- the length
-difference and a warmth/politeness difference -- and reports its ratings beside the plain ones.
-
-Style features of a completion (:func:`completion_features`)
-    * length: words, whitespace-separated (as :func:`heart.stats.agreement.trivial.pair_lengths`);
-    * warmth: ``100 * hits / words`` -- lexicon hits per 100 words, 0 for an empty completion.
-      ``hits`` counts the non-overlapping, case-insensitive, word-bounded matches of the versioned
-      lexicon ``workflow/resources/style/warmth.yaml`` (formulaic sympathy, validation,
-      reassurance and politeness; :func:`load_lexicon`), over the union of its groups, so a phrase
-      counts once. A rate, not a count, so that it does not duplicate length.
-
-    A completion is found by (``item_id``, ``system``, contributor): the human completions of a
-    context are several (one per ``contributor_id``), model completions one (contributor null).
-
-Model (:func:`fit`). The comparisons are those of :func:`heart.stats.bradley_terry.comparisons` --
-overall verdicts with a winner, weight = the judge's win strength 1-5; ties, inconsistent and
-unparsed verdicts left out -- oriented winner/loser. For comparison ``c`` between completions
-``w`` (winner) and ``l`` (loser),
-
-    P(w beats l) = sigmoid(theta[sys(w)] - theta[sys(l)] + sum_k beta_k * (f_k(w) - f_k(l)) / s_k),
-
-``f_k`` the style features and ``s_k`` their standard deviation (ddof 0) over the distinct
-completions in the fitted comparisons, so ``beta_k`` is the change in log-odds of winning per
-standard deviation of advantage in feature ``k``. Equivalently: a logistic regression of "A wins"
-on the system indicator differences (+1 for A's system, -1 for B's) and the standardized feature
-differences (A - B), without intercept (the plain model has none: no position effect); the
-winner/loser orientation gives the same likelihood because ``1 - sigmoid(z) = sigmoid(-z)``.
-:func:`fit` maximises the weighted log-likelihood with the ridge of
-:mod:`heart.stats.bradley_terry` on all parameters,
-
-    l(theta, beta) = sum_c w_c log sigmoid(x_c . (theta, beta)) - alpha/2 (||theta||^2 + ||beta||^2),
-
-by Newton's method with a backtracking line search (scipy.sparse for the design). With the
-features left out it is exactly :func:`heart.stats.bradley_terry.fit`. The likelihood depends on theta
-only through differences; theta is reported centred (with ``alpha > 0`` the maximiser is centred;
-with ``alpha == 0`` the Newton step is taken within the centred subspace, as in
-:func:`heart.stats.bradley_terry.fit_matrix`). The ridge also keeps ``beta`` finite when a feature
-separates wins from losses completely (read a huge coefficient as "explains every verdict");
-at the default ``alpha`` = 1e-2 it is negligible otherwise. With ``alpha == 0`` the estimate
-exists unless the verdicts are separated (:func:`separable`, a linear programme), which raises.
-A bootstrap refit that fails is left out of the intervals and the note counts it. A feature without variation (every
-completion equally warm, say) cannot be estimated: it is left out of the design and its
-coefficient row says so (status "undefined").
-
-Elo. ``heart.stats.bradley_terry.elo``: ``400 * (theta - mean(theta)) / ln 10 + 1500``. The
-style-controlled Elo is a system's rating at equal length and warmth; ``elo_shift`` = style -
-plain. Ranks are ordinal, by Elo, 1 = best, ties sharing the best rank (``rank(method="min")``);
-``rank_change = rank_plain - rank_style`` (positive: the system climbs once style is held
-constant). The plain Elo and its bootstrap interval are those of
-:func:`heart.stats.bradley_terry.ratings` on the same comparisons (those with both completions' texts).
-
-Intervals, each at level ``ci``, for both fits alike.
-
-* asymptotic (Wald, from the Hessian): ``Sigma = (X' diag(w / mean(w) * p (1 - p)) X + alpha I)^-1``,
-  the inverse Hessian of the penalised negative log-likelihood with the weights rescaled to mean 1
-  -- each judgment contributes its information once; the weights shape the estimate, they are not
-  replications (with unit weights it is the plain inverse Hessian). A system's Elo SE is
-  ``400 / ln 10 * sqrt(c' Sigma c)``, ``c`` the centring contrast ``e_i - 1/K``; a coefficient's
-  SE is ``sqrt(Sigma_kk)``, with ``z = beta / SE`` and the two-sided normal p-value. (With
-  ``alpha == 0``, ``Sigma`` is the pseudo-inverse along the centred subspace.) Unlike the
-  leaderboard's asymptotic interval (the paper's ``sqrt(1 / n_i)``) it uses the model's
-  information, so the two fits' intervals are comparable; like it, it ignores the clustering of
-  judgments within conversations, so it is reported next to
-* the conversation-level cluster bootstrap (:mod:`heart.stats.bootstrap`): the conversations of the
-  comparisons drawn with replacement -- the very replicates of
-  :func:`heart.stats.bradley_terry.bootstrap` with the same seed -- both models refitted, percentile
-  intervals; the coefficients also get the bootstrap SE. The standardisation scales ``s_k`` are
-  kept from the full data, so every replicate's ``beta`` is on one scale.
-
-Scopes. One fit per judgment source -- "combined" (every judge), "llm", "human" -- on the overall
-verdict over all items. Every system that appears in a pair is listed in every source; a
-source without comparisons (no human judgments), comparisons without texts, or a system without
-comparisons give rows with status "absent" and empty numbers, a fit that is impossible
-(systems never compared with each other) "not_estimable". The derived Best Human row of the
-leaderboard is not refitted here.
+"""Style-controlled Bradley–Terry ratings: the leaderboard with length and warmth held constant (beyond the
+paper, after Chatbot Arena's style control). Features, model and reading: ``docs/methods/style-control.md``.
 """
 
 from __future__ import annotations
@@ -187,7 +108,7 @@ def separable(X) -> bool:
 
 def fit(X, weights, n_systems: int, alpha: float = bt.DEFAULT_ALPHA, start=None, tol: float = 1e-10,
         max_iter: int = 200) -> np.ndarray:
-    """Penalised weighted logistic regression of "the winner wins" on the design ``X`` (module docstring).
+    """Penalised weighted logistic regression of "the winner wins" on the design ``X`` (``docs/methods/style-control.md``).
 
     Maximises ``sum_c w_c log sigmoid(X_c . b) - alpha/2 ||b||^2``; the first ``n_systems`` entries of
     ``b`` are the system strengths (reported centred), the rest the covariate coefficients.

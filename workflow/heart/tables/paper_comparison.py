@@ -147,7 +147,7 @@ def compare(spec: dict, tables: dict[str, pd.DataFrame], models: pd.DataFrame | 
     models : pandas.DataFrame, optional
         :func:`heart.stats.external.load_models` (the paper's Elo per system key) for Figure 4's Elo column.
     headline : pandas.DataFrame, optional
-        Figure 4's table of this run (:func:`heart.stats.leaderboard.headline`: system, status, elo,
+        Figure 4's table of this run (:func:`heart.stats.figure4.headline`: system, status, elo,
         elo_lo_boot, elo_hi_boot, n_comparisons), from ``headline_source``.
     met : dict, optional
         :func:`available`: need -> met. An unmet need gives its reason; a met one without a value gives

@@ -17,7 +17,7 @@ from heart.common import export
 
 #: Appended to a derived row's name (best-human: chosen after judging), as in Figure 4.
 DERIVED_MARK = " \u2020"
-#: Header of the leaderboard table's axis columns, per what they hold (heart.stats.leaderboard.headline ``columns``).
+#: Header of the leaderboard table's axis columns, per what they hold (heart.stats.figure4.headline ``columns``).
 AXIS_HEADERS = {"percentile": "{axis} percentile", "win_rate": "{axis} win %"}
 
 
@@ -25,7 +25,7 @@ def table1(leaderboard: pd.DataFrame, models: pd.DataFrame, external: pd.DataFra
            labels: Mapping | None = None) -> pd.DataFrame:
     """Table 1: HEART Elo, win % and the AA index -- the paper's rows and this run's, with the correlation.
 
-    ``leaderboard`` is :func:`heart.stats.leaderboard.headline` (the same as Figure 4's); this run's rows
+    ``leaderboard`` is :func:`heart.stats.figure4.headline` (the same as Figure 4's); this run's rows
     show the ``labels`` display name of each system (config ``figures.fig4.display_names``; unmapped
     systems by their name) and the derived ``best-human`` with :data:`DERIVED_MARK`.
     """
@@ -62,7 +62,7 @@ def ci_label(ci: float) -> str:
 
 def leaderboard(board: pd.DataFrame, ci: float = 0.95, columns: str = "percentile",
                 labels: Mapping | None = None) -> pd.DataFrame:
-    """The leaderboard table: Figure 4's columns (same :func:`heart.stats.leaderboard.headline`) and both Elo intervals.
+    """The leaderboard table: Figure 4's columns (same :func:`heart.stats.figure4.headline`) and both Elo intervals.
 
     Columns: System (:func:`display_names`), H ... T (headed "<axis> percentile" or "<axis> win %" as
     ``columns`` says: what the headline's ``H_pct`` ... hold), "Overall win %", "Elo", the two

@@ -1,45 +1,7 @@
-"""A judge that reads content and has no position to prefer (``answer: content``).
-
-What it measures. Each reply is scored on its own, never beside the other: its **fit to the dialogue**,
-the pointwise mutual information between the reply and the dialogue under the judge's model,
-
-    fit(reply) = log P(reply | dialogue) - log P(reply),
-
-where log P(reply | dialogue) is the log-likelihood of the reply's tokens (and the end of its turn) as the
-supporter's next turn after the dialogue, in the model's chat template, and log P(reply) that of the same
-tokens as the supporter's first turn after the same system turn with no dialogue (the judge's prompt file,
-``workflow/resources/prompts/judge/<prompt>.md``, is that system turn). The difference removes what makes a
-text likely anywhere (short, common, fluent words) and keeps what the dialogue adds: how much this reply is
-about *this* conversation.
-
-Normalisation, measured on known-answer checks (the pairs of :mod:`heart.judging.judge_qc`, the dialogue's
-last 4 turns): the score is the **mean over the reply's tokens** (NORMALISATION), not the sum. On the
-default run's 10 checks the mean picked the real reply 10 times, the sum 9; on 80 checks built from random
-ESConv turns both picked it 86 % of the time (without the turn's end token: mean 88 %, sum 89 %; the sum
-over the square root of the length 85 %), while the reply's log-likelihood after the dialogue alone,
-without subtracting log P(reply), reached only 64 % (mean) and 51 % (sum): the subtraction does the work.
-Level on content, the mean is kept because it does not grow with a reply's length (a sum ranks a long reply
-above a short one that fits as well per token), so one fixed strength scale means the same for a 10-token
-and a 90-token reply.
-
-A pair's verdict: the reply with the higher fit wins; the strength (1-5) is the fit difference on a fixed
-scale (CONTENT_STRENGTH_NATS, nats per token: on the default run, model-vs-model pairs differ by 0.002-0.7,
-strengths 1-4, and known-answer checks by 0.6 at the median); equal fits give no verdict (ties are never
-invented).
-Both A/B orders are produced for the combine step (:func:`heart.judging.combine.combine`, unchanged), and
-they are the same verdict by construction: the scores do not depend on the order shown, so the flip rate
-is 0 and a position preference cannot exist.
-
-What it does not measure. It does not apply the HEART rubric and marks no axis: every axis is left
-unmarked (null, "not judged"), never "none" and never invented. Fit to the dialogue is not quality: it
-favours on-topic replies over generic, dismissive or off-topic ones (what the known-answer checks test),
-but it can also favour a reply that copies the dialogue's words, and it knows nothing of warmth, safety or
-the supporter's role beyond what the model's likelihoods carry.
-
-How. The likelihoods are computed in-process by the local GGUF model and cached like every answer
-(:mod:`heart.llm.likelihood`): two per distinct reply (after its dialogue, and alone), the texts neutralised
-first, so a reply holding ``<|im_end|>`` cannot end its turn early. The requests are ordinary
-:class:`~heart.llm.request.Request` objects, so the call preview counts them (and their cache hits).
+"""A judge that reads content and has no position to prefer (``answer: content``): each reply scored on its own
+by its fit to the dialogue, log P(reply | dialogue) - log P(reply) per token under a local model, computed
+in-process and cached. What it measures, what it does not, and how it was chosen:
+``docs/methods/content-judge.md``.
 """
 
 from __future__ import annotations
@@ -57,7 +19,7 @@ from heart.llm.request import Request
 
 #: bump when what is scored changes (the messages already carry the prompt text and the dialogue)
 CONTENT_VERSION = "content-fit-1"
-#: how a reply's per-token PMIs become its score: "mean" (chosen, module notes) or "sum"
+#: how a reply's per-token PMIs become its score: "mean" (chosen, ``docs/methods/content-judge.md``) or "sum"
 NORMALISATION = "mean"
 #: fit difference (nats per token) -> strength: < 0.1 -> 1, < 0.25 -> 2, < 0.5 -> 3, < 1 -> 4, else 5
 CONTENT_STRENGTH_NATS = (0.1, 0.25, 0.5, 1.0)
@@ -140,7 +102,7 @@ def verdict(score_a: float, score_b: float) -> tuple[dict | None, str | None]:
 
 def fit_answers(pairs: pd.DataFrame, results: dict[str, dict], both_orders: bool = True) -> dict[str, dict]:
     """The likelihoods of :func:`requests` as verdict answers, one per ``<pair_id>:<order>`` (what
-    :func:`heart.judging.verdicts.verdict_table` reads): both orders the same verdict (module notes); the
+    :func:`heart.judging.verdicts.verdict_table` reads): both orders the same verdict (``docs/methods/content-judge.md``); the
     fits as ``text``, no margins (so :func:`heart.judging.combine.combine` combines the equal signed
     verdicts, unchanged). A reply's scorings serve every row that shows it, so each row's ``latency_s`` is
     its share: a scoring's time divided among the rows that read it (not counted once per row)."""

@@ -74,7 +74,7 @@ def human_llm_agreement(judgments: pd.DataFrame, n_boot: int = 1000, seed: int =
     Returns
     -------
     pandas.DataFrame
-        ``AGREEMENT_COLUMNS``, one row per (judge, scope) (module docstring: agreement). ``judge``
+        ``AGREEMENT_COLUMNS``, one row per (judge, scope) (``docs/methods/agreement.md``: agreement). ``judge``
         is "llm-ensemble" (ensemble majority vs human majority, §9.9), "mean-of-judges" (unweighted
         mean of the judges' agreements, §4.4; counts summed over judges) or an LLM judge; ``scope``
         is "all", "clear", "ambiguous" (paper: both conditions), "ambiguous-human-only",

@@ -63,7 +63,7 @@ def inter_human(judgments: pd.DataFrame, n_boot: int = 1000, seed: int = 0, ci: 
     pandas.DataFrame
         ``HUMAN_COLUMNS``; ``measure`` "fleiss_kappa" / "krippendorff_alpha" / "percent_agreement"
         (one row, on the winner: rater-to-rater, pooled over the unordered rater pairs of every pair
-        with >= 2 ratings, the paper's 79.5 %; module docstring), ``labels`` "winner (a/tie/b)" or
+        with >= 2 ratings, the paper's 79.5 %; ``docs/methods/agreement.md``), ``labels`` "winner (a/tie/b)" or
         "preference (-2..2)", ``level`` of measurement; then Fleiss' κ per HEART axis ("axis H (a/no clear
         difference/b)" ...) where human raters marked axes (§9.9 "overall and per-axis"), else one
         "per-axis" row "unavailable" that says why. No pair with >= 2 human ratings: "absent" rows that say

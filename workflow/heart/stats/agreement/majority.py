@@ -43,7 +43,7 @@ def frame(rows: list[dict], columns: list[str]) -> pd.DataFrame:
 
 
 def consensus_fraction(consensus=CONSENSUS) -> Fraction:
-    """``consensus`` as an exact fraction in [1/2, 1] (module docstring: consensus).
+    """``consensus`` as an exact fraction in [1/2, 1] (``docs/methods/agreement.md``: consensus).
 
     Parameters
     ----------
@@ -148,7 +148,7 @@ def join_notes(*notes: str) -> str:
 # --- majorities ---------------------------------------------------------------------------------
 
 def majority(judgments: pd.DataFrame, judge_kind: str, consensus=CONSENSUS, judges=None) -> pd.DataFrame:
-    """Per pair, the majority winner of one kind of judge (module docstring: votes, consensus).
+    """Per pair, the majority winner of one kind of judge (``docs/methods/agreement.md``: votes, consensus).
 
     Parameters
     ----------
@@ -225,7 +225,7 @@ def loo_majority(judgments: pd.DataFrame, judge_kind: str) -> pd.DataFrame:
 # --- ambiguous pairs ----------------------------------------------------------------------------
 
 def ambiguity(judgments: pd.DataFrame, consensus=CONSENSUS) -> pd.DataFrame:
-    """Per pair, the two conditions of the paper's ambiguous subset (§4.4; module docstring).
+    """Per pair, the two conditions of the paper's ambiguous subset (§4.4; ``docs/methods/agreement.md``).
 
     Parameters
     ----------

@@ -49,7 +49,7 @@ def _show_side(key: str) -> str:
 
 
 def orient(judgments: pd.DataFrame, pairs: pd.DataFrame | None = None) -> pd.DataFrame:
-    """Judgments with every row oriented to its pair's canonical order of sides (module docstring).
+    """Judgments with every row oriented to its pair's canonical order of sides (``docs/methods/agreement.md``).
 
     Parameters
     ----------

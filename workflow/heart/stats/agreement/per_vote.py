@@ -43,7 +43,7 @@ def _labels(rows: pd.DataFrame, kind: str) -> np.ndarray:
 
 def per_vote_agreement(judgments: pd.DataFrame, n_boot: int = 1000, seed: int = 0,
                        ci: float = 0.95) -> pd.DataFrame:
-    """Per LLM judge, its agreement with every human vote on the pairs both judged (module docstring).
+    """Per LLM judge, its agreement with every human vote on the pairs both judged (``docs/methods/agreement.md``).
 
     Returns
     -------

@@ -1,4 +1,4 @@
-"""The MT-Bench and Arena recipes on the sources' real shapes (heart.judging.recipes)."""
+"""The MT-Bench and Arena recipes on the sources' real shapes (heart.tools.vote_recipes)."""
 
 import json
 
@@ -7,7 +7,7 @@ import pytest
 
 from conftest import FIXTURES
 from heart.judging import judgment_import as ji
-from heart.judging import recipes
+from heart.tools import vote_recipes as recipes
 
 MT = FIXTURES / "imported" / "mt_bench"
 

@@ -1,37 +1,7 @@
-"""Public pairwise-vote datasets in their real shapes -> the imported-judgments format.
-
-Two sources are mapped (``resources/imported/README.md``, "Mapping other sources"), each as read from
-its published files (Parquet, JSON Lines, or FastChat's JSON list), never a tidied copy:
-
-MT-Bench (Zheng et al. 2023; ``lmsys/mt_bench_human_judgments``, CC-BY-4.0), :func:`mt_bench`
-    Splits ``human`` (expert and author votes) and ``gpt4_pair`` (GPT-4 as pairwise judge): columns
-    ``question_id``, ``model_a``, ``model_b``, ``winner``, ``judge``, ``turn`` (and the two
-    conversations, unused). A vote is of one turn, so the item is ``<question>/turn<turn>`` and the
-    question is the conversation (the bootstrap keeps a question's turns together).
-
-    * Human ``winner`` is ``model_a``, ``model_b`` or ``tie``. Which model was shown on the left is not
-      recorded, so ``order`` is left empty (unknown) and the votes stay out of every order statistic.
-    * A rater who voted on one pair more than once (in either A/B order) keeps the *last* vote in the
-      file's order -- the workflow's rule is one judgment per rater and pair; the count of dropped votes
-      is reported. (FastChat's own agreement script counts every repeated vote.)
-    * GPT-4's verdict in ``gpt4_pair`` is already combined over both presentation orders by FastChat:
-      ``model_a``/``model_b`` when both orders agreed, ``tie`` when both said tie, ``tie (inconsistent)``
-      when the two orders disagreed. It is encoded faithfully as the two orders it came from, with
-      which order was which unknown: two records with the same winner (a, a / b, b / tie, tie), an
-      inconsistent pair as two opposite records (a, b). :mod:`heart.judging.combine` then gives "ok",
-      "tie" and "inconsistent" (no verdict) respectively, and strength stays empty (every vote weighs 1).
-    * The judge's id is ``llm_judge`` (default "gpt4-pair", FastChat's name): the ``judge`` column names the prompt
-      (pair-v2, pair-math-v1, ...), which changes with the question's category, not the judge.
-
-Chatbot Arena (``lmsys/chatbot_arena_conversations``), :func:`arena`
-    Columns ``question_id``, ``model_a``, ``model_b``, ``winner`` (``model_a``, ``model_b``, ``tie``,
-    ``tie (bothbad)``), ``judge``, ``turn``, ``tstamp``. Each battle is its own item and conversation
-    (``question_id``). Arena shows model_a as "Model A" on the left, so ``order`` is AB. Both tie values
-    are ties. A voter's repeated votes on one battle keep the last by ``tstamp`` (the file's order
-    where there is none).
-
-Every value outside these vocabularies is an error naming the file (or split), the row (counted from 1)
-and the field. ``python -m heart.judging.recipes`` runs the two from the command line.
+"""Public pairwise-vote datasets in their real shapes -> the imported-judgments format: MT-Bench's human and
+GPT-4-pair splits (:func:`mt_bench`) and Chatbot Arena's battles (:func:`arena`), read as published, every
+value outside their vocabularies an error naming the file, the row and the field. How each source maps:
+``docs/methods/vote-recipes.md``. ``python -m heart.tools.vote_recipes`` runs the two from the command line.
 """
 
 from __future__ import annotations
@@ -125,7 +95,7 @@ def _turn_items(frame: pd.DataFrame, where: str) -> tuple[pd.Series, pd.Series]:
 
 def mt_bench(human: pd.DataFrame | None = None, gpt4_pair: pd.DataFrame | None = None,
              llm_judge: str = "gpt4-pair", human_source: str = "human", gpt4_source: str = "gpt4_pair") -> Votes:
-    """MT-Bench's two splits as imported-judgment records (module docstring for every rule).
+    """MT-Bench's two splits as imported-judgment records (``docs/methods/vote-recipes.md`` for every rule).
 
     Parameters
     ----------
@@ -171,7 +141,7 @@ def mt_bench(human: pd.DataFrame | None = None, gpt4_pair: pd.DataFrame | None =
 
 
 def arena(battles: pd.DataFrame, source: str = "arena") -> Votes:
-    """Chatbot-Arena battles as imported-judgment records (module docstring for every rule)."""
+    """Chatbot-Arena battles as imported-judgment records (``docs/methods/vote-recipes.md`` for every rule)."""
     _need(battles, ["question_id", "model_a", "model_b", "winner", "judge"], source)
     item = _text(battles, "question_id", source)
     votes = pd.DataFrame({"item": item, "conversation": item,
@@ -186,7 +156,7 @@ def arena(battles: pd.DataFrame, source: str = "arena") -> Votes:
 
 
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m heart.judging.recipes", description=__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(prog="python -m heart.tools.vote_recipes", description=__doc__.split("\n")[0])
     sub = parser.add_subparsers(dest="source", required=True)
     mt = sub.add_parser("mt-bench", help="MT-Bench human and/or gpt4_pair splits")
     mt.add_argument("--human", type=Path, help="the human split (.parquet, .jsonl or .json)")
