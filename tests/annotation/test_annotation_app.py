@@ -18,7 +18,7 @@ from heart.completions import imported
 from heart.judging import human_judgments, pairs as pairs_mod
 from heart.tagging import spot_checks
 from heart.annotation import app as app_mod
-from heart.annotation import export, store, tasks
+from heart.annotation import db as store_db, export, links as store_links, store, tasks
 from heart.annotation.__main__ import _links
 from heart.tagging.taxonomy import load_taxonomy, strategy_keys
 
@@ -56,7 +56,7 @@ def serve(db, table, rate_limits=None):
     """A new store at ``db`` holding the tasks of ``table``, the app over it (with these rate limits: see
     heart.annotation.guard), and everyone's link."""
     store.create(db)
-    conn = store.connect(db)
+    conn = store_db.connect(db)
     store.load_tasks(conn, table)
     conn.close()
     client = TestClient(app_mod.create_app(db, TAXONOMY, rate_limits=rate_limits))
@@ -90,7 +90,7 @@ def answer(client, link, **fields):
 
 
 def stored(db):
-    conn = store.connect(db)
+    conn = store_db.connect(db)
     try:
         return store.answers_frame(conn)
     finally:
@@ -100,12 +100,12 @@ def stored(db):
 def test_store_key_is_private_and_a_store_without_its_key_is_refused(tmp_path):
     db = tmp_path / "a.sqlite"
     store.create(db)
-    assert stat.S_IMODE(os.stat(store.key_path(db)).st_mode) == 0o600
-    conn = store.connect(db)
+    assert stat.S_IMODE(os.stat(store_links.key_path(db)).st_mode) == 0o600
+    conn = store_db.connect(db)
     assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
     conn.close()
-    store.key_path(db).unlink()
-    with pytest.raises(store.StoreError, match="link key .* does not"):
+    store_links.key_path(db).unlink()
+    with pytest.raises(store_db.StoreError, match="link key .* does not"):
         store.create(db)
 
 
@@ -126,7 +126,7 @@ def test_reloading_a_task_table_adds_keeps_and_retires_but_never_drops_an_answer
     db, links = study["db"], study["links"]
     assert answer(study["client"], links["rater-01"], choice="2", rationale="warmer and specific").status_code == 303
     answered = stored(db)["task_id"].tolist()
-    conn = store.connect(db)
+    conn = store_db.connect(db)
     smaller = study["tasks"][~study["tasks"]["person_id"].eq("rater-01")]
     counts = store.load_tasks(conn, smaller)
     n_rater = int(study["tasks"]["person_id"].eq("rater-01").sum())
@@ -137,7 +137,7 @@ def test_reloading_a_task_table_adds_keeps_and_retires_but_never_drops_an_answer
     assert store.load_tasks(conn, study["tasks"])["reactivated"] == n_rater - 1
     assert store.progress(conn, "rater-01") == (1, n_rater)
     clash = study["tasks"].head(1).assign(task_id="w-new", kind="rating", person_id="writer-01")
-    with pytest.raises(store.StoreError, match="writer-01.* is a writer in the store and a rater here"):
+    with pytest.raises(store_db.StoreError, match="writer-01.* is a writer in the store and a rater here"):
         store.load_tasks(conn, clash)
     conn.close()
 
@@ -152,8 +152,8 @@ def test_links_are_secret_and_scoped(study):
     r = client.post(f"{links['rater-01']}/answer", data={"nonce": other, "choice": "1", "rationale": "because"})
     assert r.status_code == 403 and stored(study["db"]).empty
     # a revoked link stops at once; the new one works
-    conn = store.connect(study["db"])
-    store.revoke(conn, "rater-01")
+    conn = store_db.connect(study["db"])
+    store_links.revoke(conn, "rater-01")
     conn.close()
     assert client.get(links["rater-01"]).status_code == 404
     assert client.get(_links(study["db"], "", "rater-01")[0][2]).status_code == 200
@@ -209,7 +209,7 @@ def test_bad_answers_are_refused_on_the_server_and_the_input_is_kept(study, kind
 def test_time_is_measured_by_the_server_and_a_resubmitted_form_is_not_a_second_answer(study, monkeypatch):
     client, link = study["client"], study["links"]["writer-01"]
     clock = [1000.0]
-    monkeypatch.setattr(store, "now", lambda: clock[0])
+    monkeypatch.setattr(store_db, "now", lambda: clock[0])
     page = client.get(link).text
     clock[0] = 1037.5
     form = {"nonce": nonce_of(page), "reply": "That sounds so hard. What happened?", "seconds": "1"}
@@ -308,13 +308,13 @@ def test_export_never_replaces_a_file_it_did_not_write(study):
 def test_a_page_open_too_long_or_a_withdrawn_task_is_served_again_not_stored(study, monkeypatch):
     client, link, db = study["client"], study["links"]["writer-01"], study["db"]
     clock = [1000.0]
-    monkeypatch.setattr(store, "now", lambda: clock[0])
+    monkeypatch.setattr(store_db, "now", lambda: clock[0])
     nonce = nonce_of(client.get(link).text)
     clock[0] += 13 * 3600
     r = client.post(f"{link}/answer", data={"nonce": nonce, "reply": "Sorry to hear that."})
     assert r.status_code == 409 and "more than 12 hours" in r.text and stored(db).empty
     fresh = nonce_of(r.text)
-    conn = store.connect(db)
+    conn = store_db.connect(db)
     store.load_tasks(conn, study["tasks"][study["tasks"]["kind"] != "writing"])  # the coordinator withdraws them
     conn.close()
     r = client.post(f"{link}/answer", data={"nonce": fresh, "reply": "Sorry to hear that."})
@@ -337,7 +337,7 @@ def test_a_new_task_table_refreshes_unanswered_texts_and_keeps_answered_ones(stu
     assert answer(client, link, choice="1", rationale="more specific").status_code == 303
     done = stored(db)["task_id"].iloc[0]
     changed = t.assign(text_a=t["text_a"].where(t["kind"] != "rating", "A REWRITTEN REPLY"))
-    conn = store.connect(db)
+    conn = store_db.connect(db)
     store.load_tasks(conn, changed)
     assert store.task(conn, done)["text_a"] != "A REWRITTEN REPLY"  # what the rater saw
     conn.close()
@@ -353,7 +353,7 @@ def test_the_export_fingerprint_follows_answers_not_page_views(study):
     assert answer(client, link, reply="That is a lot at once.").status_code == 303
     assert store.fingerprint(db) != before and store.fingerprint(db).startswith("answers=1@")
     (study["tmp"] / "not-a-store").write_text("hello")
-    with pytest.raises(store.StoreError, match="cannot read the annotation store"):
+    with pytest.raises(store_db.StoreError, match="cannot read the annotation store"):
         store.fingerprint(study["tmp"] / "not-a-store")
 
 
@@ -364,7 +364,7 @@ def test_a_half_labelled_spot_check_keeps_its_second_labeller_when_a_new_sample_
     sibling = t[(t["kind"] == "spot_check") & (t["person_id"] == "labeller-02") & (t["item_id"] == first["item_id"])
                 & (t["system"] == first["system"])]
     assert len(sibling) == 1
-    conn = store.connect(db)
+    conn = store_db.connect(db)
     counts = store.load_tasks(conn, t[t["kind"] != "spot_check"])  # the new sample draws no spot check
     assert counts["retired"] == int((t["kind"] == "spot_check").sum()) - 2
     assert store.is_active(conn, sibling["task_id"].iloc[0])

@@ -139,9 +139,9 @@ def submit(driver, study):
 
 
 def answers(study):
-    from heart.annotation import store
+    from heart.annotation import db as store_db, store
 
-    conn = store.connect(study["db"])
+    conn = store_db.connect(study["db"])
     try:
         return store.answers_frame(conn)
     finally:
@@ -449,9 +449,9 @@ def test_tasks_made_again_add_the_human_pairs_and_keep_every_answer(browser, stu
     old = study["tasks"]
     real = old[(old["kind"] == "rating") & old["pair_id"].notna()]
     assert set(real["task_id"]) <= set(rating["task_id"])  # a pair keeps its raters and order
-    from heart.annotation import store
+    from heart.annotation import db as store_db, store
 
-    conn = store.connect(study["db"])
+    conn = store_db.connect(study["db"])
     try:
         counts = store.load_tasks(conn, again)
     finally:
@@ -504,9 +504,9 @@ def test_a_rater_marks_each_axis_when_the_study_asks(browser, tmp_path):
             d.find_elements(By.NAME, "nonce") and d.find_element(By.NAME, "nonce").get_attribute("value") != old))
     finally:
         server.kill()
-    from heart.annotation import store
+    from heart.annotation import db as store_db, store
 
-    conn = store.connect(db)
+    conn = store_db.connect(db)
     try:
         got = store.answers_frame(conn)
     finally:

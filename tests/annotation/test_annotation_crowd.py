@@ -11,7 +11,7 @@ import pytest
 import yaml
 
 from annotation_server import cli
-from heart.annotation import crowd, store, tasks
+from heart.annotation import audit as store_audit, crowd, db as store_db, links as store_links, store, tasks
 from heart.annotation.app import STUDY_TEXTS
 from heart.judging import pairs as pairs_mod
 from test_annotation_app import QC, make_completions, make_items, nonce_of, serve, stored
@@ -33,13 +33,13 @@ def crowd_study(tmp_path):
                                           0.5, QC, 5)], ignore_index=True)
     db = tmp_path / "annotation.sqlite"
     store.create(db)
-    conn = store.connect(db)
+    conn = store_db.connect(db)
     crowd.save_settings(conn, {"consent": True, "practice": True, "completion_code": "C0DE42",
                                "completion_url": "https://app.prolific.com/submissions/complete?cc={code}",
                                "stopped_code": "SCREENED", "stop_after_qc_failures": 2})
     conn.close()
     client, links = serve(db, table, rate_limits=UNLIMITED)  # one test client plays every person, quickly
-    key = store.read_key(db)
+    key = store_links.read_key(db)
     return {"client": client, "links": links, "db": db, "tasks": table, "study": crowd.study_links(key)}
 
 
@@ -76,10 +76,10 @@ def test_a_study_link_provisions_each_participant_once_and_never_exports_their_i
         r = client.get(study["rater"] + bad, follow_redirects=False)
         assert r.status_code == 400 and "participant" in r.text, bad
     assert client.get("/s/not-a-study-token" + PROLIFIC).status_code == 404
-    conn = store.connect(crowd_study["db"])
+    conn = store_db.connect(crowd_study["db"])
     try:
         assert sorted(crowd.participants(conn).values()) == ["5f1e2d3c4b5a69788796a5b4", "6a2b2d3c4b5a69788796a5b4"]
-        audit = store.audit_frame(conn)
+        audit = store_audit.audit_frame(conn)
     finally:
         conn.close()
     assert audit["event"].tolist() == ["provision", "provision"]
@@ -130,9 +130,9 @@ def test_a_rater_failing_attention_checks_is_stopped_flagged_and_audited(crowd_s
     row = re.search(r'<tr id="person-rater-01"[^>]*>.*?</tr>', coordinator, re.S).group(0)
     assert 'class="flag"' in row and "stopped (failed 2 of 2 attention checks)" in row
     assert "5f1e2d3c4b5a69788796a5b4" in row  # the coordinator sees who to reject on the platform
-    conn = store.connect(crowd_study["db"])
+    conn = store_db.connect(crowd_study["db"])
     try:
-        events = store.audit_frame(conn)["event"].tolist()
+        events = store_audit.audit_frame(conn)["event"].tolist()
     finally:
         conn.close()
     assert events.count("stop") == 1 and events[:3] == ["provision", "consent", "practice"]
@@ -140,7 +140,7 @@ def test_a_rater_failing_attention_checks_is_stopped_flagged_and_audited(crowd_s
 
 def test_the_coordinators_rows_show_each_raters_quality(crowd_study):
     client, links = crowd_study["client"], crowd_study["links"]
-    conn = store.connect(crowd_study["db"])
+    conn = store_db.connect(crowd_study["db"])
     crowd.save_settings(conn, {"consent": True, "practice": True})  # no stop: "about the same" fails checks
     conn.close()
     for person in ("rater-01", "rater-02"):
@@ -162,7 +162,7 @@ def test_an_online_backup_while_answers_arrive_restores_every_acknowledged_one(c
     answer acknowledged before the backup began and passes the integrity check; restore refuses to replace a
     store without --force, and the restore is in the audit log."""
     db = crowd_study["db"]
-    conn = store.connect(db)
+    conn = store_db.connect(db)
     conn.execute("UPDATE meta SET value = '{}' WHERE key = 'crowd'")  # plain tasks, no consent
     conn.close()
     client, links = crowd_study["client"], crowd_study["links"]
@@ -200,11 +200,11 @@ def test_an_online_backup_while_answers_arrive_restores_every_acknowledged_one(c
     restored = stored(target)
     assert len(restored) >= n_before
     assert set(restored["task_id"]) <= set(stored(db)["task_id"])
-    assert store.read_key(target) == store.read_key(db)  # every link still works
-    conn = store.connect(target)
+    assert store_links.read_key(target) == store_links.read_key(db)  # every link still works
+    conn = store_db.connect(target)
     try:
         assert conn.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
-        events = store.audit_frame(conn)["event"].tolist()
+        events = store_audit.audit_frame(conn)["event"].tolist()
         assert events[-1] == "restore" and events.count("restore") == 1  # --force replaced the first restore
     finally:
         conn.close()

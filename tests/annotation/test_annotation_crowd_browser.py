@@ -13,7 +13,7 @@ from selenium.webdriver.support.ui import WebDriverWait
 
 from annotation_proxy import TlsProxy
 from annotation_server import AnnotationServer
-from heart.annotation import crowd, store, tasks
+from heart.annotation import audit, crowd, db as store_db, links, store, tasks
 from heart.annotation.app import STUDY_TEXTS
 from heart.judging import pairs as pairs_mod
 from test_annotation_app import QC, make_completions, make_items
@@ -41,7 +41,7 @@ def site(tmp_path_factory):
     table = tasks.rating_tasks(items, pairs[pairs["item_id"].isin(["item0", "item1"])], comp, 2, 2, 0.5, QC, 5)
     db = tmp / "annotation.sqlite"
     store.create(db)
-    conn = store.connect(db)
+    conn = store_db.connect(db)
     store.load_tasks(conn, table)
     crowd.save_settings(conn, {"consent": True, "practice": True, "completion_code": CODE,
                                "completion_url": "https://app.prolific.com/submissions/complete?cc={code}",
@@ -51,7 +51,7 @@ def site(tmp_path_factory):
     proxy = TlsProxy(int(server.url.rsplit(":", 1)[1]), tmp / "nginx").start()
     try:
         yield {"db": db, "tasks": table, "url": proxy.url, "proxy": proxy, "links": server.links(),
-               "study": crowd.study_links(store.read_key(db))}
+               "study": crowd.study_links(links.read_key(db))}
     finally:
         proxy.stop()
         server.kill()
@@ -144,10 +144,10 @@ def test_two_participants_from_the_platform_one_stopped_one_finished(driver, sit
     finally:
         unemulate(driver)
     # the people's answers reached the store, and the proxy's logs hold no link and no platform id
-    conn = store.connect(site["db"])
+    conn = store_db.connect(site["db"])
     try:
         answers = store.answers_frame(conn)
-        events = store.audit_frame(conn)["event"].tolist()
+        events = audit.audit_frame(conn)["event"].tolist()
     finally:
         conn.close()
     assert set(answers["person_id"]) == {"rater-01", "rater-02"}

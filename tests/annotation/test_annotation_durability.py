@@ -20,7 +20,7 @@ import pytest
 import requests
 
 from annotation_server import AnnotationServer, cli, synthetic_rating_tasks
-from heart.annotation import store
+from heart.annotation import db as store_db, store
 
 pytestmark = pytest.mark.e2e
 
@@ -71,7 +71,7 @@ def post(session, url, nonce, choice, rationale):
 
 def stored(db: Path, person: str) -> pd.DataFrame:
     """The person's answers by task, as the page posted them (without the server's flags)."""
-    conn = store.connect(db)
+    conn = store_db.connect(db)
     try:
         out = store.answers_frame(conn)
     finally:

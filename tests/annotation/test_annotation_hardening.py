@@ -14,7 +14,7 @@ import uvicorn
 
 from annotation_server import cli, free_port
 from heart.annotation import app as app_mod
-from heart.annotation import export, guard, store, tasks
+from heart.annotation import audit as store_audit, db as store_db, export, guard, store, tasks
 from heart.completions import imported
 from heart.judging import human_judgments, pairs as pairs_mod
 from test_annotation_app import (QC, TAXONOMY, answer, make_completions, make_items, nonce_of, serve,
@@ -59,10 +59,10 @@ def test_a_coordinator_voids_one_answer_and_the_audit_log_says_so(study):
     assert "served again" in out and stored(db).empty
     page = client.get(links["writer-01"]).text
     assert "Task 1 of" in page  # the same task again
-    conn = store.connect(db)
+    conn = store_db.connect(db)
     try:
         voided = conn.execute("SELECT task_id, reason FROM voided").fetchall()
-        audit = store.audit_frame(conn)
+        audit = store_audit.audit_frame(conn)
     finally:
         conn.close()
     assert [tuple(v) for v in voided] == [(task_id, "typed a phone number")]
@@ -158,16 +158,16 @@ def test_a_reload_reuses_the_open_page_writes_nothing_and_keeps_the_clock(study,
     write a row. Now the open page's nonce and first serve time are kept, and a view writes nothing."""
     client, link, db = study["client"], study["links"]["rater-01"], study["db"]
     clock = [1000.0]
-    monkeypatch.setattr(store, "now", lambda: clock[0])
+    monkeypatch.setattr(store_db, "now", lambda: clock[0])
     first = nonce_of(client.get(link).text)
     writes = []  # every write transaction the app opens from here on
-    real = store.transaction
+    real = store_db.transaction
     monkeypatch.setattr(store, "transaction", lambda conn: writes.append(1) or real(conn))
     for t in (1001.0, 1002.0, 1003.0):
         clock[0] = t
         assert nonce_of(client.get(link).text) == first
     assert writes == []
-    conn = store.connect(db)
+    conn = store_db.connect(db)
     assert conn.execute("SELECT COUNT(*) FROM serves").fetchone()[0] == 1
     conn.close()
     clock[0] = 1003.019
@@ -183,7 +183,7 @@ def test_invisible_reasons_are_refused_and_text_faster_than_typing_is_flagged_pa
     r = answer(client, links["rater-01"], choice="2", rationale="\u200b" * 5)
     assert r.status_code == 422 and "why you chose" in r.text
     clock = [5000.0]
-    monkeypatch.setattr(store, "now", lambda: clock[0])
+    monkeypatch.setattr(store_db, "now", lambda: clock[0])
     page = client.get(links["writer-01"]).text
     clock[0] = 5002.0  # 2 s for 120 characters: nobody types that
     text = "I am so sorry you are going through this; it sounds exhausting. What has helped you before, even a bit?"

@@ -28,7 +28,7 @@ import requests
 from annotation_proxy import TlsProxy
 from annotation_server import AnnotationServer
 from annotation_server import free_port, synthetic_rating_tasks
-from heart.annotation import crowd, guard, store
+from heart.annotation import crowd, db as store_db, guard, links, store
 from heart.annotation.__main__ import _links
 
 pytestmark = [pytest.mark.e2e]
@@ -51,13 +51,13 @@ def study(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("proxied-study")
     db = tmp / "annotation.sqlite"
     store.create(db)
-    conn = store.connect(db)
+    conn = store_db.connect(db)
     try:
         store.load_tasks(conn, synthetic_tasks())
     finally:
         conn.close()
     return {"db": db, "paths": {person: path for person, _, path in _links(db, "")},
-            "study_path": crowd.study_links(store.read_key(db))["rater"]}
+            "study_path": crowd.study_links(links.read_key(db))["rater"]}
 
 
 @pytest.fixture
@@ -117,7 +117,7 @@ def gets_from(source: str, base: str, path: str, n: int = 1, headers=None,
 
 
 def answers_of(db, person: str) -> int:
-    conn = store.connect(db)
+    conn = store_db.connect(db)
     try:
         return int(store.answers_frame(conn)["person_id"].eq(person).sum())
     finally:

@@ -94,7 +94,7 @@ sys.path[:0] = [str(HERE.parent), str(REPO / "workflow")]
 from annotation_proxy import NGINX, TlsProxy  # noqa: E402
 from annotation_server import AnnotationServer, cli, free_port  # noqa: E402
 from heart.judging import pairs as pairs_mod  # noqa: E402
-from heart.annotation import store  # noqa: E402
+from heart.annotation import db as store_db, links as store_links  # noqa: E402
 from heart.annotation import tasks as tasks_mod  # noqa: E402
 
 NONCE = re.compile(r'name="nonce" value="([^"]+)"')
@@ -159,7 +159,7 @@ def make_store(workdir: Path, tasks_path: Path, name: str) -> tuple[Path, dict[s
     links = {}
     for line in cli("links", "--db", str(db), "--base", "http://x").splitlines():
         person, role, link = line.split("\t")
-        if role != store.COORDINATOR:
+        if role != store_links.COORDINATOR:
             links[person] = link.rsplit("/", 1)[1]
     return db, links
 
@@ -293,7 +293,7 @@ def expected(value: dict) -> dict:
 
 def read_store(db: Path):
     """(nonce -> task_id, task_id -> answer row, task_id -> task row) read straight from SQLite."""
-    conn = store.connect(db)
+    conn = store_db.connect(db)
     try:
         serves = {r["nonce"]: r["task_id"] for r in conn.execute("SELECT nonce, task_id FROM serves")}
         answers = {r["task_id"]: dict(r) for r in conn.execute("SELECT * FROM answers")}

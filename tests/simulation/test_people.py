@@ -5,7 +5,7 @@ import pandas as pd
 import yaml
 
 from conftest import REPO
-from heart.annotation import export, store, tasks
+from heart.annotation import db as store_db, export, store, tasks
 from heart.judging import human_judgments, pairs as pairs_mod
 from heart.judging.material import load_rubric
 from heart.simulation import people
@@ -31,7 +31,7 @@ def test_simulated_people_answer_every_task_through_the_store(tmp_path):
     assert people.answer_all(db, table, ["writing"], keys) == {"writing": 4}
     done = people.answer_all(db, table, ["rating", "spot_check"], keys, seed=1)
     assert done == {"rating": int(table["kind"].eq("rating").sum()), "spot_check": int(table["kind"].eq("spot_check").sum())}
-    conn = store.connect(db)
+    conn = store_db.connect(db)
     try:
         answers = store.answers_frame(conn)
     finally:

@@ -1,7 +1,7 @@
 """rule export_annotations: the annotation store's answers as the human import files, and its audit log."""
 import contextlib
 
-from heart.annotation import export, store
+from heart.annotation import audit as store_audit, db, export
 from heart.common import tableio
 from heart.common.runtime import logged
 from heart.tagging.taxonomy import load_taxonomy, strategy_keys
@@ -12,7 +12,7 @@ with logged(snakemake.log[0], snakemake) as log:
     summary = export.export(snakemake.input.store, out.completions, out.judgments, out.labels, keys)
     for name, info in summary.items():
         log.info("%s: %s", name, info)
-    with contextlib.closing(store.connect(snakemake.input.store)) as conn:
-        audit = store.audit_frame(conn)
+    with contextlib.closing(db.connect(snakemake.input.store)) as conn:
+        audit = store_audit.audit_frame(conn)
     tableio.write_table(audit, out.audit, "annotation_audit")
     log.info("audit log: %d events (%s)", len(audit), audit["event"].value_counts().to_dict())

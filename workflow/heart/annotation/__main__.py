@@ -21,7 +21,7 @@ from pathlib import Path
 import pandas as pd
 
 from heart import WORKFLOW_DIR
-from heart.annotation import crowd, store
+from heart.annotation import backup, crowd, db as store_db, links, store
 
 DEFAULT_TAXONOMY = WORKFLOW_DIR / "resources/taxonomy/strategies.yaml"
 
@@ -53,7 +53,7 @@ def _load(db: Path, tasks: Path | None) -> None:
         sys.exit(f"{tasks} does not exist: make it with `snakemake --cores 2 annotation_tasks` "
                  "(or `make annotation-tasks`)")
     recorded = tasks.parent / "serve.json"
-    conn = store.connect(db)
+    conn = store_db.connect(db)
     try:
         counts = store.load_tasks(conn, pd.read_parquet(tasks), source=str(tasks))
         if recorded.is_file():
@@ -65,26 +65,26 @@ def _load(db: Path, tasks: Path | None) -> None:
 
 
 def _links(db: Path, base: str, who: str | None = None) -> list[tuple[str, str, str]]:
-    key = store.read_key(db)
-    conn = store.connect(db)
+    key = links.read_key(db)
+    conn = store_db.connect(db)
     try:
         rows = conn.execute("SELECT person_id, role, epoch FROM people ORDER BY role, person_id").fetchall()
     finally:
         conn.close()
-    return [(r["person_id"], r["role"], base + store.link_path(key, r["person_id"], r["role"], r["epoch"]))
+    return [(r["person_id"], r["role"], base + links.link_path(key, r["person_id"], r["role"], r["epoch"]))
             for r in rows if who is None or r["person_id"] == who]
 
 
 def _operate(args) -> None:
     """answers, void, backup, restore (see the module's text)."""
     if args.command == "backup":
-        print(f"backup: {store.backup(args.db, args.folder)} (with its key)")
+        print(f"backup: {backup.backup(args.db, args.folder)} (with its key)")
         return
     if args.command == "restore":
-        store.restore(args.backup, args.db, force=args.force)
+        backup.restore(args.backup, args.db, force=args.force)
         print(f"restored {args.backup} to {args.db}")
         return
-    conn = store.connect(args.db)
+    conn = store_db.connect(args.db)
     try:
         if args.command == "void":
             row = store.void(conn, args.task_id, args.reason)
@@ -147,7 +147,7 @@ def main(argv=None) -> int:
         if args.command == "init":
             _load(args.db, args.tasks)
             (coordinator,) = [link for _, role, link in _links(args.db, "http://127.0.0.1:8765")
-                              if role == store.COORDINATOR]
+                              if role == links.COORDINATOR]
             print(f"store: {args.db}\ncoordinator page (secret): {coordinator}")
         elif args.command == "serve":
             _load(args.db, args.tasks)
@@ -159,7 +159,7 @@ def main(argv=None) -> int:
 
             base = args.public_url or f"http://{args.host}:{args.port}"
             app = create_app(args.db, args.taxonomy, public_url=base)
-            (coordinator,) = [link for _, role, link in _links(args.db, base) if role == store.COORDINATOR]
+            (coordinator,) = [link for _, role, link in _links(args.db, base) if role == links.COORDINATOR]
             print(f"coordinator page (secret; it lists everyone's link): {coordinator}", flush=True)
             # no access log (links are secrets); forwarded headers only from the named proxy; at most 512
             # connections and tasks at once (more get 503); idle connections closed after 5 s
@@ -171,9 +171,9 @@ def main(argv=None) -> int:
             for person, role, link in _links(args.db, args.base):
                 print(f"{person}\t{role}\t{link}")
         elif args.command == "revoke":
-            conn = store.connect(args.db)
+            conn = store_db.connect(args.db)
             try:
-                store.revoke(conn, args.person_id)
+                links.revoke(conn, args.person_id)
             finally:
                 conn.close()
             print(_links(args.db, args.base, args.person_id)[0][2])
@@ -186,7 +186,7 @@ def main(argv=None) -> int:
             keys = strategy_keys(load_taxonomy(args.taxonomy))
             for name, info in export.export(args.db, args.completions, args.judgments, args.labels, keys).items():
                 print(f"{name}: {info}")
-    except (store.StoreError, OSError, ValueError) as exc:
+    except (store_db.StoreError, OSError, ValueError) as exc:
         sys.exit(f"heart-annotate {args.command}: {exc}")
     return 0
 

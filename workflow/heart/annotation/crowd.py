@@ -25,7 +25,7 @@ import json
 import re
 import sqlite3
 
-from heart.annotation import store
+from heart.annotation import audit, db, store
 from heart.judging.human_judgments import qc_passed
 
 #: the study settings and their defaults (config ``annotation.crowd``; schema: workflow/schemas/config.schema.yaml)
@@ -59,8 +59,8 @@ def save_settings(conn: sqlite3.Connection, values: dict | None) -> dict:
     values = dict(values or {})
     unknown = sorted(set(values) - set(DEFAULTS))
     if unknown:
-        raise store.StoreError(f"annotation.crowd: unknown settings {unknown}; known: {sorted(DEFAULTS)}")
-    with store.transaction(conn):
+        raise db.StoreError(f"annotation.crowd: unknown settings {unknown}; known: {sorted(DEFAULTS)}")
+    with db.transaction(conn):
         conn.execute("INSERT OR REPLACE INTO meta VALUES ('crowd', ?)", (json.dumps(values, sort_keys=True),))
     return settings(conn)
 
@@ -102,7 +102,7 @@ def provision(conn: sqlite3.Connection, role: str, ids: dict) -> str | None:
     """The person a platform participant works as: theirs if provisioned before, else the first person of
     ``role`` (by id) with active tasks who is nobody's yet and has never been served a page; None when
     every place is taken."""
-    with store.transaction(conn):
+    with db.transaction(conn):
         row = conn.execute("SELECT person_id FROM participants WHERE role = ? AND participant = ?",
                            (role, ids["participant"])).fetchone()
         if row:
@@ -116,8 +116,8 @@ def provision(conn: sqlite3.Connection, role: str, ids: dict) -> str | None:
         if free is None:
             return None
         conn.execute("INSERT INTO participants VALUES (?, ?, ?, ?, ?, ?)",
-                     (role, ids["participant"], free["person_id"], ids["study"], ids["session"], store.now()))
-        store.log(conn, "provision", free["person_id"], role=role)
+                     (role, ids["participant"], free["person_id"], ids["study"], ids["session"], db.now()))
+        audit.log(conn, "provision", free["person_id"], role=role)
     return free["person_id"]
 
 
@@ -135,39 +135,39 @@ def state(conn: sqlite3.Connection, person_id: str) -> dict:
 
 
 def _set(conn, person_id: str, column: str, value, event: str, **detail) -> None:
-    with store.transaction(conn):
+    with db.transaction(conn):
         conn.execute("INSERT OR IGNORE INTO person_state (person_id) VALUES (?)", (person_id,))
         conn.execute(f"UPDATE person_state SET {column} = ? WHERE person_id = ? AND {column} IS NULL",
                      (value, person_id))
-        store.log(conn, event, person_id, **detail)
+        audit.log(conn, event, person_id, **detail)
 
 
 def consent(conn: sqlite3.Connection, person_id: str) -> None:
-    _set(conn, person_id, "consented_at", store.now(), "consent")
+    _set(conn, person_id, "consented_at", db.now(), "consent")
 
 
 def practice_answered(conn: sqlite3.Connection, person_id: str, step: int, correct: bool, total: int) -> bool:
     """Count practice item ``step`` as answered (once: a resubmitted form is not counted again); the last
     one ends the practice (audit: how many were right). Returns False when ``step`` is not the next item."""
-    with store.transaction(conn):
+    with db.transaction(conn):
         conn.execute("INSERT OR IGNORE INTO person_state (person_id) VALUES (?)", (person_id,))
         moved = conn.execute("UPDATE person_state SET practice_step = practice_step + 1, practice_correct = "
                              "practice_correct + ? WHERE person_id = ? AND practice_step = ?",
                              (int(correct), person_id, step)).rowcount
         if moved and step + 1 >= total:
-            conn.execute("UPDATE person_state SET practice_done_at = ? WHERE person_id = ?", (store.now(), person_id))
+            conn.execute("UPDATE person_state SET practice_done_at = ? WHERE person_id = ?", (db.now(), person_id))
             right = conn.execute("SELECT practice_correct FROM person_state WHERE person_id = ?",
                                  (person_id,)).fetchone()[0]
-            store.log(conn, "practice", person_id, correct=right, total=total)
+            audit.log(conn, "practice", person_id, correct=right, total=total)
     return bool(moved)
 
 
 def stop(conn: sqlite3.Connection, person_id: str, reason: str) -> None:
-    with store.transaction(conn):
+    with db.transaction(conn):
         conn.execute("INSERT OR IGNORE INTO person_state (person_id) VALUES (?)", (person_id,))
         conn.execute("UPDATE person_state SET stopped_at = ?, stop_reason = ? WHERE person_id = ? "
-                     "AND stopped_at IS NULL", (store.now(), reason, person_id))
-        store.log(conn, "stop", person_id, reason=reason)
+                     "AND stopped_at IS NULL", (db.now(), reason, person_id))
+        audit.log(conn, "stop", person_id, reason=reason)
 
 
 def qc_record(conn: sqlite3.Connection, person_id: str) -> tuple[int, int]:

@@ -15,7 +15,7 @@ from collections import Counter
 
 import pandas as pd
 
-from heart.annotation import crowd, export, store
+from heart.annotation import crowd, export, links, spot_labels, store
 from heart.judging import rater_agreement
 from heart.judging.human_judgments import qc_passed
 
@@ -23,7 +23,7 @@ from heart.judging.human_judgments import qc_passed
 def disagreements(conn, strategy_keys: list[str], completion_id) -> list[dict]:
     """Spot-checked completions whose labellers differ and that are not yet adjudicated, with the votes
     per strategy."""
-    checks = store.spot_checks(store.answers_frame(conn), store.adjudications(conn))
+    checks = spot_labels.spot_checks(store.answers_frame(conn), store.adjudications(conn))
     return [{"completion": key, "cid": completion_id(key), "text": c["task"]["text"],
              "context": store.context(conn, c["task"]["item_id"]), "n": len(c["labels"]),
              "votes": {k: sum(k in s for _, s in c["labels"]) for k in strategy_keys}}
@@ -51,7 +51,7 @@ def report(conn, key: bytes) -> dict:
     served = {r[0] for r in conn.execute("SELECT DISTINCT person_id FROM serves")}
     people = []
     for r in conn.execute("SELECT person_id, role, epoch FROM people ORDER BY role, person_id"):
-        if r["role"] == store.COORDINATOR:
+        if r["role"] == links.COORDINATOR:
             continue
         pid = r["person_id"]
         done, total = store.progress(conn, pid)
@@ -63,7 +63,7 @@ def report(conn, key: bytes) -> dict:
             "person_id": pid, "role": r["role"], "done": done, "total": total,
             "status": _status(state, done, total, pid in served), "stop_reason": state["stop_reason"],
             "participant": platform.get(pid),
-            "link": store.link_path(key, pid, r["role"], r["epoch"]),
+            "link": links.link_path(key, pid, r["role"], r["epoch"]),
             "median_seconds": statistics.median(mine["seconds"]) if len(mine) else None,
             "last": mine["answered_at"].max() if len(mine) else None,
             "qc": n_checks[pid], "qc_failed": n_failed[pid],
@@ -82,6 +82,6 @@ def report(conn, key: bytes) -> dict:
     kinds = [dict(r) for r in conn.execute(
         "SELECT t.kind, COUNT(*) AS total, COUNT(a.task_id) AS done, COUNT(DISTINCT t.item_id) AS n_items "
         "FROM tasks t LEFT JOIN answers a USING (task_id) WHERE t.active = 1 GROUP BY t.kind ORDER BY t.kind")]
-    pending = sum(c["status"] == "open" for c in store.spot_checks(answers, store.adjudications(conn)).values())
+    pending = sum(c["status"] == "open" for c in spot_labels.spot_checks(answers, store.adjudications(conn)).values())
     return {"people": people, "qc_failures": qc_failures, "items": items[:60], "n_items": len(items),
             "kinds": kinds, "pending": pending, "study": study, "study_links": crowd.study_links(key)}

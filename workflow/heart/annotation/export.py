@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from heart.annotation import store
+from heart.annotation import db, spot_labels, store
 from heart.common.atomic import atomic_path, sha256_file
 from heart.common.export import spreadsheet_safe
 from heart.common.vocabulary import AXIS_COLUMNS
@@ -99,7 +99,7 @@ def labels(answers: pd.DataFrame, decided: dict[str, list[str]], strategy_keys: 
     """Consensus labels, one row per strategy of each agreed or adjudicated completion, and counts
     {agreed, adjudicated, open, single} (:func:`heart.annotation.store.spot_checks`)."""
     rows, counts = [], {"agreed": 0, "adjudicated": 0, "open": 0, "single": 0}
-    for key, check in store.spot_checks(answers, decided).items():
+    for key, check in spot_labels.spot_checks(answers, decided).items():
         counts[check["status"]] += 1
         if check["status"] not in ("agreed", "adjudicated"):
             continue
@@ -116,7 +116,7 @@ def export(db_path, completions_path, judgments_path, labels_path, strategy_keys
     Every file is written, a kind without answers as its header only (which the import reads as "no
     data", not "absent"); every path is checked before any is written.
     """
-    conn = store.connect(db_path)
+    conn = db.connect(db_path)
     try:
         answers = store.answers_frame(conn)
         decided = store.adjudications(conn)

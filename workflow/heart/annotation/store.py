@@ -6,32 +6,27 @@ from the task table that rule ``annotation_tasks`` writes (:mod:`heart.annotatio
 newer table adds its new tasks and retires the unanswered ones it no longer holds, and never touches an
 answer.
 
-People are known by a secret link. A person's token is an HMAC of their id (and a revocation epoch)
-under a random key kept in a file beside the database (mode 0600), so the coordinator page can show
-every link again, the database alone does not hold a usable token, and bumping the epoch revokes one.
+People are known by a secret link (:mod:`.links`); every event is in the audit log (:mod:`.audit`); the
+store is opened through :mod:`.db` and copied by :mod:`.backup`.
 """
 
 from __future__ import annotations
 
-import base64
-import contextlib
-import hashlib
 import hmac
 import json
-import os
 import secrets
 import sqlite3
-import threading
-import time
 from pathlib import Path
 
 import pandas as pd
 
+from heart.annotation import audit, db, links, spot_labels
+from heart.annotation.db import StoreError, connect, transaction
+from heart.annotation.links import COORDINATOR
 from heart.annotation.tasks import KINDS
 
 SCHEMA_VERSION = 2  # 1 -> 2 adds tables only: an older store is upgraded in place by create()
 ROLES = KINDS  # task kind -> the role of the people who do it
-COORDINATOR = "coordinator"
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -68,64 +63,15 @@ CREATE TABLE IF NOT EXISTS audit (
     seq INTEGER PRIMARY KEY AUTOINCREMENT, at REAL NOT NULL, event TEXT NOT NULL, person_id TEXT,
     task_id TEXT, detail TEXT NOT NULL DEFAULT '{}');
 """
-#: what the audit log records (:func:`log`)
-AUDIT_EVENTS = ("answer", "void", "revoke", "provision", "consent", "practice", "stop", "restore")
 #: a page open longer than this is served again with a fresh clock (time on task must stay meaningful)
 PAGE_MAX_AGE_S = 12 * 3600
-
-
-class StoreError(RuntimeError):
-    """The store cannot be opened or loaded as asked; the message says what to do."""
-
-
-def key_path(db_path) -> Path:
-    """Where the link key of a database lives: beside it, ``<db>.key``."""
-    db_path = Path(db_path)
-    return db_path.with_name(db_path.name + ".key")
-
-
-def connect(db_path) -> sqlite3.Connection:
-    """A connection with the store's settings: WAL, full sync on commit, waits up to 10 s for a lock."""
-    conn = sqlite3.connect(db_path, timeout=10, isolation_level=None, check_same_thread=False)
-    conn.row_factory = sqlite3.Row
-    conn.execute("PRAGMA journal_mode=WAL")
-    conn.execute("PRAGMA synchronous=FULL")
-    conn.execute("PRAGMA foreign_keys=ON")
-    return conn
-
-
-#: one writer at a time within this process. SQLite's own lock makes a waiting writer sleep and retry with
-#: growing pauses, so under load (100 raters posting at once) a write could wait seconds while others got
-#: in first (p95 738 ms waiting for BEGIN IMMEDIATE, max 5.8 s); a lock taken in turn keeps the wait short
-#: and fair. Other processes (the export, heart-annotate void) still meet SQLite's lock.
-_WRITE_LOCK = threading.Lock()
-
-
-@contextlib.contextmanager
-def transaction(conn: sqlite3.Connection):
-    """BEGIN IMMEDIATE ... COMMIT (ROLLBACK on error): one writer at a time, nothing half-written."""
-    with _WRITE_LOCK:
-        conn.execute("BEGIN IMMEDIATE")
-        try:
-            yield conn
-        except BaseException:
-            conn.execute("ROLLBACK")
-            raise
-        conn.execute("COMMIT")
 
 
 def create(db_path) -> None:
     """Create the database and its link key if absent (the key file is readable by its owner only)."""
     db_path = Path(db_path)
     db_path.parent.mkdir(parents=True, exist_ok=True)
-    kp = key_path(db_path)
-    if db_path.exists() and not kp.exists():
-        raise StoreError(f"{db_path} exists but its link key {kp} does not: every link would change. "
-                         "Restore the key file from your backup, or start a new database elsewhere")
-    if not kp.exists():
-        fd = os.open(kp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-        with os.fdopen(fd, "w") as fh:
-            fh.write(secrets.token_hex(32) + "\n")
+    links.create_key(db_path)
     conn = connect(db_path)
     try:
         conn.executescript(_SCHEMA)
@@ -143,64 +89,6 @@ def create(db_path) -> None:
         conn.close()
 
 
-def read_key(db_path) -> bytes:
-    kp = key_path(db_path)
-    try:
-        return bytes.fromhex(kp.read_text().strip())
-    except FileNotFoundError:
-        raise StoreError(f"the link key {kp} is missing; run `heart-annotate init` first") from None
-
-
-def token(key: bytes, person_id: str, epoch: int) -> str:
-    """A person's secret: 128 bits of HMAC-SHA256(key, "person:epoch"), URL-safe."""
-    mac = hmac.new(key, f"{person_id}\x1f{epoch}".encode(), hashlib.sha256).digest()[:16]
-    return base64.urlsafe_b64encode(mac).decode().rstrip("=")
-
-
-def link_path(key: bytes, person_id: str, role: str, epoch: int) -> str:
-    """A person's page, ``/p/<token>`` (the coordinator's: ``/c/<token>``)."""
-    return f"/{'c' if role == COORDINATOR else 'p'}/{token(key, person_id, epoch)}"
-
-
-def tokens(conn: sqlite3.Connection, key: bytes) -> dict[str, tuple[str, str]]:
-    """token -> (person_id, role) for everyone in the store."""
-    return {token(key, r["person_id"], r["epoch"]): (r["person_id"], r["role"])
-            for r in conn.execute("SELECT person_id, role, epoch FROM people")}
-
-
-def role(conn: sqlite3.Connection, person_id: str) -> str:
-    """A person's role (writer, rater, labeller, coordinator)."""
-    return conn.execute("SELECT role FROM people WHERE person_id = ?", (person_id,)).fetchone()["role"]
-
-
-def people_version(conn: sqlite3.Connection) -> tuple:
-    """What the links depend on, cheaply: the number of people, their last rowid and the sum of their epochs
-    (a new person or a revocation changes it)."""
-    return tuple(conn.execute("SELECT COUNT(*), MAX(rowid), TOTAL(epoch) FROM people").fetchone())
-
-
-def revoke(conn: sqlite3.Connection, person_id: str) -> None:
-    """Give a person a new link; the old one stops working at once (recorded in the audit log)."""
-    with transaction(conn):
-        if conn.execute("UPDATE people SET epoch = epoch + 1 WHERE person_id = ?", (person_id,)).rowcount != 1:
-            raise StoreError(f"no person {person_id!r} in the store")
-        log(conn, "revoke", person_id)
-
-
-def log(conn: sqlite3.Connection, event: str, person_id: str | None = None, task_id: str | None = None,
-        at: float | None = None, **detail) -> None:
-    """Append to the audit log (inside the caller's transaction, so the event and its record commit together)."""
-    if event not in AUDIT_EVENTS:
-        raise ValueError(f"unknown audit event {event!r}; one of {AUDIT_EVENTS}")
-    conn.execute("INSERT INTO audit (at, event, person_id, task_id, detail) VALUES (?, ?, ?, ?, ?)",
-                 (now() if at is None else at, event, person_id, task_id, json.dumps(detail, sort_keys=True)))
-
-
-def audit_frame(conn: sqlite3.Connection) -> pd.DataFrame:
-    """The audit log, oldest first: seq, at, event, person_id, task_id, detail (JSON text)."""
-    return pd.read_sql_query("SELECT seq, at, event, person_id, task_id, detail FROM audit ORDER BY seq", conn)
-
-
 def void(conn: sqlite3.Connection, task_id: str, reason: str) -> dict:
     """Withdraw one answer: it moves to table ``voided`` (kept, never deleted), the task is served to its
     person again, and the audit log records why. Returns the voided answer's row."""
@@ -210,11 +98,11 @@ def void(conn: sqlite3.Connection, task_id: str, reason: str) -> dict:
         row = conn.execute("SELECT * FROM answers WHERE task_id = ?", (task_id,)).fetchone()
         if row is None:
             raise StoreError(f"task {task_id!r} has no answer to void; `heart-annotate answers` lists them")
-        at = now()
+        at = db.now()
         conn.execute("INSERT INTO voided VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)", (*tuple(row), at, reason))
         conn.execute("DELETE FROM answers WHERE task_id = ?", (task_id,))
         conn.execute("DELETE FROM serves WHERE task_id = ?", (task_id,))  # its page is served afresh
-        log(conn, "void", row["person_id"], task_id, at=at, kind=row["kind"], reason=str(reason))
+        audit.log(conn, "void", row["person_id"], task_id, at=at, kind=row["kind"], reason=str(reason))
     return dict(row)
 
 
@@ -237,7 +125,7 @@ def load_tasks(conn: sqlite3.Connection, tasks: pd.DataFrame, source: str = "tas
     if len(bad):
         raise StoreError(f"{source}, task {bad.iloc[0]['task_id']}: field 'kind' is {bad.iloc[0]['kind']!r}; "
                          f"expected one of {sorted(ROLES)}")
-    loaded_at = now()
+    loaded_at = db.now()
     records = tasks.astype(object).where(tasks.notna(), None).to_dict("records")
     counts = {"added": 0, "kept": 0, "retired": 0, "reactivated": 0}
     with transaction(conn):
@@ -267,42 +155,12 @@ def load_tasks(conn: sqlite3.Connection, tasks: pd.DataFrame, source: str = "tas
                          "(SELECT task_id FROM answers) THEN payload ELSE ? END WHERE task_id = ?", kept)
         counts["added"], counts["kept"] = len(fresh), len(kept)
         listed = {rec["task_id"] for rec in records}
-        begun = _begun_spot_checks(conn)
+        begun = spot_labels.begun(conn)
         gone = [(t,) for t, active in existing.items() if active and t not in listed and t not in answered
                 and t not in begun]
         conn.executemany("UPDATE tasks SET active = 0 WHERE task_id = ?", gone)
         counts["retired"] = len(gone)
     return counts
-
-
-def spot_key(task: dict) -> str:
-    """The completion a spot-check task labels, as text: item, system and contributor ("" for none)."""
-    return "\x1f".join([task["item_id"], task["system"], task.get("contributor_id") or ""])
-
-
-def _begun_spot_checks(conn: sqlite3.Connection) -> set[str]:
-    """Unanswered spot-check tasks whose completion another labeller has already labelled: kept when a new
-    sample no longer draws the completion, so its second label (and so its export) is not stranded."""
-    rows = conn.execute("SELECT t.task_id, t.payload, a.task_id IS NOT NULL AS done FROM tasks t "
-                        "LEFT JOIN answers a USING (task_id) WHERE t.kind = 'spot_check'").fetchall()
-    keys = {r["task_id"]: spot_key(json.loads(r["payload"])) for r in rows}
-    labelled = {keys[r["task_id"]] for r in rows if r["done"]}
-    return {r["task_id"] for r in rows if not r["done"] and keys[r["task_id"]] in labelled}
-
-
-def spot_checks(answers: pd.DataFrame, decided: dict[str, list[str]]) -> dict[str, dict]:
-    """Every spot-checked completion (by :func:`spot_key`): its task, its labels [(person_id, set of
-    strategies)], and its status -- "adjudicated" (``decided`` holds it), "single" (one label so far),
-    "agreed" (the labels are equal) or "open" (they differ: for the coordinator to adjudicate)."""
-    out: dict[str, dict] = {}
-    for a in answers[answers["kind"] == "spot_check"].itertuples():
-        entry = out.setdefault(spot_key(a.task), {"task": a.task, "labels": []})
-        entry["labels"].append((a.person_id, set(a.answer["present"])))
-    for key, entry in out.items():
-        sets = {frozenset(s) for _, s in entry["labels"]}
-        entry["status"] = ("adjudicated" if key in decided else "single" if len(entry["labels"]) < 2
-                           else "agreed" if len(sets) == 1 else "open")
-    return dict(sorted(out.items()))
 
 
 def context(conn: sqlite3.Connection, item_id: str) -> list[dict]:
@@ -340,11 +198,6 @@ def next_task(conn: sqlite3.Connection, person_id: str) -> dict | None:
     return _with_context(conn, row["payload"]) if row else None
 
 
-def now() -> float:
-    """The server's clock (one place, so tests can set it)."""
-    return time.time()
-
-
 def is_active(conn: sqlite3.Connection, task_id: str) -> bool:
     row = conn.execute("SELECT active FROM tasks WHERE task_id = ?", (task_id,)).fetchone()
     return bool(row and row["active"])
@@ -357,7 +210,7 @@ def serve(conn: sqlite3.Connection, person_id: str, task_id: str, at: float | No
     A page already served to this person and open less than :data:`PAGE_MAX_AGE_S` keeps its nonce and its
     serve time: a reload neither restarts the clock on the task nor writes to the disk. Only a first view
     (or one after that age) records a serve."""
-    at = now() if at is None else at
+    at = db.now() if at is None else at
     row = conn.execute("SELECT nonce, served_at FROM serves WHERE person_id = ? AND task_id = ? "
                        "ORDER BY served_at DESC LIMIT 1", (person_id, task_id)).fetchone()
     if row is not None and at - row["served_at"] <= PAGE_MAX_AGE_S:
@@ -383,7 +236,7 @@ def answer(conn: sqlite3.Connection, serve_row: sqlite3.Row, kind: str, value: d
     Returns False (and stores nothing) when the task was already answered: a resubmitted form is not
     a second answer. The commit is durable when this returns.
     """
-    at = now() if at is None else at
+    at = db.now() if at is None else at
     with transaction(conn):
         cur = conn.execute(
             "INSERT OR IGNORE INTO answers VALUES (?, ?, ?, ?, ?, ?, ?)",
@@ -391,14 +244,14 @@ def answer(conn: sqlite3.Connection, serve_row: sqlite3.Row, kind: str, value: d
              round(max(0.0, at - serve_row["served_at"]), 3), serve_row["served_at"], at))
         stored = cur.rowcount == 1
         if stored:
-            log(conn, "answer", serve_row["person_id"], serve_row["task_id"], at=at, kind=kind)
+            audit.log(conn, "answer", serve_row["person_id"], serve_row["task_id"], at=at, kind=kind)
     return stored  # (the commit happened when the ``with`` block closed)
 
 
 def adjudicate(conn: sqlite3.Connection, completion: str, present: list[str]) -> None:
     with transaction(conn):
         conn.execute("INSERT OR REPLACE INTO adjudications VALUES (?, ?, ?)",
-                     (completion, json.dumps(sorted(present)), now()))
+                     (completion, json.dumps(sorted(present)), db.now()))
 
 
 def fingerprint(db_path) -> str:
@@ -436,75 +289,3 @@ def answers_frame(conn: sqlite3.Connection, active_only: bool = True) -> pd.Data
 
 def adjudications(conn: sqlite3.Connection) -> dict[str, list[str]]:
     return {r["completion"]: json.loads(r["present"]) for r in conn.execute("SELECT * FROM adjudications")}
-
-
-def backup(db_path, dest_dir) -> Path:
-    """An online backup of the store into ``dest_dir`` (SQLite's backup API: consistent while the server goes on
-    answering), with its link key (mode 0600, or every link changes on restore). The copy is checked
-    (``PRAGMA integrity_check``) and moved into place whole. Returns the copy's path."""
-    dest_dir = Path(dest_dir)
-    dest_dir.mkdir(parents=True, exist_ok=True)
-    target = dest_dir / Path(db_path).name
-    tmp = target.with_name(f".{target.name}.partial")
-    tmp.unlink(missing_ok=True)
-    src = connect(db_path)
-    try:
-        dst = sqlite3.connect(tmp)
-        try:
-            src.backup(dst)
-            ok = dst.execute("PRAGMA integrity_check").fetchone()[0]
-            dst.execute("PRAGMA journal_mode=DELETE")  # one self-contained file
-        finally:
-            dst.close()
-    finally:
-        src.close()
-    if ok != "ok":
-        tmp.unlink(missing_ok=True)
-        raise StoreError(f"the backup of {db_path} failed its integrity check ({ok}); nothing was written")
-    with open(tmp, "rb+") as fh:
-        os.fsync(fh.fileno())
-    _put_key(key_path(target), key_path(db_path).read_text())
-    os.replace(tmp, target)
-    return target
-
-
-def _put_key(path: Path, text: str) -> None:
-    """Write a link key atomically, readable by its owner only (mode 0600), synced to disk."""
-    partial = path.with_name(path.name + ".partial")
-    fd = os.open(partial, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    with os.fdopen(fd, "w") as fh:
-        fh.write(text)
-        fh.flush()
-        os.fsync(fh.fileno())
-    os.replace(partial, path)
-
-
-def restore(backup_path, db_path, force: bool = False) -> None:
-    """Put a backup (and its key) in place of the store at ``db_path``; stop the server first. An existing store
-    is replaced only with ``force`` (its WAL files go with it); the restore is recorded in the audit log."""
-    backup_path, db_path = Path(backup_path), Path(db_path)
-    if not backup_path.is_file() or not key_path(backup_path).is_file():
-        raise StoreError(f"{backup_path}: not a backup made by `heart-annotate backup` (the store and its "
-                         f"key {key_path(backup_path).name} must both be there)")
-    check = sqlite3.connect(f"file:{backup_path.resolve()}?mode=ro", uri=True)
-    try:
-        ok = check.execute("PRAGMA integrity_check").fetchone()[0]
-    finally:
-        check.close()
-    if ok != "ok":
-        raise StoreError(f"{backup_path} fails its integrity check ({ok}); use another backup")
-    if db_path.exists() and not force:
-        raise StoreError(f"{db_path} exists; stop the server and pass --force to replace it with {backup_path}")
-    db_path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = db_path.with_name(f".{db_path.name}.restoring")
-    tmp.write_bytes(backup_path.read_bytes())
-    for suffix in ("-wal", "-shm"):
-        Path(f"{db_path}{suffix}").unlink(missing_ok=True)
-    os.replace(tmp, db_path)
-    _put_key(key_path(db_path), key_path(backup_path).read_text())
-    conn = connect(db_path)
-    try:
-        with transaction(conn):
-            log(conn, "restore", source=backup_path.name)
-    finally:
-        conn.close()

@@ -27,7 +27,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from heart.annotation import store
+from heart.annotation import db as store_db, store
 
 
 def _unit(*parts) -> float:
@@ -82,7 +82,7 @@ def answer_all(db, tasks: pd.DataFrame, kinds, strategies: list[str], seed: int 
     """Load ``tasks`` into the store ``db`` and answer every unanswered task of ``kinds``; returns answers
     stored per kind."""
     store.create(db)
-    conn = store.connect(db)
+    conn = store_db.connect(db)
     done = dict.fromkeys(kinds, 0)
     try:
         store.load_tasks(conn, tasks, source="simulated people")
