@@ -13,88 +13,18 @@ import pandas as pd
 import pytest
 import yaml
 
-from conftest import REPO
+from support import REPO
 from heart.completions import imported
 from heart.judging import human_judgments, pairs as pairs_mod
 from heart.tagging import spot_checks
 from heart.annotation import app as app_mod
 from heart.annotation import db as store_db, export, links as store_links, store, tasks
 from heart.annotation.__main__ import _links
-from heart.tagging.taxonomy import load_taxonomy, strategy_keys
+from heart.tagging.taxonomy import load_taxonomy
+from support.annotation import HOSTILE, KEYS, QC, TAXONOMY, answer, make_completions, make_items, nonce_of, serve, stored
 
 with warnings.catch_warnings():  # starlette's notice that its TestClient will move to httpx2
     warnings.simplefilter("ignore")
-    from fastapi.testclient import TestClient
-
-TAXONOMY = REPO / "workflow/resources/taxonomy/strategies.yaml"
-KEYS = strategy_keys(load_taxonomy(TAXONOMY))
-QC = yaml.safe_load((REPO / "workflow/resources/annotation/qc_replies.yaml").read_text())["replies"]
-HOSTILE = '<script>alert("x")</script> & </textarea>'
-
-
-def make_items(n=3):
-    return pd.DataFrame([{
-        "item_id": f"item{i}", "conversation_id": i, "subset": "regular", "release_key": None,
-        "history": [{"role": "seeker", "text": f"My exam {i} went badly {HOSTILE if i == 0 else ''}"},
-                    {"role": "supporter", "text": "I'm listening."},
-                    {"role": "seeker", "text": "I don't know what to do."}],
-        "original_reply": f"That sounds really stressful ({i}).",
-    } for i in range(n)])
-
-
-def make_completions(items):
-    rows = []
-    for it in items.itertuples():
-        rows += [{"item_id": it.item_id, "system": s, "source": "model", "contributor_id": None,
-                  "text": f"Reply {k} to {it.item_id}."} for k, s in enumerate(("secret-model-x", "secret-model-y"))]
-        rows.append({"item_id": it.item_id, "system": "original", "source": "dataset", "contributor_id": None,
-                     "text": it.original_reply})
-    return pd.DataFrame(rows)
-
-
-def serve(db, table, rate_limits=None):
-    """A new store at ``db`` holding the tasks of ``table``, the app over it (with these rate limits: see
-    heart.annotation.guard), and everyone's link."""
-    store.create(db)
-    conn = store_db.connect(db)
-    store.load_tasks(conn, table)
-    conn.close()
-    client = TestClient(app_mod.create_app(db, TAXONOMY, rate_limits=rate_limits))
-    return client, {person: link for person, _, link in _links(db, "")}
-
-
-@pytest.fixture
-def study(tmp_path):
-    """A store with 1 writer, 2 raters (with quality checks) and 2 labellers over three items; the app;
-    everyone's link."""
-    items = make_items()
-    comp = make_completions(items)
-    pairs = pairs_mod.design(comp, items, 5)
-    table = pd.concat([tasks.writing_tasks(items, 1, 1, 5),
-                       tasks.rating_tasks(items, pairs, comp, 2, 1, 0.25, QC, 5),
-                       tasks.spot_check_tasks(comp, items, 2, 2, 2, 5)], ignore_index=True)
-    db = tmp_path / "human" / "annotation.sqlite"
-    client, links = serve(db, table)
-    return {"db": db, "client": client, "links": links, "tasks": table, "items": items, "comp": comp,
-            "pairs": pairs, "tmp": tmp_path}
-
-
-def nonce_of(html):
-    return re.search(r'name="nonce" value="([^"]+)"', html).group(1)
-
-
-def answer(client, link, **fields):
-    page = client.get(link)
-    assert page.status_code == 200, page.text
-    return client.post(f"{link}/answer", data={"nonce": nonce_of(page.text), **fields}, follow_redirects=False)
-
-
-def stored(db):
-    conn = store_db.connect(db)
-    try:
-        return store.answers_frame(conn)
-    finally:
-        conn.close()
 
 
 def test_store_key_is_private_and_a_store_without_its_key_is_refused(tmp_path):

@@ -7,51 +7,21 @@ are the fake provider of tests/conftest.py. Screenshots are kept in logs/screens
 Needs the apt packages chromium and chromium-driver (`make test` installs them when it can).
 """
 
-import os
-from pathlib import Path
 
 import pandas as pd
 import pytest
-import yaml
 
 from selenium.webdriver.common.by import By
 from selenium.webdriver.common.keys import Keys
 from selenium.webdriver.support.ui import WebDriverWait
 
-from annotation_server import AnnotationServer
-from heart.annotation.tasks import shown_text
-from conftest import KEY_ENV, REPO, WorkflowCopy, edit_config, judging_config
+from support.annotation_server import AnnotationServer
+from support import KEY_ENV, REPO
+from support.workflow import WorkflowCopy, edit_config, judging_config
+from support.browser import LAPTOP, PHONE, QC_BAD, SHOTS, chromium, emulate, unemulate
 
 pytestmark = [pytest.mark.e2e, pytest.mark.browser]
 
-CHROMIUM, CHROMEDRIVER = Path("/usr/bin/chromium"), Path("/usr/bin/chromedriver")
-SHOTS = REPO / "logs" / "screenshots"
-PHONE, LAPTOP = (390, 844), (1280, 900)
-QC_BAD = {shown_text(r["text"]) for r in yaml.safe_load(
-    (REPO / "workflow/resources/annotation/qc_replies.yaml").read_text())["replies"]}
-
-
-def chromium(user_data_dir, *extra_args):
-    """Debian's headless chromium through its chromedriver, at a laptop's size (``extra_args``: more flags)."""
-    if not (CHROMIUM.exists() and CHROMEDRIVER.exists()):
-        pytest.fail("the browser tests need Debian's chromium and chromium-driver: "
-                    "apt-get install chromium chromium-driver (make test does it when run as root)")
-    from selenium import webdriver
-    from selenium.webdriver.chrome.options import Options
-    from selenium.webdriver.chrome.service import Service
-
-    os.environ["SE_OFFLINE"] = "true"  # selenium manager must not look for drivers online
-    options = Options()
-    options.binary_location = str(CHROMIUM)
-    for arg in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--no-first-run",
-                "--disable-background-networking", "--disable-component-update", "--disable-sync",
-                "--disable-quic", f"--user-data-dir={user_data_dir}", *extra_args):
-        options.add_argument(arg)
-    driver = webdriver.Chrome(service=Service(str(CHROMEDRIVER)), options=options)
-    driver.set_page_load_timeout(30)
-    driver.set_window_size(*LAPTOP)
-    SHOTS.mkdir(parents=True, exist_ok=True)
-    return driver
 
 
 @pytest.fixture(scope="module")
@@ -98,22 +68,6 @@ def visit(driver, study, url):
     driver.get(url)
     study["pages"].append(driver.page_source)
     return driver.page_source
-
-
-def emulate(driver, size=LAPTOP):
-    """The viewport of a laptop or a phone (device metrics through CDP). A phone also gets a touch screen:
-    headless chromium has no pointing device at all (`(hover: none)` matches, `(pointer: coarse)` does not)
-    until touch emulation makes its primary pointer coarse, as on a real phone."""
-    width, height = size
-    metrics = {"width": width, "height": height, "deviceScaleFactor": 1, "mobile": size == PHONE}
-    driver.execute_cdp_cmd("Emulation.setDeviceMetricsOverride", metrics)
-    driver.execute_cdp_cmd("Emulation.setTouchEmulationEnabled", {"enabled": size == PHONE, "maxTouchPoints": 5})
-    return metrics
-
-
-def unemulate(driver):
-    driver.execute_cdp_cmd("Emulation.setTouchEmulationEnabled", {"enabled": False})
-    driver.execute_cdp_cmd("Emulation.clearDeviceMetricsOverride", {})
 
 
 def shot(driver, name, size=LAPTOP):

@@ -10,11 +10,11 @@ import pandas as pd
 import pytest
 import yaml
 
-from annotation_server import cli
+from support.annotation_server import cli
 from heart.annotation import audit as store_audit, crowd, db as store_db, links as store_links, store, tasks
 from heart.annotation.app import STUDY_TEXTS
 from heart.judging import pairs as pairs_mod
-from test_annotation_app import QC, make_completions, make_items, nonce_of, serve, stored
+from support.annotation import QC, make_completions, make_items, nonce_of, serve, stored
 
 PROLIFIC = "?PROLIFIC_PID=5f1e2d3c4b5a69788796a5b4&STUDY_ID=65aa01&SESSION_ID=s-01"
 TEXTS = yaml.safe_load(STUDY_TEXTS.read_text())

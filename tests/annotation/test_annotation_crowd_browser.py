@@ -11,13 +11,13 @@ import yaml
 from selenium.webdriver.common.by import By
 from selenium.webdriver.support.ui import WebDriverWait
 
-from annotation_proxy import TlsProxy
-from annotation_server import AnnotationServer
+from support.annotation_proxy import TlsProxy
+from support.annotation_server import AnnotationServer
 from heart.annotation import audit, crowd, db as store_db, links, store, tasks
 from heart.annotation.app import STUDY_TEXTS
 from heart.judging import pairs as pairs_mod
-from test_annotation_app import QC, make_completions, make_items
-from test_annotation_browser import LAPTOP, PHONE, QC_BAD, SHOTS, chromium, emulate, unemulate
+from support.annotation import QC, make_completions, make_items
+from support.browser import LAPTOP, PHONE, QC_BAD, SHOTS, chromium, emulate, unemulate
 
 pytestmark = [pytest.mark.e2e, pytest.mark.browser]
 CODE, STOPPED = "C0MPLETE7", "SCREEN0UT"

@@ -19,7 +19,7 @@ import pandas as pd
 import pytest
 import requests
 
-from annotation_server import AnnotationServer, cli, synthetic_rating_tasks
+from support.annotation_server import AnnotationServer, cli, synthetic_rating_tasks
 from heart.annotation import db as store_db, store
 
 pytestmark = pytest.mark.e2e

@@ -12,13 +12,12 @@ import pandas as pd
 import pytest
 import uvicorn
 
-from annotation_server import cli, free_port
+from support.annotation_server import cli, free_port
 from heart.annotation import app as app_mod
 from heart.annotation import audit as store_audit, db as store_db, export, guard, store, tasks
 from heart.completions import imported
 from heart.judging import human_judgments, pairs as pairs_mod
-from test_annotation_app import (QC, TAXONOMY, answer, make_completions, make_items, nonce_of, serve,
-                                 stored, study)  # noqa: F401  (study is a fixture)
+from support.annotation import QC, TAXONOMY, answer, make_completions, make_items, nonce_of, serve, stored
 
 HOSTILE_TEXTS = ["Sure\x00thing", "Esc\x1b[31m red", "It\u0092s hard for you", "bidi \u202e evil",
                  "tab\tand\nline breaks are fine", "emoji \U0001F469\u200d\U0001F4BB is fine"]

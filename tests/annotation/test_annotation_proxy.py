@@ -1,5 +1,5 @@
 """The annotation app behind its production TLS reverse proxy (workflow/resources/annotation/nginx.conf,
-Debian's nginx, rendered by tests/annotation_proxy.py): the real server (``python -m heart.annotation serve``)
+Debian's nginx, rendered by tests/support/annotation_proxy.py): the real server (``python -m heart.annotation serve``)
 on 127.0.0.1, nginx with a self-signed certificate in front of it, connecting from 127.0.0.2.
 
 Checked: pages and answers work over TLS through the proxy; no log of the proxy holds a link's token, a
@@ -25,9 +25,9 @@ import pandas as pd
 import pytest
 import requests
 
-from annotation_proxy import TlsProxy
-from annotation_server import AnnotationServer
-from annotation_server import free_port, synthetic_rating_tasks
+from support.annotation_proxy import TlsProxy
+from support.annotation_server import AnnotationServer
+from support.annotation_server import free_port, synthetic_rating_tasks
 from heart.annotation import crowd, db as store_db, guard, links, store
 from heart.annotation.__main__ import _links
 

@@ -8,7 +8,7 @@ import pandas as pd
 import pytest
 import yaml
 
-from conftest import REPO
+from support import REPO
 from heart.judging import pairs as pairs_mod
 from heart.annotation import tasks
 from heart.judging.pairs import completion_ref

@@ -31,7 +31,7 @@ Without --proxy, straight to the app:
    answer acknowledged in the phase is in the store, and ``PRAGMA integrity_check`` is ok.
 
 With --proxy, through the production TLS reverse proxy (nginx with workflow/resources/annotation/nginx.conf,
-run by tests/annotation_proxy.py with a self-signed certificate every client verifies), the app started with
+run by tests/support/annotation_proxy.py with a self-signed certificate every client verifies), the app started with
 ``serve --proxy 127.0.0.2`` (nginx connects from there; the app trusts its X-Forwarded-For), a fresh store for
 each phase, 100 raters by default (the task table sized so that none runs out within ``--seconds``), each
 phase ``--seconds`` long (30; the kill -9 phase at least 10 s beyond the restart). All raters start at
@@ -91,8 +91,8 @@ HERE = Path(__file__).resolve().parent
 REPO = HERE.parents[1]
 sys.path[:0] = [str(HERE.parent), str(REPO / "workflow")]
 
-from annotation_proxy import NGINX, TlsProxy  # noqa: E402
-from annotation_server import AnnotationServer, cli, free_port  # noqa: E402
+from support.annotation_proxy import NGINX, TlsProxy  # noqa: E402
+from support.annotation_server import AnnotationServer, cli, free_port  # noqa: E402
 from heart.judging import pairs as pairs_mod  # noqa: E402
 from heart.annotation import db as store_db, links as store_links  # noqa: E402
 from heart.annotation import tasks as tasks_mod  # noqa: E402

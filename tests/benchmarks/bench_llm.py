@@ -2,7 +2,7 @@
 
     .venv/bin/python tests/benchmarks/bench_llm.py
 
-1. Throughput against tests/llm_test_server.py with a fixed 1 s latency (the realistic regime): calls at
+1. Throughput against tests/support/llm_server.py with a fixed 1 s latency (the realistic regime): calls at
    concurrency 64 vs the ideal (concurrency / latency), non-streamed (judges, taggers: the target is
    >= 95 % of ideal) and streamed (completions, for their time to first token), with the client's CPU
    time per call; 640 calls (10 round trips, as first measured in the issue) and 2,560; in one process,
@@ -78,7 +78,7 @@ def in_processes(base, processes, n, concurrency, stream=False):
 
 def main():
     # the server runs in its own process, so it does not share the client's interpreter lock
-    server = subprocess.Popen([sys.executable, str(HERE.parent / "llm_test_server.py"), "--latency", str(LATENCY)],
+    server = subprocess.Popen([sys.executable, str(HERE.parent / "support" / "llm_server.py"), "--latency", str(LATENCY)],
                               stdout=subprocess.PIPE, text=True)
     base = server.stdout.readline().strip()
     # warm up (litellm's first call imports and builds a lot)

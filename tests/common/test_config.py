@@ -5,7 +5,7 @@ import copy
 import pytest
 import yaml
 
-from conftest import REPO
+from support import REPO
 from heart.common.config import ConfigError, ResourceError, load_resource, schema_problems, validate_config
 
 
@@ -38,15 +38,49 @@ def test_a_screened_study_needs_its_item_sections():
 
 def test_defaults_are_filled():
     cfg = load("config.yaml")
-    del cfg["screening"]["min_signal"]
-    assert validate_config(cfg)["screening"]["min_signal"] == 1
+    assert "min_signal" not in cfg["screening"] and "esconv" not in cfg
+    filled = validate_config(cfg)
+    assert filled["screening"]["min_signal"] == 1
+    assert filled["esconv"]["url"].startswith("https://raw.githubusercontent.com/thu-coai/")
+
+
+def _said_again(cfg: dict, schema: dict, where: str = "") -> list[str]:
+    """The keys of ``cfg`` whose value is the schema's default for them."""
+    out = []
+    props, extra = schema.get("properties", {}), schema.get("additionalProperties")
+    for key, value in cfg.items():
+        path = f"{where}.{key}" if where else key
+        sub = props.get(key) or (extra if isinstance(extra, dict) else {})
+        if key in props and "default" in sub and sub["default"] == value:
+            out.append(path)
+        elif isinstance(value, dict):
+            out += _said_again(value, sub, path)
+    return out
+
+
+@pytest.mark.parametrize("name", ["config.yaml", "paper.yaml", "screening.yaml", "analysis.yaml", "artifacts.yaml"])
+def test_a_config_says_only_what_differs_from_the_schemas_defaults(name):
+    """A default is said once, in the schema (rehearsal.yaml, an overlay on paper.yaml, sets what differs from
+    paper.yaml: its nulls are not said again)."""
+    from heart.common.config import _config_schema
+
+    assert _said_again(load(name), _config_schema()) == []
+
+
+def test_the_check_of_said_again_finds_a_default():
+    from heart.common.config import _config_schema
+
+    cfg = load("config.yaml")
+    cfg["stats"] = {"bt_alpha": 0.01, "n_boot": 7}
+    cfg["models"]["smollm2"]["timeout"] = 120
+    assert _said_again(cfg, _config_schema()) == ["models.smollm2.timeout", "stats.bt_alpha"]
 
 
 @pytest.mark.parametrize("mutate, expected", [
     (lambda c: c["regular_items"].update(n="many"), "regular_items.n: 'many' is not of type 'integer'"),
     (lambda c: c["screening"].update(min_signall=2), "screening.min_signall: unknown key"),
     (lambda c: c.update(judges={}), "judges: unknown key"),
-    (lambda c: c["esconv"].update(sha256="abc"), "esconv.sha256: 'abc' does not match"),
+    (lambda c: c.setdefault("esconv", {}).update(sha256="abc"), "esconv.sha256: 'abc' does not match"),
     (lambda c: c["regular_items"].pop("seed"), "regular_items.seed: required key is missing"),
     (lambda c: c["screening"].update(method="llm"), "screening.method: 'llm' is not one of ['lexicon']"),
     (lambda c: c["screening"].update(max_items_per_conversation=0), "screening.max_items_per_conversation: 0 is less than the minimum of 1"),
@@ -63,7 +97,7 @@ def test_command_line_strings_get_their_declared_type():
     # snakemake --config 'regular_items={n: 5, seed: 1}' delivers nested values as strings
     cfg = load("config.yaml")
     cfg["regular_items"] = {"n": "5", "seed": "1"}
-    cfg["esconv"]["sha256"] = "null"
+    cfg["esconv"] = {"sha256": "null"}
     cfg["esconv"]["local_copy"] = "data/1.json"
     out = validate_config(cfg)
     assert out["regular_items"] == {"n": 5, "seed": 1}
@@ -226,3 +260,63 @@ def test_report_caption_renders_for_every_shipped_config(name):
         assert "released dialogue contexts" in text
     else:
         assert f'{cfg["regular_items"]["n"]} regular' in text
+
+
+# --- the run's config as the workflow starts (heart.common.config.start) ---------------------------
+
+PROMPTS = REPO / "workflow" / "resources" / "prompts"
+
+
+def test_start_validates_fills_defaults_and_checks_the_names():
+    from heart.common.config import start
+
+    cfg = load("config.yaml")
+    assert start(cfg, {}, PROMPTS) is cfg and cfg["stats"]["bt_alpha"] == 0.01
+
+
+@pytest.mark.parametrize("change, message", [
+    (lambda c: c["systems"]["smollm2-brief"].update(prompt="brief_advise"),
+     r"config systems\.smollm2-brief\.prompt: no template 'brief_advise' \(expected .*completion/brief_advise\.md\)"),
+    (lambda c: c["judging"]["judges"]["smollm2-judge"].update(prompt="heart_leter"),
+     r"config judging\.judges\.smollm2-judge\.prompt: no template 'heart_leter'"),
+    (lambda c: c["tagging"]["taggers"]["smollm2-tagger"].update(prompt="nope"),
+     r"config tagging\.taggers\.smollm2-tagger\.prompt: no template 'nope' \(expected .*tagging/nope\.md\)"),
+    (lambda c: c.update(imported_systems={"original": {"path": "x.csv"}, "smollm2-brief": {"path": "y.csv"}}),
+     r"imported_systems\.original: the name is taken(.|\n)*imported_systems\.smollm2-brief: the name is taken"),
+    (lambda c: c.update(artifacts={}), r"config artifacts\.path is not set: give the bundle's folder"),
+])
+def test_start_names_the_key_that_points_nowhere(change, message):
+    from heart.common.config import StartupError, start
+
+    cfg = load("config.yaml")
+    change(cfg)
+    with pytest.raises(StartupError, match=message):
+        start(cfg, {}, PROMPTS)
+
+
+def test_start_from_a_bundle_takes_its_study_and_the_command_lines_overrides_on_top():
+    from heart.common.config import start
+
+    study = load("config.yaml")
+    study["stats"] = {"n_boot": 500, "seed": 3}
+    seen = []
+
+    def bundle_config(path):
+        seen.append(path)
+        return {**study, "artifacts": {"path": f"/resolved/{path}"}}
+
+    cfg = {"artifacts": {"path": "b"}, "stats": {"n_boot": 1}}  # config/artifacts.yaml and a --config
+    out = start(cfg, {"artifacts": {"path": "b"}, "stats": {"n_boot": 200}}, PROMPTS, bundle_config=bundle_config)
+    assert seen == ["b"] and out["artifacts"]["path"] == "/resolved/b"
+    assert out["stats"]["n_boot"] == 200 and out["stats"]["seed"] == 3  # merged key by key, the study's kept
+    assert out["systems"] == study["systems"]
+
+
+def test_start_runs_the_registries_checks():
+    from heart.common.config import ConfigError, start
+    from heart.judging import kinds
+
+    cfg = load("config.yaml")
+    cfg["judging"]["judges"]["smollm2-judge"]["answer"] = "telepathy"
+    with pytest.raises(ConfigError, match=r"judging\.judges\.smollm2-judge\.answer: 'telepathy' is not a judge kind"):
+        start(cfg, {}, PROMPTS, checks=[kinds.config_problems])

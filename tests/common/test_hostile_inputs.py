@@ -9,7 +9,7 @@ import re
 import pandas as pd
 import pytest
 
-from conftest import TINY_RELEASE
+from support import TINY_RELEASE
 from heart.common import records
 from heart.completions import imported
 from heart.data import release

@@ -6,7 +6,7 @@ import logging
 
 import pytest
 
-from conftest import KEY, key_pieces
+from support import KEY, key_pieces
 from heart.llm.answers import parse_structured
 from heart.llm.cache import ResponseCache, cache_key
 from heart.llm.engine import LLMStageError, error_text, run_requests
@@ -290,7 +290,7 @@ def test_an_interrupt_while_waiting_to_retry_prints_no_key(fake_llm, tmp_path):
     import sys
     import time
 
-    from conftest import REPO
+    from support import REPO
 
     state, base = fake_llm
     state.retry_after = 30

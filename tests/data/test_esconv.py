@@ -5,7 +5,7 @@ import json
 
 import pytest
 
-from conftest import SHARED_ESCONV_DIR, needs_shared
+from support import SHARED_ESCONV_DIR, needs_shared
 from heart.data import esconv
 
 
@@ -39,7 +39,7 @@ def test_tiny_fixture_tables(tiny_esconv):
 
 
 def test_speaker_listener_vocabulary(tmp_path):
-    from conftest import FIXTURES
+    from support import FIXTURES
     conversations, turns, _ = esconv.ingest(FIXTURES / "esconv_tiny_speaker_listener.json")
     same, same_turns, _ = esconv.ingest(FIXTURES / "esconv_tiny.json")
     assert set(conversations["speaker_vocabulary"]) == {"speaker/listener"}

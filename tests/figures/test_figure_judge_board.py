@@ -1,16 +1,11 @@
 """heart.figures.judge_board: absent cells are drawn as absent (never a zero bar), the targets and the
-recommended ensemble are shown (SYNTHETIC tables from tests/stats/test_judge_board.py)."""
-
-import sys
-from pathlib import Path
+recommended ensemble are shown (SYNTHETIC tables of tests/support/judge_board_example.py)."""
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "stats"))
-import test_judge_board as example  # noqa: E402  (the hand-worked example of the statistics' tests)
-
-from heart.figures import judge_board as figure  # noqa: E402
-from heart.stats import judge_board  # noqa: E402
+from heart.figures import judge_board as figure
+from heart.stats import judge_board
+from support import judge_board_example as example  # the hand-worked example of the statistics' tests
 
 
 def gids(fig):

@@ -6,7 +6,7 @@ import json
 import pandas as pd
 import pytest
 
-from conftest import FIXTURES, REPO
+from support import FIXTURES, REPO
 from heart.items import adversarial, screening
 from heart.data import esconv
 from heart.llm.cache import cache_key

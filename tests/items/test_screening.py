@@ -10,7 +10,7 @@ import pytest
 
 import yaml
 
-from conftest import REPO, SHARED_ESCONV_DIR, SHARED_RELEASE_DIR, needs_release, needs_shared
+from support import REPO, SHARED_ESCONV_DIR, SHARED_RELEASE_DIR, needs_release, needs_shared
 from heart.data import esconv, release
 from heart.items import screening
 from heart.common import tableio

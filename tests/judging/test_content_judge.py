@@ -6,7 +6,7 @@ import pandas as pd
 import pytest
 import yaml
 
-from conftest import REPO
+from support import REPO
 from heart.common import tableio
 from heart.common.config import ConfigError, validate_config
 from heart.judging import combine, material, verdicts

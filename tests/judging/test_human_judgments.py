@@ -7,7 +7,7 @@ import pytest
 from heart.judging import human_judgments as hj
 from heart.items import item_table as items_mod
 from heart.judging import pairs
-from test_judging import items_and_completions
+from support.judging import items_and_completions
 
 HEADER = "rater_id,item_id,shown_a,shown_b,choice,seconds_spent,rationale,qc_expected\n"
 STRENGTHS = {"slight": 2, "significant": 4}

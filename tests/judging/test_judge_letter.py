@@ -5,7 +5,7 @@ import json
 import pandas as pd
 import pytest
 
-from conftest import REPO
+from support import REPO
 from heart.judging import judge_qc
 from heart.judging import combine, material, verdicts
 from heart.judging.kinds import logprobs

@@ -7,29 +7,15 @@ import jsonschema
 import pandas as pd
 import pytest
 
-from conftest import REPO
+from support import REPO
 from heart.judging import combine, material, verdicts
 from heart.judging.kinds import verdict
 from heart.judging import pairs
+from support.judging import items_and_completions
 
 RUBRIC = material.load_rubric(REPO / "workflow/resources/rubric/heart.yaml")
 AXES = material.axis_keys(RUBRIC)
 TEMPLATE = (REPO / "workflow/resources/prompts/judge/heart_pairwise.md").read_text()
-
-
-def items_and_completions(n_items=4, humans=3):
-    items = pd.DataFrame({"item_id": [f"i{k}" for k in range(n_items)], "conversation_id": range(n_items),
-                          "subset": ["regular"] * (n_items - 1) + ["adversarial"],
-                          "history": [[{"role": "seeker", "text": f"I feel lost {k}"}] for k in range(n_items)]})
-    rows, n = [], iter(range(10**6))
-    for item in items["item_id"]:
-        for system, source in (("m1", "model"), ("m2", "model"), ("m3", "model"), ("original", "dataset")):
-            rows.append({"item_id": item, "system": system, "source": source, "contributor_id": None,
-                         "text": f"That sounds hard, reply number {next(n)}."})
-        for c in range(humans):
-            rows.append({"item_id": item, "system": "human", "source": "human", "contributor_id": f"c{c}",
-                         "text": f"I am sorry, reply number {next(n)}."})
-    return items, pd.DataFrame(rows)
 
 
 def test_every_pair_holds_a_model_and_humans_are_never_paired_with_each_other():

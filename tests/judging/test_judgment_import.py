@@ -9,14 +9,14 @@ import math
 import pandas as pd
 import pytest
 
-from conftest import FIXTURES
+from support import FIXTURES
 from heart.judging import human_judgments as hj
 from heart.judging import combine, verdicts
 from heart.judging import pairs
 from heart.common import tableio
 from heart.judging import judgment_import as ji
 from heart.common.vocabulary import AXIS_COLUMNS
-from test_judging import items_and_completions
+from support.judging import items_and_completions
 
 EXAMPLE = FIXTURES / "imported" / "example_votes.csv"
 BASE = {"item": "i1", "system_a": "m1", "system_b": "m2", "judge": "j1", "judge_kind": "llm", "winner": "a"}

@@ -6,13 +6,13 @@ import types
 import pytest
 import yaml
 
-from conftest import REPO
+from support import REPO
 from heart.common.config import ConfigError, validate_config
 from heart.judging import combine, kinds, material, pairs, verdicts
 from heart.judging.judge import Judge
 from heart.llm.request import Request
 
-from test_judging import items_and_completions
+from support.judging import items_and_completions
 
 RUBRIC = material.load_rubric(REPO / "workflow/resources/rubric/heart.yaml")
 AXES = material.axis_keys(RUBRIC)

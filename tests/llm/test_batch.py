@@ -14,7 +14,7 @@ import threading
 import time
 
 import pytest
-from conftest import REPO
+from support import REPO
 from heart.judging import material
 from heart.judging.kinds import verdict
 from heart.llm.batch import Journal

@@ -8,7 +8,7 @@ import pandas as pd
 import pytest
 from snakemake.iocontainers import Namedlist  # what a script's snakemake.input is
 
-import llm_test_server as srv
+from support import llm_server as srv
 from heart import WORKFLOW_DIR
 from heart.llm.answers import parse_structured
 from heart.llm.cache import ResponseCache, cache_key

@@ -4,7 +4,7 @@ exports is what the workflow's own readers accept, with plausible times and rate
 import pandas as pd
 import yaml
 
-from conftest import REPO
+from support import REPO
 from heart.annotation import db as store_db, export, store, tasks
 from heart.judging import human_judgments, pairs as pairs_mod
 from heart.judging.material import load_rubric

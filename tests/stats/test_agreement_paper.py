@@ -18,7 +18,8 @@ from heart.stats.agreement.stability import subsampling_stability
 from heart.stats.agreement.trivial import pair_lengths, trivial_judges
 from heart.stats import bootstrap
 from heart.common import tableio
-from test_agreement import AXES, judgment, random_table, row, table
+from support.tables import JUDGMENT_AXES as AXES, judgments_frame as table
+from support.judgments import judgment, random_table, row
 
 
 def humans(pair, conv, winners, **kw):
@@ -286,7 +287,7 @@ def test_percent_agreement_hand_table():
 # --- 6. mean of the judges ----------------------------------------------------------------------
 
 def test_mean_of_judges_hand_table():
-    from test_agreement import hand_table
+    from support.judgments import hand_table
     t = hand_table()
     out = human_llm_agreement(t, n_boot=300, seed=0)
     m = row(out, judge="mean-of-judges", scope="all")
@@ -374,7 +375,7 @@ def test_ambiguous_scopes_hand_table():
 # --- 8. regular and adversarial scopes always exist ---------------------------------------------
 
 def test_subset_scopes_always_present():
-    from test_agreement import hand_table
+    from support.judgments import hand_table
     out = human_llm_agreement(hand_table(), n_boot=0)  # every pair is regular
     for judge in ("llm-ensemble", "mean-of-judges"):
         assert row(out, judge=judge, scope="subset=regular")["status"] == "ok"

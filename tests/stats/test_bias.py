@@ -5,7 +5,8 @@ import numpy as np
 import pandas as pd
 
 from heart.stats import bias
-from test_agreement import judgment, table
+from support.tables import judgments_frame as table
+from support.judgments import judgment
 
 
 def test_position_bias_detects_planted_bias_only():

@@ -17,9 +17,10 @@ from heart.stats import bootstrap
 from heart.stats import rationales
 from heart.stats import bradley_terry as bt
 from heart.stats import strategy_stats as ss
-from test_agreement import judgment, random_table, table
-from test_rationales import CODEBOOK, synthetic
-from test_strategy_stats import planted
+from support.tables import judgments_frame as table
+from support.judgments import judgment, random_table
+from support.synthetic import CODEBOOK, synthetic
+from support.synthetic import planted
 
 # a known example: 6 conversations of 1-4 units, a 0/1 hit per unit
 CONV = np.array([10, 10, 10, 11, 12, 12, 13, 13, 13, 13, 14, 15, 15])

@@ -6,7 +6,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from conftest import JUDGMENT_AXES as AXES, judgments_frame as table
+from support.tables import JUDGMENT_AXES as AXES, judgments_frame as table
 from heart.stats import bootstrap
 from heart.stats import preferences
 from heart.common import tableio

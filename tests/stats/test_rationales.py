@@ -1,14 +1,12 @@
 """heart.stats.rationales: the codebook, coding, agreed pairs and concordance (SYNTHETIC judgments, labelled)."""
 
-from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import pytest
 
 from heart.stats import rationales
-
-CODEBOOK = Path(__file__).resolve().parents[2] / "workflow/resources/codebook/rationales.yaml"
+from support.synthetic import CODEBOOK, synthetic
 
 
 @pytest.fixture(scope="module")
@@ -60,27 +58,6 @@ def test_the_codebook_schema_names_every_problem(tmp_path):
                    "  - {key: x, label: z, axis: R, micro_skill: m, patterns: [b]}\n")
     with pytest.raises(ValueError, match=r"cb.yaml: codes\[1\]\.key 'x' is used twice"):
         rationales.load_codebook(bad)
-
-
-def synthetic(n=120, linked=True, seed=0):
-    """SYNTHETIC pairs: humans and one LLM judge agree on 'a'; the LLM names the feeling whenever the humans
-    did (linked) or at random (not linked)."""
-    rng = np.random.default_rng(seed)
-    rows, texts = [], []
-    for i in range(n):
-        pid, item = f"p{i}", f"i{i}"
-        human_names = rng.random() < 0.5
-        llm_names = human_names if linked else rng.random() < 0.5
-        base = {"pair_id": pid, "item_id": item, "conversation_id": i // 2, "subset": "regular", "system_a": "m1",
-                "contributor_a": None, "system_b": "m2", "contributor_b": None, "kind": "model-model",
-                "status": "ok", "winner": "a", "strength": 2}
-        rows.append({**base, "judge": "human:r1", "judge_kind": "human",
-                     "rationale": "It names the feeling." if human_names else "It is fine here."})
-        rows.append({**base, "judge": "j1", "judge_kind": "llm",
-                     "rationale": "A validates their feelings." if llm_names else "A is fine overall."})
-        texts += [{"item_id": item, "system": "m1", "contributor_id": None, "text": "word " * int(rng.integers(5, 30))},
-                  {"item_id": item, "system": "m2", "contributor_id": None, "text": "word " * int(rng.integers(5, 30))}]
-    return pd.DataFrame(rows), pd.DataFrame(texts)
 
 
 def test_linked_mentions_are_concordant_and_associated(codes):

@@ -9,7 +9,8 @@ import pytest
 from heart.stats import reliability
 from heart.stats.agreement.cross_judge import cross_judge_agreement
 from heart.stats.agreement.inter_human import inter_human
-from test_agreement import judgment, row, table
+from support.tables import judgments_frame as table
+from support.judgments import judgment, row
 
 
 def test_cohen_kappa_textbook_two_by_two():

@@ -2,24 +2,15 @@
 
 import math
 
-import numpy as np
 import pandas as pd
 import pytest
 
 from heart.stats import strategy_stats as ss
+from support.synthetic import planted, tag_rows
 
 STRATS = ["a", "b", "c", "d"]
 FAMILIES = {"m1": "fam", "m2": "fam", "human": "human"}
 SOURCES = {"m1": "model", "m2": "model", "human": "human", "ghost": "model"}
-
-
-def tag_rows(item, system, present=(), contributor=None, parse_ok=True, uncertain=(), tagger="t",
-             strategies=STRATS):
-    return [{"item_id": item, "system": system, "contributor_id": contributor, "tagger": tagger,
-             "strategy": s,
-             "label": (None if not parse_ok else "present" if s in present else "uncertain" if s in uncertain
-                       else "absent"),
-             "probability": None, "evidence": None, "parse_ok": parse_ok} for s in strategies]
 
 
 def hand_table() -> pd.DataFrame:
@@ -84,24 +75,6 @@ def test_unknown_strategy_rejected():
     t = pd.DataFrame(tag_rows("i1", "m1", "a", strategies=["a", "zzz"]))
     with pytest.raises(ValueError, match="zzz"):
         ss.usage(t, strategies=STRATS)
-
-
-def planted(seed=1, n_conv=60, p_h=(0.7, 0.4), p_m=(0.2, 0.4)) -> tuple[pd.DataFrame, dict]:
-    """SYNTHETIC: n_conv conversations x 2 items; 3 human and 4 model completions per item; strategy 'x'
-    planted at 70 % (humans) vs 20 % (models), 'y' at 40 % in both."""
-    rng = np.random.default_rng(seed)
-    rows, conv = [], {}
-    for c in range(n_conv):
-        for k in range(2):
-            item = f"c{c}i{k}"
-            conv[item] = c
-            for who, probs, n in (("human", p_h, 3), ("model", p_m, 4)):
-                for j in range(n):
-                    present = [s for s, p in zip("xy", probs) if rng.random() < p]
-                    system = "human" if who == "human" else f"m{j}"
-                    rows += tag_rows(item, system, present, contributor=f"h{j}" if who == "human" else None,
-                                     strategies=["x", "y"])
-    return pd.DataFrame(rows), conv
 
 
 def test_planted_difference_detected():

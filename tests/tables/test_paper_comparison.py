@@ -5,7 +5,7 @@ import math
 import pandas as pd
 import pytest
 
-from conftest import REPO
+from support import REPO
 from heart.tables import paper_comparison as pc
 
 SPEC_PATH = REPO / "workflow/resources/paper/headline_numbers.yaml"

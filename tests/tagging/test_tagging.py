@@ -4,7 +4,7 @@ import jsonschema
 import pandas as pd
 import pytest
 
-from conftest import REPO
+from support import REPO
 from heart.llm import shards
 from heart.tagging import spot_checks, tagger
 from heart.tagging.taxonomy import load_taxonomy, strategy_keys

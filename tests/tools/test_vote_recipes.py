@@ -5,7 +5,7 @@ import json
 import pandas as pd
 import pytest
 
-from conftest import FIXTURES
+from support import FIXTURES
 from heart.judging import judgment_import as ji
 from heart.tools import vote_recipes as recipes
 

@@ -3,7 +3,7 @@
 import pandas as pd
 import pytest
 
-from conftest import FIXTURES
+from support import FIXTURES
 from heart.common import tableio
 
 VOTES = FIXTURES / "imported" / "example_votes.csv"  # a public-format example written for this project

@@ -9,7 +9,9 @@ import pandas as pd
 import pytest
 from matplotlib import image
 
-from conftest import KEY_ENV, REPO, WorkflowCopy
+from support import KEY_ENV, REPO
+
+from support.workflow import WorkflowCopy
 from heart.bundle import pseudonyms
 from heart.common import tableio
 

@@ -3,7 +3,7 @@ name in backquotes resolve."""
 
 import re
 
-from conftest import REPO
+from support import REPO
 
 LINK = re.compile(r"\]\(([^)#\s]+)(?:#[^)]*)?\)")
 PAGES = [REPO / "README.md", *sorted((REPO / "docs").rglob("*.md")), REPO / "workflow/README.md", REPO / "config/README.md"]

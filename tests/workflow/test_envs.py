@@ -20,7 +20,7 @@ import pytest
 import yaml
 from packaging.version import InvalidVersion, Version
 
-from conftest import REPO
+from support import REPO
 
 ENVS = REPO / "envs"
 CHANNELS = ["conda-forge", "nodefaults"]

@@ -9,12 +9,12 @@ judgments table, so no Snakemake run is needed.
 import nbformat
 import pytest
 
-from conftest import REPO
+from support import REPO
 from heart.stats import figure4, leaderboard
 from heart.simulation import simulate
 from heart.common import tableio
 from heart.figures.style import leaderboard_order
-from notebooks import NotebookError, execute_notebook, has_image, output_text, tagged
+from support.notebooks import NotebookError, execute_notebook, has_image, output_text, tagged
 
 NOTEBOOK = REPO / "notebooks" / "explore_results.ipynb"
 

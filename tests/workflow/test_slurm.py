@@ -32,7 +32,9 @@ import pytest
 import yaml
 from pandas.testing import assert_frame_equal
 
-from conftest import REPO, SNAKEMAKE, TINY, WorkflowCopy
+from support import REPO, SNAKEMAKE, TINY
+
+from support.workflow import WorkflowCopy
 
 pytestmark = [
     pytest.mark.slurm,

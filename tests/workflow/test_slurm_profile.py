@@ -6,7 +6,7 @@
 import pytest
 import yaml
 
-from conftest import FIXTURES, REPO
+from support import FIXTURES, REPO
 
 pytestmark = pytest.mark.dag
 

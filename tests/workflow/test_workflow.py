@@ -9,7 +9,7 @@ import threading
 import pytest
 import yaml
 
-from conftest import PAPER_KEYS, FIXTURES, SHARED_ESCONV_DIR, TINY, needs_shared
+from support import PAPER_KEYS, FIXTURES, SHARED_ESCONV_DIR, TINY, needs_shared
 from heart.common import tableio
 
 

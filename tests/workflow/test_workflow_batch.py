@@ -11,7 +11,9 @@ import shutil
 import pandas as pd
 import pytest
 
-from conftest import KEY_ENV, edit_config
+from support import KEY_ENV
+
+from support.workflow import edit_config
 from heart.common import tableio
 from heart.simulation.handle import Simulator
 

@@ -12,7 +12,9 @@ import shutil
 import pandas as pd
 import pytest
 
-from conftest import INJECTION, KEY_ENV, edit_config, fake
+from support import KEY_ENV
+
+from support.workflow import INJECTION, edit_config, fake
 from heart.common import tableio
 
 pytestmark = pytest.mark.e2e
@@ -198,9 +200,9 @@ def test_the_judge_leaderboard_reuses_the_runs_statistics_and_is_in_the_report(j
 
 
 def test_the_notebook_runs_in_a_kernel_on_the_runs_results(judged_workflow):
-    from conftest import REPO
+    from support import REPO
     from heart.figures.style import leaderboard_order
-    from notebooks import execute_notebook, has_image, output_text, tagged
+    from support.notebooks import execute_notebook, has_image, output_text, tagged
 
     wf = judged_workflow
     nb = execute_notebook(REPO / "notebooks/explore_results.ipynb", {"HEART_ROOT": str(wf.root),
@@ -321,11 +323,17 @@ def test_a_judge_tagger_or_figure_setting_reruns_what_reads_it_only(judged_workf
     assert not must_not & jobs.keys(), sorted(jobs)
 
 
-def test_a_figure_style_reruns_that_figure_only(judged_copy):
+def test_a_figure_style_of_its_own_reruns_that_figure_only_and_the_house_style_every_figure(judged_copy):
     wf = judged_copy
-    style = wf.root / "workflow/resources/figures/fig4_leaderboard.yaml"
-    style.write_text(style.read_text().replace("font.size: 10", "font.size: 11"))
+    styles = wf.root / "workflow/resources/figures"
+    (styles / "fig4_leaderboard.yaml").write_text("rc:\n  font.size: 11\n")  # what differs from style.yaml
     assert wf.jobs(*wf.args, env=KEY_ENV) == {"figure_leaderboard": 1, "all": 1}
+    house = styles / "style.yaml"
+    house.write_text(house.read_text().replace("font.size: 10", "font.size: 9"))
+    rerun = set(wf.jobs(*wf.args, env=KEY_ENV)) - {"all"}
+    assert rerun == {"figure_leaderboard", "figure_elo_ttft", "figure_strategies", "figure_elo_forest",
+                     "figure_agreement", "figure_bias_factors", "figure_example_pair", "figure_rubric",
+                     "figure_protocol", "figure_judge_board"}, rerun
 
 
 def test_family_exclusion_leaves_a_judge_nothing_of_its_own(judged_copy):

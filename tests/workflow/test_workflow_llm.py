@@ -10,8 +10,9 @@ import pandas as pd
 import pytest
 import yaml
 
-import llm_test_server as srv
-from conftest import SNAKEMAKE, api_config
+from support import llm_server as srv
+from support import SNAKEMAKE
+from support.workflow import api_config
 from heart.common import tableio
 
 pytestmark = pytest.mark.e2e
@@ -153,7 +154,7 @@ def test_an_echoing_provider_leaves_no_key_fragment_in_any_file_or_output(workfl
     """A working and a failing keyed system, both against a provider that echoes the key (401 bodies, error
     JSON, headers, and the answer itself): no run of 8 key characters in any file the run wrote (results, logs,
     .snakemake, the cache, benchmarks) nor in what Snakemake printed."""
-    from conftest import KEY, key_pieces
+    from support import KEY, key_pieces
 
     state, base = api_server
     failing = {"e401": "echo401", "e429": "echo429", "e500": "echo500"}
@@ -177,7 +178,7 @@ def test_an_echoing_provider_leaves_no_key_fragment_in_any_file_or_output(workfl
 
     # then the working system judged and tagged by models whose JSON answers hide the key behind \u escapes
     # (whole only once decoded), the call preview, and the published cache
-    from conftest import fake
+    from support.workflow import fake
 
     state.responder = fake
     state.by_model["judge-echo"] = "echo200json"

@@ -8,7 +8,9 @@ import time
 import pandas as pd
 import pytest
 
-from conftest import TINY, api_config
+from support import TINY
+
+from support.workflow import api_config
 from heart.common import tableio
 
 pytestmark = pytest.mark.local_llm

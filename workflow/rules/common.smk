@@ -13,33 +13,24 @@ _others = [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p an
 os.environ.update(PYTHONPATH=os.pathsep.join([HEART_PATH, *_others]))
 
 from heart.llm import batch_protocols, shards  # noqa: E402
-from heart.common.config import validate_config  # noqa: E402
+from heart.common.config import StartupError, start as start_config  # noqa: E402
+from heart.bundle import load as bundle_load  # noqa: E402
 from heart.judging.judge import Judge  # noqa: E402
 from heart.judging import kinds as judge_kinds  # noqa: E402
 from heart.tagging.tagger import Tagger  # noqa: E402
 from snakemake.io import strip_wildcard_constraints  # noqa: E402
 
-# make paper ARTIFACTS=<folder> (config/artifacts.yaml): the run's config is the bundle's study settings, every
-# system imported from its completions, its human files; --config overrides still apply on top
+# The run's config (heart.common.config.start): from a bundle, make paper ARTIFACTS=<folder> (config/artifacts.yaml),
+# the bundle's study settings with every system imported from its completions and its human files, --config
+# overrides on top; validated against the schema (defaults filled, judge kinds and batch protocols known);
+# no imported system taking a configured name, every prompt template there.
+PROMPTS = Path(workflow.basedir) / "workflow" / "resources" / "prompts"
+try:
+    start_config(config, dict(workflow.config_settings.config), PROMPTS, bundle_config=bundle_load.run_config,
+                 checks=[judge_kinds.config_problems, batch_protocols.config_problems])
+except (StartupError, bundle_load.BundleError) as exc:
+    raise WorkflowError(str(exc)) from None
 ARTIFACTS = (config.get("artifacts") or {}).get("path")
-if "artifacts" in config and not ARTIFACTS:
-    raise WorkflowError("config artifacts.path is not set: give the bundle's folder (make paper ARTIFACTS=/path/to/"
-                        "bundle, or --config 'artifacts={path: /path/to/bundle}'); make bundle writes one")
-if ARTIFACTS:
-    from snakemake.utils import update_config
-    from heart.bundle import load as bundle_load  # noqa: E402
-
-    try:
-        _study = bundle_load.run_config(ARTIFACTS)
-    except bundle_load.BundleError as exc:
-        raise WorkflowError(str(exc)) from None
-    config.clear()
-    config.update(_study)
-    update_config(config, {k: v for k, v in dict(workflow.config_settings.config).items() if k != "artifacts"})
-    ARTIFACTS = config["artifacts"]["path"]
-
-validate_config(config, source="config (config/config.yaml and any --configfile/--config)",
-                checks=[judge_kinds.config_problems, batch_protocols.config_problems])
 
 
 def esconv_input():
@@ -74,7 +65,6 @@ def release_inputs(wildcards=None):
 
 # the paper's released items (items.source: release), else a new study's screened and rewritten ones
 RELEASED_ITEMS = config["items"]["source"] == "release"
-PROMPTS = Path(workflow.basedir) / "workflow" / "resources" / "prompts"
 # config analysis_only: only the statistics and figures, on a table of judgments made elsewhere
 ANALYSIS_ONLY = "analysis_only" in config
 # model metadata (Table 1, the external correlations): the paper's, or an analysis-only run's own
@@ -93,21 +83,6 @@ SYSTEMS = [] if ANALYSIS_ONLY else MODEL_SYSTEMS + IMPORTED_SYSTEMS + ["original
 # every system's completion table: the input of whatever reads replies (pairs, judging, tagging, statistics)
 COMPLETIONS = expand("results/completions/{system}.parquet", system=SYSTEMS)
 
-for _name in IMPORTED_SYSTEMS:
-    if _name in MODEL_SYSTEMS or _name in ("original", "human", "best-human"):
-        raise WorkflowError(
-            f"config imported_systems.{_name}: the name is taken (a configured system, or one of original, "
-            "human, best-human); give the imported system another name"
-        )
-
-for _name, _system in config["systems"].items():
-    if not (PROMPTS / "completion" / f"{_system['prompt']}.md").is_file():
-        raise WorkflowError(
-            f"config systems.{_name}.prompt: no template {_system['prompt']!r} "
-            f"(expected {PROMPTS / 'completion' / (_system['prompt'] + '.md')})"
-        )
-
-
 # LLM stages run in shards (results/<stage>/shards/<name>/<k>of<n>.parquet), merged by a local rule
 SHARDS = shards.names(config["llm"]["shards"])
 # the engine's settings as the LLM scripts get them (the shard count is in their paths instead)
@@ -115,14 +90,6 @@ ENGINE = {k: v for k, v in config["llm"].items() if k != "shards"}
 
 JUDGES = sorted(config["judging"]["judges"])
 TAGGERS = sorted(config["tagging"]["taggers"])
-
-for _stage, _group, _folder in (("judging", "judges", "judge"), ("tagging", "taggers", "tagging")):
-    for _name, _entry in config[_stage][_group].items():
-        if not (PROMPTS / _folder / f"{_entry['prompt']}.md").is_file():
-            raise WorkflowError(
-                f"config {_stage}.{_group}.{_name}.prompt: no template {_entry['prompt']!r} "
-                f"(expected {PROMPTS / _folder / (_entry['prompt'] + '.md')})"
-            )
 
 
 def used_models():
@@ -199,6 +166,14 @@ def rule_logs():
 def rubric_file():
     """The configured HEART rubric (a versioned resource: editing it reruns the judges and what draws it)."""
     return workflow.source_path(f"../resources/rubric/{config['judging']['rubric']}.yaml")
+
+
+def figure_style(name):
+    """The style files of figure ``name``: the house style, then the figure's own ``<name>.yaml`` where there
+    is one (versioned resources: editing one reruns the figures that read it)."""
+    own = Path(workflow.basedir) / "workflow" / "resources" / "figures" / f"{name}.yaml"
+    return [workflow.source_path("../resources/figures/style.yaml")] + (
+        [workflow.source_path(f"../resources/figures/{name}.yaml")] if own.is_file() else [])
 
 
 def taxonomy_file():

@@ -5,7 +5,8 @@
 rule figure_leaderboard:
     input:
         ratings="results/stats/ratings.parquet",
-        style=workflow.source_path("../resources/figures/fig4_leaderboard.yaml"),
+        models=MODELS_CSV,  # each model's display name (figure_name)
+        style=figure_style("fig4_leaderboard"),
         # whether the LLM judges behind the figure pass their known-answer checks (a study's own judges)
         **({} if ANALYSIS_ONLY else {"judge_quality": "results/judging/judge_quality.parquet"}),
     output:
@@ -29,7 +30,7 @@ rule figure_elo_ttft:
         models=MODELS_CSV,
         completions=TTFT_COMPLETIONS,
         correlations="results/stats/external_correlations.parquet",  # its rho, not computed again
-        style=workflow.source_path("../resources/figures/fig5_elo_ttft.yaml"),
+        style=figure_style("fig5_elo_ttft"),
         # whether the LLM judges behind the figure pass their known-answer checks (a study's own judges)
         **({} if ANALYSIS_ONLY else {"judge_quality": "results/judging/judge_quality.parquet"}),
     output:
@@ -52,7 +53,7 @@ rule figure_elo_ttft:
 rule figure_strategies:
     input:
         usage="results/stats/strategy_usage.parquet",
-        style=workflow.source_path("../resources/figures/fig6_strategies.yaml"),
+        style=figure_style("fig6_strategies"),
     output:
         png=report("results/figures/fig6_strategies.png", caption="../report/fig6_strategies.rst",
                    category="3. Strategies", labels={"figure": "Figure 6: strategy usage"}),
@@ -70,7 +71,7 @@ rule figure_strategies:
 rule figure_elo_forest:
     input:
         ratings="results/stats/ratings.parquet",
-        style=workflow.source_path("../resources/figures/elo_forest.yaml"),
+        style=figure_style("elo_forest"),
         # whether the LLM judges behind the figure pass their known-answer checks (a study's own judges)
         **({} if ANALYSIS_ONLY else {"judge_quality": "results/judging/judge_quality.parquet"}),
     output:
@@ -92,7 +93,7 @@ rule figure_agreement:
         human_llm="results/stats/agreement_human_llm.parquet",
         cross_judge="results/stats/agreement_cross_judge.parquet",
         trivial="results/stats/trivial_judges.parquet",
-        style=workflow.source_path("../resources/figures/agreement.yaml"),
+        style=figure_style("agreement"),
     output:
         png=report("results/figures/agreement.png", caption="../report/agreement.rst",
                    category="2. Judges", labels={"figure": "Agreement"}),
@@ -115,7 +116,7 @@ rule figure_bias_factors:
         self_preference="results/stats/bias_self_preference.parquet",
         flips="results/judging/flip_rates.parquet",
         loadings="results/stats/factor_loadings.parquet",
-        style=workflow.source_path("../resources/figures/bias_factors.yaml"),
+        style=figure_style("bias_factors"),
     output:
         png=report("results/figures/bias_factors.png", caption="../report/bias_factors.rst",
                    category="2. Judges", labels={"figure": "Bias audits and factor loadings"}),
@@ -135,7 +136,7 @@ rule figure_example_pair:
         judgments="results/judging/judgments.parquet",
         item_table="results/items/items.parquet",
         completions=COMPLETIONS,
-        style=workflow.source_path("../resources/figures/example_pair.yaml"),
+        style=figure_style("example_pair"),
     output:
         png=report("results/figures/example_pair.png", caption="../report/example_pair.rst",
                    category="2. Judges", labels={"figure": "An example judged pair"}),
@@ -156,7 +157,7 @@ rule figure_rubric:
     # Figure 1 from the versioned rubric the judges are given (its axes and their criteria)
     input:
         rubric=rubric_file(),
-        style=workflow.source_path("../resources/figures/fig1_rubric.yaml"),
+        style=figure_style("fig1_rubric"),
     output:
         png=report("results/figures/fig1_rubric.png", caption="../report/fig1_rubric.rst",
                    category="0. The benchmark", labels={"figure": "Figure 1: the HEART axes"}),
@@ -181,7 +182,7 @@ if not ANALYSIS_ONLY:
             pair_table="results/judging/pairs.parquet",
             judgments="results/judging/judgments.parquet",
             tags=expand("results/tagging/{tagger}.parquet", tagger=TAGGERS),
-            style=workflow.source_path("../resources/figures/fig7_protocol.yaml"),
+            style=figure_style("fig7_protocol"),
         output:
             png=report("results/figures/fig7_protocol.png", caption="../report/fig7_protocol.rst",
                        category="0. The benchmark", labels={"figure": "Figure 7: evaluation protocol"}),
@@ -204,7 +205,7 @@ rule figure_judge_board:
     input:
         board="results/stats/judge_board.parquet",
         ensembles="results/stats/judge_ensembles.parquet",
-        style=workflow.source_path("../resources/figures/judge_board.yaml"),
+        style=figure_style("judge_board"),
         # whether the LLM judges pass their known-answer checks (a study's own judges)
         **({} if ANALYSIS_ONLY else {"judge_quality": "results/judging/judge_quality.parquet"}),
     output:

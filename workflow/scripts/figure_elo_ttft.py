@@ -14,7 +14,7 @@ with logged(snakemake.log[0], snakemake) as log, style.applied(snakemake.input.s
     models = external.load_models(snakemake.input.models)
     completions = tableio.read_tables(snakemake.input.completions, "completions")  # none: analysis-only
     points = elo_ttft.ttft_points(board, models, completions, ttft_source=params.ttft_source,
-                                  labels=params.display_names or {})
+                                  labels=external.display_names(models, params.display_names))
     # the correlation is external_correlations' for this run (one computation, its row flagged figure_5)
     correlations = tableio.read_table(snakemake.input.correlations)
     rho = correlations[correlations["data"] == "this run"]

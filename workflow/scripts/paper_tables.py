@@ -11,7 +11,9 @@ _WAYS = {"derived": "rated beside the pooled human by a second fit (derived)",
 with logged(snakemake.log[0], snakemake) as log:
     i, o = snakemake.input, snakemake.output
     ci, fig4 = snakemake.params.ci, snakemake.params.fig4
-    source, columns, names = fig4["source"], fig4["columns"], fig4.get("display_names") or {}
+    source, columns = fig4["source"], fig4["columns"]
+    models = external.load_models(i.models)
+    names = external.display_names(models, fig4["display_names"])
     ratings, alternative = tableio.read_table(i.ratings), tableio.read_table(i.alternative)
     other = best_human.other_mode(snakemake.params.best_human)
     board = figure4.headline(ratings, source=source, columns=columns)  # Figure 4's numbers
@@ -19,7 +21,7 @@ with logged(snakemake.log[0], snakemake) as log:
     quality = tableio.read_table(i.judge_quality) if i.get("judge_quality") else None
     diversity = tableio.read_table(i.diversity) if i.get("diversity") else None
     made = {
-        "table1": (tables.table1(board, external.load_models(i.models), tableio.read_table(i.external), names),
+        "table1": (tables.table1(board, models, tableio.read_table(i.external), names),
                    "HEART Elo, win rate and the Artificial Analysis Intelligence Index (paper Table 1); this run's "
                    f"Elo and win rate from {figure4.column_sources(ratings, source)['elo']}, all items"),
         "leaderboard": (tables.leaderboard(board, ci, columns, names),

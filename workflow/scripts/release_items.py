@@ -1,6 +1,7 @@
 """rule release_items: the paper's released contexts as the study's regular and adversarial items."""
 from heart.common import provenance, tableio
 from heart.data import release
+from heart.items import released
 from heart.common.runtime import logged
 
 with logged(snakemake.log[0], snakemake) as log:
@@ -9,8 +10,8 @@ with logged(snakemake.log[0], snakemake) as log:
     mapping = tableio.read_table(snakemake.input.mapping)
     by_subset = {s: mapping[mapping["release_key"].str.startswith(f"{s}:")].reset_index(drop=True)
                  for s in release.SUBSETS}
-    regular = release.regular_items(release.read(snakemake.input.regular, "regular"), by_subset["regular"], turns)
-    adversarial = release.adversarial_items(release.read(snakemake.input.adversarial, "adversarial"),
+    regular = released.regular_items(release.read(snakemake.input.regular, "regular"), by_subset["regular"], turns)
+    adversarial = released.adversarial_items(release.read(snakemake.input.adversarial, "adversarial"),
                                             by_subset["adversarial"])
     tableio.write_tables([(regular, snakemake.output.regular, "items"),
                           (adversarial, snakemake.output.adversarial, "items")], job)

@@ -100,7 +100,7 @@ def _operate(args) -> None:
         print(f"{a.task_id}\t{a.person_id}\t{a.kind}\t{a.item_id}\t{a.seconds:.1f}s\t{text[:60]!r}")
 
 
-def main(argv=None) -> int:
+def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="heart-annotate", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = parser.add_subparsers(dest="command", required=True)
@@ -140,52 +140,66 @@ def main(argv=None) -> int:
     p.add_argument("--judgments", type=Path, default=Path("resources/human/judgments.csv"))
     p.add_argument("--labels", type=Path, default=Path("resources/human/strategy_labels.csv"))
     p.add_argument("--taxonomy", type=Path, default=DEFAULT_TAXONOMY)
-    args = parser.parse_args(argv)
-    _defaults(args)
+    return parser
 
+
+def _init(args) -> None:
+    _load(args.db, args.tasks)
+    (coordinator,) = [link for _, role, link in _links(args.db, "http://127.0.0.1:8765") if role == links.COORDINATOR]
+    print(f"store: {args.db}\ncoordinator page (secret): {coordinator}")
+
+
+def _serve(args) -> None:
+    _load(args.db, args.tasks)
+    import uvicorn
+
+    from heart.annotation.app import create_app
+    from heart.annotation.guard import BoundedH11Protocol
+
+    base = args.public_url or f"http://{args.host}:{args.port}"
+    app = create_app(args.db, args.taxonomy, public_url=base)
+    (coordinator,) = [link for _, role, link in _links(args.db, base) if role == links.COORDINATOR]
+    print(f"coordinator page (secret; it lists everyone's link): {coordinator}", flush=True)
+    # no access log (links are secrets); forwarded headers only from the named proxy; at most 512
+    # connections and tasks at once (more get 503); idle connections closed after 5 s
+    uvicorn.run(app, host=args.host, port=args.port, log_level="warning", access_log=False,
+                http=BoundedH11Protocol, proxy_headers=bool(args.proxy),
+                forwarded_allow_ips=args.proxy or "", limit_concurrency=512, timeout_keep_alive=5,
+                server_header=False)
+
+
+def _print_links(args) -> None:
+    for person, role, link in _links(args.db, args.base):
+        print(f"{person}\t{role}\t{link}")
+
+
+def _revoke(args) -> None:
+    conn = store_db.connect(args.db)
     try:
-        if args.command == "init":
-            _load(args.db, args.tasks)
-            (coordinator,) = [link for _, role, link in _links(args.db, "http://127.0.0.1:8765")
-                              if role == links.COORDINATOR]
-            print(f"store: {args.db}\ncoordinator page (secret): {coordinator}")
-        elif args.command == "serve":
-            _load(args.db, args.tasks)
-            import uvicorn
+        links.revoke(conn, args.person_id)
+    finally:
+        conn.close()
+    print(_links(args.db, args.base, args.person_id)[0][2])
 
-            from heart.annotation.app import create_app
 
-            from heart.annotation.guard import BoundedH11Protocol
+def _export(args) -> None:
+    from heart.annotation import export
+    from heart.tagging.taxonomy import load_taxonomy, strategy_keys
 
-            base = args.public_url or f"http://{args.host}:{args.port}"
-            app = create_app(args.db, args.taxonomy, public_url=base)
-            (coordinator,) = [link for _, role, link in _links(args.db, base) if role == links.COORDINATOR]
-            print(f"coordinator page (secret; it lists everyone's link): {coordinator}", flush=True)
-            # no access log (links are secrets); forwarded headers only from the named proxy; at most 512
-            # connections and tasks at once (more get 503); idle connections closed after 5 s
-            uvicorn.run(app, host=args.host, port=args.port, log_level="warning", access_log=False,
-                        http=BoundedH11Protocol, proxy_headers=bool(args.proxy),
-                        forwarded_allow_ips=args.proxy or "", limit_concurrency=512, timeout_keep_alive=5,
-                        server_header=False)
-        elif args.command == "links":
-            for person, role, link in _links(args.db, args.base):
-                print(f"{person}\t{role}\t{link}")
-        elif args.command == "revoke":
-            conn = store_db.connect(args.db)
-            try:
-                links.revoke(conn, args.person_id)
-            finally:
-                conn.close()
-            print(_links(args.db, args.base, args.person_id)[0][2])
-        elif args.command in ("answers", "void", "backup", "restore"):
-            _operate(args)
-        elif args.command == "export":
-            from heart.annotation import export
-            from heart.tagging.taxonomy import load_taxonomy, strategy_keys
+    keys = strategy_keys(load_taxonomy(args.taxonomy))
+    for name, info in export.export(args.db, args.completions, args.judgments, args.labels, keys).items():
+        print(f"{name}: {info}")
 
-            keys = strategy_keys(load_taxonomy(args.taxonomy))
-            for name, info in export.export(args.db, args.completions, args.judgments, args.labels, keys).items():
-                print(f"{name}: {info}")
+
+COMMANDS = {"init": _init, "serve": _serve, "links": _print_links, "revoke": _revoke, "answers": _operate,
+            "void": _operate, "backup": _operate, "restore": _operate, "export": _export}
+
+
+def main(argv=None) -> int:
+    args = _parser().parse_args(argv)
+    _defaults(args)
+    try:
+        COMMANDS[args.command](args)
     except (store_db.StoreError, OSError, ValueError) as exc:
         sys.exit(f"heart-annotate {args.command}: {exc}")
     return 0

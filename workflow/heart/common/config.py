@@ -187,6 +187,33 @@ def _coerce_strings(instance, schema):
             instance[name] = parsed
 
 
+@functools.lru_cache(maxsize=None)
+def _config_schema() -> dict:
+    return yaml.safe_load(SCHEMA_PATH.read_text())
+
+
+def _schema_node(path: str) -> dict:
+    """The subschema at a dotted ``path`` of the config schema: a key is a property, ``*`` an entry of a
+    mapping (``models.*``, ``judging.judges.*``)."""
+    node = _config_schema()
+    for part in filter(None, path.split(".")):
+        node = node["additionalProperties"] if part == "*" else node["properties"][part]
+    return node
+
+
+def schema_defaults(path: str) -> dict:
+    """The defaults the config schema gives the keys of the object at ``path`` (``"llm"``, ``"models.*"``):
+    the one place a default is said; the library's dataclasses and functions take theirs from here."""
+    return {name: sub["default"] for name, sub in _schema_node(path).get("properties", {}).items()
+            if "default" in sub}
+
+
+def schema_default(path: str):
+    """The config schema's default of the key at a dotted ``path`` (``"stats.bt_alpha"``)."""
+    parent, _, key = path.rpartition(".")
+    return schema_defaults(parent)[key]
+
+
 def validate_config(config: dict, schema_path=SCHEMA_PATH, source: str = "config", checks=()) -> dict:
     """Check ``config`` in place against the schema and fill defaults.
 
@@ -257,3 +284,78 @@ class PlainParams:
     def from_params(cls, params: dict):
         """The object back from :meth:`as_params`."""
         return cls(**params)
+
+
+# --- the run's config as the workflow starts --------------------------------------------------------
+
+class StartupError(ConfigError):
+    """The config validates, but a name in it points nowhere or clashes; the message names the key."""
+
+
+#: system names every study has, which an imported system may not take
+RESERVED_SYSTEMS = ("original", "human", "best-human")
+
+
+def start(config: dict, overrides: dict, prompts_dir, bundle_config=None, checks=(),
+          source: str = "config (config/config.yaml and any --configfile/--config)") -> dict:
+    """The run's config, in place, as ``rules/common.smk`` starts the workflow.
+
+    A run from a bundle (an ``artifacts`` section, ``make paper ARTIFACTS=``) replaces the config with the
+    bundle's study settings (``bundle_config(path)``, :func:`heart.bundle.load.run_config`), the command
+    line's ``overrides`` (``--config``) applied on top; then the config is validated (:func:`validate_config`,
+    with ``checks``), and the names it gives are checked: an imported system may not take a configured or a
+    reserved name, and every system's, judge's and tagger's prompt template must exist under ``prompts_dir``
+    (``workflow/resources/prompts``).
+
+    Raises
+    ------
+    ConfigError
+        The config does not match its schema (one line per key).
+    StartupError
+        ``artifacts.path`` unset, a taken name, a missing prompt template.
+    """
+    if "artifacts" in config:
+        path = (config.get("artifacts") or {}).get("path")
+        if not path:
+            raise StartupError("config artifacts.path is not set: give the bundle's folder (make paper "
+                               "ARTIFACTS=/path/to/bundle, or --config 'artifacts={path: /path/to/bundle}'); "
+                               "make bundle writes one")
+        study = bundle_config(path)
+        config.clear()
+        config.update(study)
+        _merge(config, {k: v for k, v in overrides.items() if k != "artifacts"})
+    validate_config(config, source=source, checks=checks)
+    problems = name_clashes(config) + missing_prompts(config, prompts_dir)
+    if problems:
+        raise StartupError("\n".join(problems))
+    return config
+
+
+def _merge(config: dict, overrides: dict) -> None:
+    """``overrides`` over ``config``, nested mappings merged key by key (as Snakemake's ``--config``)."""
+    for key, value in overrides.items():
+        if isinstance(value, dict) and isinstance(config.get(key), dict):
+            _merge(config[key], value)
+        else:
+            config[key] = value
+
+
+def name_clashes(config: dict) -> list[str]:
+    """Imported systems named like a configured system or a reserved one, each a line naming the key."""
+    systems = config.get("systems") or {}
+    return [f"config imported_systems.{name}: the name is taken (a configured system, or one of "
+            f"{', '.join(RESERVED_SYSTEMS)}); give the imported system another name"
+            for name in sorted(config.get("imported_systems") or {})
+            if name in systems or name in RESERVED_SYSTEMS]
+
+
+def missing_prompts(config: dict, prompts_dir) -> list[str]:
+    """Systems, judges and taggers whose prompt template is not a file of ``prompts_dir``, a line each."""
+    prompts_dir = Path(prompts_dir)
+    entries = [(f"systems.{name}", "completion", entry) for name, entry in (config.get("systems") or {}).items()]
+    for stage, group, folder in (("judging", "judges", "judge"), ("tagging", "taggers", "tagging")):
+        entries += [(f"{stage}.{group}.{name}", folder, entry)
+                    for name, entry in ((config.get(stage) or {}).get(group) or {}).items()]
+    return [f"config {key}.prompt: no template {entry['prompt']!r} "
+            f"(expected {prompts_dir / folder / (entry['prompt'] + '.md')})"
+            for key, folder, entry in entries if not (prompts_dir / folder / f"{entry['prompt']}.md").is_file()]

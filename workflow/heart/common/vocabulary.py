@@ -12,3 +12,5 @@ AXIS_COLUMNS = [f"axis_{a}" for a in AXES]
 SUBSETS = ("regular", "adversarial")
 #: the scopes of the leaderboard and the preference shares: every item, and each subset alone
 SUBSET_SCOPES = ("all", *SUBSETS)
+#: the names figures and tables give the systems every study has (a model's is its models.csv row's)
+SYSTEM_NAMES = {"best-human": "Best Human", "human": "Human (pooled)", "original": "Original Dataset Completions"}

@@ -1,9 +1,11 @@
-"""The paper's own items: the released dialogue contexts, read, checked and mapped onto ESConv.
+"""The paper's own dialogue contexts as released: read, checked and mapped onto ESConv (their items are
+:mod:`heart.items.released`).
 
 The HEART authors released the paper's 300 dialogue contexts (280 regular, 20 adversarial) as two JSON
 files (``data/dialogues_regular.json``, ``data/dialogues_adversarial.json`` of the GitHub repository
 Hippocratic-AI-Research/HEART; format in ``workflow/schemas/release.schema.yaml``). With
-``items.source: release`` they are the study's items, kept exactly as released:
+``items.source: release`` they are the study's items (:mod:`heart.items.released`), kept exactly as
+released:
 
 * A record's **release key** is its subset and 0-based position in its file (``regular:17``,
   ``adversarial:3``); the item id stays the content hash of the history, so files keyed either way join.
@@ -34,8 +36,6 @@ import jsonschema
 import pandas as pd
 import yaml
 
-from heart.items import item_table as items_mod
-from heart.items import screening
 from heart.common.atomic import sha256_file
 from heart.common import strict_json
 from heart.common.records import is_blank
@@ -162,7 +162,8 @@ def source_table(paths: dict, records: dict, upstream: dict) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def _conversation_texts(turns: pd.DataFrame) -> dict:
+def conversation_texts(turns: pd.DataFrame) -> dict:
+    """conversation id -> (its whitespace-normalised turn texts, their roles, their strategy labels), in turn order."""
     out = {}
     for cid, g in turns.sort_values(["conversation_id", "turn_index"]).groupby("conversation_id", sort=True):
         out[int(cid)] = ([normalise(t) for t in g["text"]], list(g["role"]), list(g["strategies"]))
@@ -187,7 +188,7 @@ def map_regular(records: list[dict], conversations: pd.DataFrame, turns: pd.Data
     labels = {}
     for r in conversations.itertuples():
         labels.setdefault((normalise(r.situation), r.emotion_type, r.problem_type), []).append(int(r.conversation_id))
-    texts = _conversation_texts(turns)
+    texts = conversation_texts(turns)
     rows = []
     for i, rec in enumerate(records):
         history = [normalise(t) for t in rec["dialogue_history"]]
@@ -250,7 +251,7 @@ def map_adversarial(records: list[dict], conversations: pd.DataFrame, turns: pd.
     at least :data:`MIN_SHARED` of them, strictly more than any other conversation, and the same emotion
     and problem type. Otherwise quality ``unmatched`` (the item is then its own bootstrap cluster).
     """
-    texts = _conversation_texts(turns)
+    texts = conversation_texts(turns)
     where = {}
     for cid, (conv, _, _) in texts.items():
         for t in set(conv):
@@ -277,58 +278,3 @@ def map_adversarial(records: list[dict], conversations: pd.DataFrame, turns: pd.
                                  "or problem type differs: not attributed")
         rows.append(row)
     return pd.DataFrame(rows, columns=MAPPING_COLUMNS)
-
-
-def regular_items(records: list[dict], mapping: pd.DataFrame, turns: pd.DataFrame) -> pd.DataFrame:
-    """The regular records as items, exactly as released, with their mapping and flags."""
-    texts = _conversation_texts(turns)
-    rows = []
-    for rec, m in zip(records, mapping.itertuples()):
-        history = [{"role": r, "text": t} for r, t in zip(roles(rec, "regular"), rec["dialogue_history"])]
-        flags = []
-        if m.quality != "exact":
-            flags.append(m.quality)
-        if m.ends_on != "seeker":
-            flags.append("ends_on_supporter")
-        if m.original_status != "next_turn":
-            flags.append(f"original_{m.original_status}")
-        if any("\n" in t or "\r" in t for t in rec["dialogue_history"]):
-            flags.append("contains_newlines")
-        strategies = []
-        if not pd.isna(m.original_turn_index):
-            labels = texts[int(m.conversation_id)][2][int(m.original_turn_index)]
-            strategies = [] if labels is None else list(labels)
-        rows.append({
-            "item_id": screening.item_id(history), "release_key": m.release_key,
-            "conversation_id": None if pd.isna(m.conversation_id) else int(m.conversation_id),
-            "subset": "regular", "profile": None,
-            "seeker_turn_index": None if pd.isna(m.end_turn_index) else int(m.end_turn_index),
-            "history": history, "original_reply": rec["vanilla_completion"],
-            "original_status": m.original_status, "original_strategies": strategies,
-            "emotion_type": rec["emotion_type"], "problem_type": rec["problem_type"],
-            "situation": rec["situation"], "flags": flags,
-            "response_potential": None, "distress": None, "conflict": None, "help_request": None,
-            "n_strategy_families": None,
-        })
-    return items_mod.complete(pd.DataFrame(rows))
-
-
-def adversarial_items(records: list[dict], mapping: pd.DataFrame) -> pd.DataFrame:
-    """The adversarial records as items of subset ``adversarial``, as released (no profile, no reply)."""
-    rows = []
-    for rec, m in zip(records, mapping.itertuples()):
-        history = [{"role": r, "text": t} for r, t in zip(roles(rec, "adversarial"), rec["dialogue_history"])]
-        flags = ["profile_unknown", "no_original_reply"]
-        if m.ends_on != "seeker":
-            flags.append("ends_on_supporter")
-        rows.append({
-            "item_id": screening.item_id(history), "release_key": m.release_key,
-            "conversation_id": None if pd.isna(m.conversation_id) else int(m.conversation_id),
-            "subset": "adversarial", "profile": None, "seeker_turn_index": None, "history": history,
-            "original_reply": rec.get("vanilla_completion"), "original_status": None, "original_strategies": [],
-            "emotion_type": rec["emotion_type"], "problem_type": rec["problem_type"],
-            "situation": rec.get("situation"), "flags": flags,
-            "response_potential": None, "distress": None, "conflict": None, "help_request": None,
-            "n_strategy_families": None,
-        })
-    return items_mod.complete(pd.DataFrame(rows))

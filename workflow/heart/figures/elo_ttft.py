@@ -129,16 +129,7 @@ def elo_vs_ttft(points: pd.DataFrame, title: str = "HEART Elo vs median time-to-
         placed by a greedy search for free space (:func:`heart.figures.style.place_labels`), with
         leader lines when moved far.
     """
-    p = points.copy()
-    prov_col = "provider" if "provider" in p else ("family" if "family" in p else None)
-    p["_prov"] = p[prov_col].astype(str) if prov_col else "unknown"
-    p["_src"] = p["ttft_source"].astype(str) if "ttft_source" in p else "unknown"
-    p["_label"] = p["label"].astype(str) if "label" in p else p["system"].astype(str)
-    p["_x"] = [num(v) for v in p["ttft_s"]]
-    p["_y"] = [num(v) for v in p["elo"]]
-    usable = p["_x"].gt(0) & p["_y"].notna()
-    skipped = p.loc[~usable, "_label"].tolist()
-    p = p[usable].reset_index(drop=True)
+    p, skipped = _plotted(points)
     n = len(p)
     fig = new_figure(8.6 if n > 8 else 7.2, 5.6 if n > 8 else 4.4)
     ax = fig.add_subplot()
@@ -177,20 +168,7 @@ def elo_vs_ttft(points: pd.DataFrame, title: str = "HEART Elo vs median time-to-
     show_target = target_s is not None and x0 < target_s < x1
     if show_target:
         ax.axvline(target_s, linestyle=":", color="#aa3333", linewidth=1.0, zorder=1, gid="ttft-target")
-    shape = TTFT_MARKERS.get(sources[0], "s") if len(sources) == 1 else "o"
-    handles = [Line2D([], [], linestyle="none", marker=shape, markersize=7, markerfacecolor=colors[pv],
-                      markeredgecolor="white", label=pv) for pv in providers]
-    handles.append(Line2D([], [], linestyle="none", label=" "))
-    if len(sources) > 1:
-        for src in sources:
-            handles.append(Line2D([], [], linestyle="none", marker=TTFT_MARKERS.get(src, "s"), markersize=7,
-                                  markerfacecolor="#666666", markeredgecolor="white", label=f"TTFT {src}"))
-    handles.append(Line2D([], [], linestyle="--", color="#555555", label=f"field mean ({mean:.0f})"))
-    if show_target:
-        handles.append(Line2D([], [], linestyle=":", color="#aa3333",
-                              label=f"{target_s * 1000:.0f} ms target"))
-    if rho:
-        handles.append(Line2D([], [], linestyle="none", label=rho))
+    handles = _legend_handles(providers, colors, sources, mean, target_s if show_target else None, rho)
     # an axes legend (not a figure legend): the layout then keeps it clear of the title
     ax.legend(handles=handles, loc="upper left", bbox_to_anchor=(1.02, 1.0), borderaxespad=0.0,
               fontsize=FONT, frameon=False, title="Provider", title_fontsize=FONT, alignment="left")
@@ -207,3 +185,36 @@ def elo_vs_ttft(points: pd.DataFrame, title: str = "HEART Elo vs median time-to-
     place_labels(fig, ax, p["_x"].to_numpy(), p["_y"].to_numpy(), p["_label"].tolist(),
                  marker_px=msize / 2 * fig.dpi / 72 + 1, fontsize=FONT - 0.5 if n > 12 else FONT)
     return fig
+
+
+def _plotted(points: pd.DataFrame) -> tuple[pd.DataFrame, list[str]]:
+    """The points Figure 5 plots (a positive TTFT and an Elo) with their provider, TTFT source, label and
+    coordinates (``_prov``, ``_src``, ``_label``, ``_x``, ``_y``), and the labels of those it cannot plot."""
+    p = points.copy()
+    prov_col = "provider" if "provider" in p else ("family" if "family" in p else None)
+    p["_prov"] = p[prov_col].astype(str) if prov_col else "unknown"
+    p["_src"] = p["ttft_source"].astype(str) if "ttft_source" in p else "unknown"
+    p["_label"] = p["label"].astype(str) if "label" in p else p["system"].astype(str)
+    p["_x"] = [num(v) for v in p["ttft_s"]]
+    p["_y"] = [num(v) for v in p["elo"]]
+    usable = p["_x"].gt(0) & p["_y"].notna()
+    return p[usable].reset_index(drop=True), p.loc[~usable, "_label"].tolist()
+
+
+def _legend_handles(providers, colors, sources, mean: float, target_s: float | None, rho: str | None) -> list:
+    """Figure 5's legend: a marker per provider, the TTFT sources' markers when there are several, the field
+    mean, the real-time target where drawn, and the correlation's line."""
+    shape = TTFT_MARKERS.get(sources[0], "s") if len(sources) == 1 else "o"
+    handles = [Line2D([], [], linestyle="none", marker=shape, markersize=7, markerfacecolor=colors[pv],
+                      markeredgecolor="white", label=pv) for pv in providers]
+    handles.append(Line2D([], [], linestyle="none", label=" "))
+    if len(sources) > 1:
+        for src in sources:
+            handles.append(Line2D([], [], linestyle="none", marker=TTFT_MARKERS.get(src, "s"), markersize=7,
+                                  markerfacecolor="#666666", markeredgecolor="white", label=f"TTFT {src}"))
+    handles.append(Line2D([], [], linestyle="--", color="#555555", label=f"field mean ({mean:.0f})"))
+    if target_s is not None:
+        handles.append(Line2D([], [], linestyle=":", color="#aa3333", label=f"{target_s * 1000:.0f} ms target"))
+    if rho:
+        handles.append(Line2D([], [], linestyle="none", label=rho))
+    return handles

@@ -80,7 +80,9 @@ _LABEL: list[str | None] = [None]
 
 @contextlib.contextmanager
 def applied(path, label: str | None = None):
-    """Apply ``workflow/resources/figures/<figure>.yaml`` (``rc`` settings) and yield its ``dpi``.
+    """Apply the figure's style files (``rc`` settings; ``path``: one file, or several read in order, the
+    house style ``workflow/resources/figures/style.yaml`` first, a figure's own ``<figure>.yaml`` over it)
+    and yield the ``dpi``.
 
     A figure rule draws and saves its figure inside this block, so the file's settings reach every
     text and line of it; they are undone when the block ends. With a ``label`` (the rule's
@@ -95,9 +97,14 @@ def applied(path, label: str | None = None):
 
 
 @contextlib.contextmanager
-def _applied(path):
-    spec = yaml.safe_load(Path(path).read_text()) or {}
-    rc = spec.get("rc") or {}
+def _applied(paths):
+    paths = [paths] if isinstance(paths, (str, Path)) else list(paths)
+    spec, rc = {}, {}
+    for path in paths:
+        read = yaml.safe_load(Path(path).read_text()) or {}
+        rc.update(read.get("rc") or {})
+        spec.update(read)
+    path = ", ".join(map(str, paths))
     unknown = [k for k in rc if k not in matplotlib.rcParams]
     if unknown:
         raise ValueError(f"{path}: rc: unknown matplotlib settings {unknown}")

@@ -14,9 +14,12 @@ from dataclasses import dataclass, field
 
 import pandas as pd
 
-from heart.common.config import PlainParams
+from heart.common.config import PlainParams, schema_defaults
 from heart.judging.kinds import KINDS, kind
 from heart.llm.request import Request
+
+#: config ``judging.judges.<name>``'s defaults: said once, in the schema
+_D = schema_defaults("judging.judges.*")
 
 
 @dataclass(frozen=True)
@@ -47,12 +50,12 @@ class Judge(PlainParams):
 
     name: str
     model: str
-    prompt: str = "heart_pairwise"
-    answer: str = "verdict"
-    axes: bool = True
-    context_turns: int | None = None
+    prompt: str = _D["prompt"]
+    answer: str = _D["answer"]
+    axes: bool = _D["axes"]
+    context_turns: int | None = _D["context_turns"]
     params: dict = field(default_factory=dict)
-    rationale_max_chars: int | None = None
+    rationale_max_chars: int | None = schema_defaults("judging")["rationale_max_chars"]
     answer_formats = property(lambda self: tuple(KINDS))  # read when a judge is made: a kind registered late counts
 
     @classmethod

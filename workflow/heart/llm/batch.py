@@ -135,19 +135,49 @@ async def run_batches(spec: ModelSpec, todo: list[Request], keys: dict[str, str]
     resubmits only unanswered requests, at most ``spec.max_retries`` times. Returns (request id -> entry,
     request id -> error) for ``todo``.
     """
-    api = adapter(spec)
-    by_key: dict[str, list[Request]] = {}
-    for r in todo:
-        by_key.setdefault(keys[r.id], []).append(r)
-    wanted = set(by_key)
-    answered: dict[str, dict] = {}
-    errors: dict[str, str] = {}
-    elsewhere: set[str] = set()  # keys in a batch another live job holds
+    run = _BatchRun(spec, todo, keys, cache, journal, redactor, progress, wire)
+    await run.start(max_requests)
+    while run.open_records or run.elsewhere:
+        await asyncio.sleep(poll_s)
+        await run.poll()
+        await run.take_over()
+    journal.release_all()
+    return run.outcome()
 
-    def store(record: dict, got: dict[str, dict], failed: dict[str, str], batch: dict) -> None:
+
+class _BatchRun:
+    """One model's batches of one call of :func:`run_batches`: what it asked for, what is answered, the
+    records it holds, and the keys another live job's batch holds (``elsewhere``)."""
+
+    def __init__(self, spec: ModelSpec, todo: list[Request], keys: dict[str, str], cache, journal: Journal,
+                 redactor: Redactor, progress, wire):
+        self.spec, self.api, self.cache, self.journal = spec, adapter(spec), cache, journal
+        self.redactor, self.progress, self.wire = redactor, progress, wire
+        self.by_key: dict[str, list[Request]] = {}
+        for r in todo:
+            self.by_key.setdefault(keys[r.id], []).append(r)
+        self.wanted = set(self.by_key)
+        self.answered: dict[str, dict] = {}
+        self.errors: dict[str, str] = {}
+        self.elsewhere: set[str] = set()  # keys in a batch another live job holds
+        self.open_records: list[dict] = []
+        self.foreign: set[str] = set()  # tokens of records another live job holds
+
+    async def start(self, max_requests: int) -> None:
+        """Adopt this model's journal records, then submit what none of them holds, ``max_requests`` a batch."""
+        for record in self.journal.records(self.spec.model):
+            await self.adopt(record)
+        held = {k for r in self.open_records for k in r["keys"]}
+        fresh = [k for k in self.by_key if k not in held and k not in self.elsewhere]
+        for i in range(0, len(fresh), max_requests):
+            self.open_records.append(await self.submit(fresh[i:i + max_requests], 1))
+
+    def store(self, record: dict, got: dict[str, dict], failed: dict[str, str], batch: dict) -> None:
+        """A terminal batch's answers into the cache, its record collected, its unanswered keys' errors kept."""
+        spec = self.spec
         turnaround = time.time() - record["created"]
         for key, body in got.items():
-            reqs = by_key.get(key)
+            reqs = self.by_key.get(key)
             if reqs is None:  # an answer this job did not ask for (an older run's): kept, as paid for
                 meta = record["meta"].get(key)
                 if meta is None:
@@ -155,128 +185,131 @@ async def run_batches(spec: ModelSpec, todo: list[Request], keys: dict[str, str]
                 reqs = [Request(id=key, model=spec.name, messages=(), template_version=meta[0],
                                 schema=record["schemas"].get(meta[1]))]
             try:
-                entry = entry_from(spec, reqs[0], body, turnaround, record["batch_id"], redactor)
+                entry = entry_from(spec, reqs[0], body, turnaround, record["batch_id"], self.redactor)
             except Exception as exc:  # noqa: BLE001 - an unusable answer is not stored, it is asked again
                 failed[key] = f"{type(exc).__name__}: {exc}"
                 continue
-            cache.put(key, entry)
-            if key in wanted:
-                answered[key] = entry
-                progress.update(len(reqs))
+            self.cache.put(key, entry)
+            if key in self.wanted:
+                self.answered[key] = entry
+                self.progress.update(len(reqs))
         unanswered = [k for k in record["keys"] if k not in got]
         record.update(state="collected", status=batch.get("status"), collected=time.time(),
-                      unanswered=unanswered, errors={k: redactor.redact(v) for k, v in failed.items()})
-        journal.write(record)
+                      unanswered=unanswered, errors={k: self.redactor.redact(v) for k, v in failed.items()})
+        self.journal.write(record)
         for key in unanswered:
-            errors[key] = redactor.redact(failed.get(key, f"not answered (batch {batch.get('status')})"))
+            self.errors[key] = self.redactor.redact(failed.get(key, f"not answered (batch {batch.get('status')})"))
 
-    async def submit(keys_: list[str], attempt: int) -> dict:
+    async def submit(self, keys: list[str], attempt: int) -> dict:
+        """A new batch of ``keys``: recorded in the journal before the provider hears of it."""
+        spec = self.spec
         token = uuid.uuid4().hex
         schemas, meta = {}, {}
-        for k in keys_:
-            r = by_key[k][0]
+        for k in keys:
+            r = self.by_key[k][0]
             h = hashlib.sha256(json.dumps(r.schema, sort_keys=True).encode()).hexdigest()[:16] if r.schema else None
             if h:
                 schemas[h] = r.schema
             meta[k] = [r.template_version, h]
         record = {"format": JOURNAL_FORMAT, "token": token, "model": spec.model, "name": spec.name,
                   "protocol": spec.batch, "api_base": spec.api_base, "state": "prepared", "created": time.time(),
-                  "attempt": attempt, "keys": keys_, "meta": meta, "schemas": schemas, "batch_id": None}
-        journal.lock(token)
-        journal.write(record)  # the requests are on disk before the provider hears of them
-        batch = await api.submit(token, [(k, by_key[k][0]) for k in keys_], wire)
+                  "attempt": attempt, "keys": keys, "meta": meta, "schemas": schemas, "batch_id": None}
+        self.journal.lock(token)
+        self.journal.write(record)  # the requests are on disk before the provider hears of them
+        batch = await self.api.submit(token, [(k, self.by_key[k][0]) for k in keys], self.wire)
         record.update(state="submitted", batch_id=batch["id"], submitted=time.time())
-        journal.write(record)
-        log.info("%s: batch %s submitted (%d requests, attempt %d)", spec.name, batch["id"], len(keys_), attempt)
+        self.journal.write(record)
+        log.info("%s: batch %s submitted (%d requests, attempt %d)", spec.name, batch["id"], len(keys), attempt)
         return record
 
-    async def resume(record: dict) -> dict | None:
+    async def resume(self, record: dict) -> dict | None:
+        """A record found in the journal, its batch found again if a kill left it unrecorded; None when the
+        provider never got it."""
         if record["state"] == "prepared":  # killed around the submission: did the provider get it?
-            found = await api.find(record, journal.batch_ids(spec.model))
+            found = await self.api.find(record, self.journal.batch_ids(self.spec.model))
             if found is None:
                 return None  # never created: its requests go into a new batch
             record.update(state="submitted", batch_id=found["id"], submitted=time.time())
-            journal.write(record)
-            log.info("%s: batch %s found again by its token after an interruption", spec.name, found["id"])
+            self.journal.write(record)
+            log.info("%s: batch %s found again by its token after an interruption", self.spec.name, found["id"])
         return record
 
-    def from_cache(key: str) -> bool:
+    def from_cache(self, key: str) -> bool:
         """Whether another job's answer to ``key`` is in the cache (then taken as answered)."""
-        if (hit := cache.get(key)) is None:
+        if (hit := self.cache.get(key)) is None:
             return False
-        answered[key] = hit
-        progress.update(len(by_key[key]))
+        self.answered[key] = hit
+        self.progress.update(len(self.by_key[key]))
         return True
 
-    open_records: list[dict] = []
-    foreign: set[str] = set()  # tokens of records another live job holds
-
-    async def adopt(record: dict) -> None:
-        if not journal.lock(record["token"]):
-            foreign.add(record["token"])
-            elsewhere.update(k for k in record["keys"] if k in wanted)
+    async def adopt(self, record: dict) -> None:
+        """Take a journal record over, unless another live job holds it (its keys are then ``elsewhere``)."""
+        if not self.journal.lock(record["token"]):
+            self.foreign.add(record["token"])
+            self.elsewhere.update(k for k in record["keys"] if k in self.wanted)
             return
-        foreign.discard(record["token"])
-        resumed = await resume(record)
+        self.foreign.discard(record["token"])
+        resumed = await self.resume(record)
         if resumed is None:
             record.update(state="collected", status="never submitted", unanswered=record["keys"], errors={})
-            journal.write(record)
+            self.journal.write(record)
             return
-        log.info("%s: resuming batch %s (%d requests)", spec.name, record["batch_id"], len(record["keys"]))
-        open_records.append(resumed)
+        log.info("%s: resuming batch %s (%d requests)", self.spec.name, record["batch_id"], len(record["keys"]))
+        self.open_records.append(resumed)
 
-    for record in journal.records(spec.model):
-        await adopt(record)
-    held = {k for r in open_records for k in r["keys"]}
-    fresh = [k for k in by_key if k not in held and k not in elsewhere]
-    for i in range(0, len(fresh), max_requests):
-        open_records.append(await submit(fresh[i:i + max_requests], 1))
-
-    while open_records or elsewhere:
-        await asyncio.sleep(poll_s)
-        still = []
-        for record in open_records:
-            batch = await api.status(record["batch_id"])
+    async def poll(self) -> None:
+        """One look at every open batch: a terminal one is collected, its unanswered requests resubmitted
+        (at most ``spec.max_retries`` times)."""
+        spec, still = self.spec, []
+        for record in self.open_records:
+            batch = await self.api.status(record["batch_id"])
             counts = batch.get("request_counts") or {}
-            progress.set_postfix({"batch": record["batch_id"], "status": batch.get("status"),
-                                  "done": f"{counts.get('completed', 0)}/{counts.get('total', len(record['keys']))}"},
-                                 refresh=False)
+            self.progress.set_postfix(
+                {"batch": record["batch_id"], "status": batch.get("status"),
+                 "done": f"{counts.get('completed', 0)}/{counts.get('total', len(record['keys']))}"}, refresh=False)
             if batch.get("status") not in TERMINAL:
                 still.append(record)
                 continue
-            got, failed = await api.results(batch)
-            store(record, got, failed, batch)
-            retry = [k for k in record["unanswered"] if k in wanted and k not in answered]
+            got, failed = await self.api.results(batch)
+            self.store(record, got, failed, batch)
+            retry = [k for k in record["unanswered"] if k in self.wanted and k not in self.answered]
             attempt = record.get("attempt", 1) + 1
             if retry and attempt <= spec.max_retries + 1:
                 for k in retry:
-                    errors.pop(k, None)
+                    self.errors.pop(k, None)
                 log.warning("%s: batch %s ended %s with %d unanswered request(s): resubmitting those only",
                             spec.name, record["batch_id"], batch.get("status"), len(retry))
-                still.append(await submit(retry, attempt))
-        open_records = still
-        for key in list(elsewhere):  # another job's batch: its answers arrive in the cache
-            if key in answered or from_cache(key):
-                elsewhere.discard(key)
-        if foreign and elsewhere:  # a job that held a batch and ended (or died) leaves it to this one
-            for record in journal.records(spec.model):
-                if record["token"] in foreign:
-                    await adopt(record)
-            pending = {k for r in journal.records(spec.model) for k in r["keys"]}
-            mine = {k for r in open_records for k in r["keys"]}
-            # the other job's record is collected: its answers are in the cache (stored before the record
-            # said so, and read here after it); only what it left unanswered is asked for here
-            done = [k for k in elsewhere if k not in pending and k not in answered]
-            leftover = [k for k in done if not from_cache(k)]
-            elsewhere.difference_update(mine | set(done))
-            if leftover:
-                open_records.append(await submit(leftover, 2))
-    journal.release_all()
-    results, failures = {}, {}
-    for key, reqs in by_key.items():
-        for r in reqs:
-            if key in answered:
-                results[r.id] = answered[key]
-            else:
-                failures[r.id] = errors.get(key, "not answered")
-    return results, failures
+                still.append(await self.submit(retry, attempt))
+        self.open_records = still
+
+    async def take_over(self) -> None:
+        """Another job's batches: their answers arrive in the cache; a job that held a batch and ended (or
+        died) leaves it to this one, and what it left unanswered is asked for here."""
+        for key in list(self.elsewhere):
+            if key in self.answered or self.from_cache(key):
+                self.elsewhere.discard(key)
+        if not (self.foreign and self.elsewhere):
+            return
+        for record in self.journal.records(self.spec.model):
+            if record["token"] in self.foreign:
+                await self.adopt(record)
+        pending = {k for r in self.journal.records(self.spec.model) for k in r["keys"]}
+        mine = {k for r in self.open_records for k in r["keys"]}
+        # the other job's record is collected: its answers are in the cache (stored before the record
+        # said so, and read here after it); only what it left unanswered is asked for here
+        done = [k for k in self.elsewhere if k not in pending and k not in self.answered]
+        leftover = [k for k in done if not self.from_cache(k)]
+        self.elsewhere.difference_update(mine | set(done))
+        if leftover:
+            self.open_records.append(await self.submit(leftover, 2))
+
+    def outcome(self) -> tuple[dict[str, dict], dict[str, str]]:
+        """(request id -> entry, request id -> error) of every request asked for."""
+        results, failures = {}, {}
+        for key, reqs in self.by_key.items():
+            for r in reqs:
+                if key in self.answered:
+                    results[r.id] = self.answered[key]
+                else:
+                    failures[r.id] = self.errors.get(key, "not answered")
+        return results, failures

@@ -27,6 +27,7 @@ import random
 import sys
 import time
 
+from heart.common.config import schema_defaults
 from heart.common.redaction import RedactingStream, Redactor, redacted_logging
 from heart.llm.answers import parse_structured, token_logprobs
 from heart.llm.batch import Journal, run_batches
@@ -342,10 +343,11 @@ class Engine:
     """The engine as a script uses it: model specs (from rule params), the cache, and ``run``."""
 
     def __init__(self, model_params, llm_cfg: dict):
+        llm_cfg = {**schema_defaults("llm"), **llm_cfg}  # config ``llm`` over its schema's defaults
         self.specs = {s.name: s for s in map(ModelSpec.from_params, model_params)}
-        self.cache = ResponseCache(llm_cfg["cache_dir"], replay=llm_cfg.get("replay"))
-        self.backoff = llm_cfg.get("backoff_s", 1.0)
-        self.batch = {"poll_s": llm_cfg.get("batch_poll_s", 60.0), "max_requests": llm_cfg.get("batch_max_requests", 10_000)}
+        self.cache = ResponseCache(llm_cfg["cache_dir"], replay=llm_cfg["replay"])
+        self.backoff = llm_cfg["backoff_s"]
+        self.batch = {"poll_s": llm_cfg["batch_poll_s"], "max_requests": llm_cfg["batch_max_requests"]}
 
     def run(self, requests: list[Request], desc: str) -> dict[str, dict]:
         return run_requests(self.specs, requests, self.cache, desc=desc, backoff=self.backoff, batch=self.batch)

@@ -7,30 +7,35 @@ import importlib.util
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from heart.common.config import schema_defaults
+
+#: config ``models.<name>``'s defaults: said once, in the schema
+_D = schema_defaults("models.*")
+
 
 @dataclass(frozen=True)
 class ModelSpec:
-    """A configured model (config ``models.<name>``)."""
+    """A configured model (config ``models.<name>``; its defaults are the config schema's)."""
 
     name: str
     model: str  # litellm model string, e.g. "openai/gpt-4o" or "anthropic/claude-..."
-    family: str = "other"
+    family: str = _D["family"]
     params: dict = field(default_factory=dict)  # temperature, top_p, max_tokens, seed ...
-    api_base: str | None = None
-    api_key_env: str | None = None  # name of the environment variable holding the key
-    local_gguf: str | None = None  # "package/file.gguf": serve this file on 127.0.0.1
+    api_base: str | None = _D["api_base"]
+    api_key_env: str | None = _D["api_key_env"]  # name of the environment variable holding the key
+    local_gguf: str | None = _D["local_gguf"]  # "package/file.gguf": serve this file on 127.0.0.1
     # the limits are the model's (one key's), whatever the number of jobs calling it: see share()
-    max_concurrency: int = 4
-    rpm: int | None = None  # requests per minute at most
-    tpm: int | None = None  # tokens per minute at most (estimated before, booked per call)
-    timeout: float = 120.0
-    max_retries: int = 4
-    stream: bool = True  # stream to measure time to first token; False is cheaper (no TTFT)
-    reasoning: str = "least"  # completions (decoding): the "least" reasoning, or the provider's "default"
+    max_concurrency: int = _D["max_concurrency"]
+    rpm: int | None = _D["rpm"]  # requests per minute at most
+    tpm: int | None = _D["tpm"]  # tokens per minute at most (estimated before, booked per call)
+    timeout: float = _D["timeout"]
+    max_retries: int = _D["max_retries"]
+    stream: bool = _D["stream"]  # stream to measure time to first token; False is cheaper (no TTFT)
+    reasoning: str = _D["reasoning"]  # completions (decoding): the "least" reasoning, or the provider's "default"
     # the provider's batch interface for this model's judge, tagger and rewrite calls (half price, answers
-    # within hours; heart.llm.batch): "openai" (OpenAI's Batch API and servers that speak it, through
-    # litellm's batch API) or None. Completions stay synchronous: they are timed to the first token.
-    batch: str | None = None
+    # within hours; heart.llm.batch): a protocol of heart.llm.batch_protocols, or None. Completions stay
+    # synchronous: they are timed to the first token.
+    batch: str | None = _D["batch"]
 
     @classmethod
     def from_config(cls, name: str, cfg: dict) -> "ModelSpec":

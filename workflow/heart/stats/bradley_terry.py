@@ -15,10 +15,11 @@ from statistics import NormalDist
 import numpy as np
 import pandas as pd
 
+from heart.common.config import schema_default
 from heart.stats import bootstrap as cluster_bootstrap
 from heart.common.vocabulary import AXES
 
-DEFAULT_ALPHA = 1e-2
+DEFAULT_ALPHA = schema_default("stats.bt_alpha")  # config stats.bt_alpha's default, said once in the schema
 ELO_SCALE = 400.0 / math.log(10.0)
 ELO_BASE = 1500.0
 COMPARISON_COLUMNS = ["winner", "loser", "weight", "conversation_id"]
@@ -304,7 +305,7 @@ def fit(winners, losers, weights, n: int, alpha: float = DEFAULT_ALPHA, tol: flo
     n : int
         Number of systems.
     alpha : float
-        Ridge in weight units, default :data:`DEFAULT_ALPHA` = 1e-2 (a N(0, 1/alpha)
+        Ridge in weight units, default :data:`DEFAULT_ALPHA` (config ``stats.bt_alpha``'s default; a N(0, 1/alpha)
         prior; keeps a system that won or lost everything finite; negligible
         otherwise -- ``docs/methods/bradley-terry.md``). 0 gives the maximum-likelihood
         estimate and raises if it does not exist.

@@ -6,6 +6,7 @@ Elo with the Artificial Analysis index and with time to first token. What is cor
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from pathlib import Path
 
 import numpy as np
@@ -13,6 +14,7 @@ import pandas as pd
 from scipy import stats
 
 from heart.common import records
+from heart.common.vocabulary import SYSTEM_NAMES
 from heart.stats.factors import fisher_ci
 from heart import WORKFLOW_DIR
 
@@ -61,6 +63,18 @@ def load_models(path=MODELS_CSV) -> pd.DataFrame:
                          "expected true/false")
     table["in_table_1"] = flags.astype(bool)
     return table[MODEL_COLUMNS]
+
+
+def display_names(models: pd.DataFrame, overrides: Mapping | None = None) -> dict[str, str]:
+    """System -> the name figures and tables show: the systems every study has
+    (:data:`heart.common.vocabulary.SYSTEM_NAMES`), each model of ``models`` by its ``figure_name`` (Figure 4's
+    spelling; else its ``model``), then config ``figures.fig4.display_names`` over both. Unnamed systems keep
+    their key."""
+    names = dict(SYSTEM_NAMES)
+    column = models["figure_name"] if "figure_name" in models else models["model"]
+    names.update({s: (n if isinstance(n, str) and n.strip() else m)
+                  for s, n, m in zip(models["system"], column, models["model"])})
+    return {**names, **dict(overrides or {})}
 
 
 def measured_ttft(completions: pd.DataFrame | None) -> pd.DataFrame:

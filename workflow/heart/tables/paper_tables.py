@@ -1,4 +1,4 @@
-"""The paper's tables as CSV and LaTeX, from the statistics tables (HEART paper Table 1, §4, §9.9-9.12).
+r"""The paper's tables as CSV and LaTeX, from the statistics tables (HEART paper Table 1, §4, §9.9-9.12).
 
 Each function returns a display DataFrame (rounded, readable column names);
 :func:`write` saves it as CSV and as a LaTeX ``tabular`` (``pandas.Styler.to_latex``),

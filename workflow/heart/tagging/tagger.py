@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 import pandas as pd
 
 from heart.llm import shards
-from heart.common.config import PlainParams
+from heart.common.config import PlainParams, schema_defaults
 from heart.llm.request import Request, json_messages
 from heart.tagging.taxonomy import strategy_keys
 
@@ -135,6 +135,9 @@ def tag_table(completions: pd.DataFrame, tagger: str, results: dict, taxonomy: d
                          "neutralised_tokens": res.get("neutralised_tokens", 0)})
     return pd.DataFrame(rows, columns=COLUMNS)
 
+#: config ``tagging.taggers.<name>``'s defaults: said once, in the schema
+_D = schema_defaults("tagging.taggers.*")
+
 
 @dataclass(frozen=True)
 class Tagger(PlainParams):
@@ -145,10 +148,10 @@ class Tagger(PlainParams):
 
     name: str
     model: str
-    prompt: str = "strategy_tagger"
-    answer: str = "per_strategy"
+    prompt: str = _D["prompt"]
+    answer: str = _D["answer"]
     params: dict = field(default_factory=dict)
-    evidence_max_chars: int | None = None
+    evidence_max_chars: int | None = schema_defaults("tagging")["evidence_max_chars"]
     answer_formats = ANSWERS
 
     @classmethod

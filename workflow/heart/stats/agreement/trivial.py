@@ -5,6 +5,7 @@
 
 from __future__ import annotations
 
+import functools
 import numpy as np
 import pandas as pd
 
@@ -91,90 +92,93 @@ def trivial_judges(judgments: pd.DataFrame, texts: pd.DataFrame, n_boot: int = 1
     """
     judgments = orient(judgments)
     meta = pair_meta(judgments)
-    conv = meta["conversation_id"].to_numpy()
     boot = bootstrap.ClusterBootstrap(judgments["conversation_id"], n_boot, seed)
+    row = functools.partial(_row, boot, meta["conversation_id"].to_numpy(), ci)
     human = majority_oriented(judgments, "human").set_index("pair_id")["winner"].reindex(meta.index)
     ens = majority_oriented(judgments, "llm").set_index("pair_id")["winner"].reindex(meta.index)
     wide = winners(judgments, "llm")
     llm_judges = list(wide.columns)
     longer = _pair_lengths(judgments, texts)["longer"].reindex(meta.index)
     pos_a = pd.Series("a", index=meta.index, dtype=object)
-    has_llm = bool(llm_judges)
-    has_human = bool(human.notna().any())
+    has_llm, has_human = bool(llm_judges), bool(human.notna().any())
     every_pair = np.ones(len(meta), bool)
     shown_llm = shown_pairs(judgments, meta.index, "llm")
     shown = {j: shown_pairs(judgments, meta.index, "llm", j) for j in llm_judges}
-
-    def row(reference, judge, judge_type, ref, comp, judged, note=""):
-        ref, comp = np.asarray(ref, object), np.asarray(comp, object)
-        use = pd.notna(ref) & pd.notna(comp) & judged
-        out = {"reference": reference, "judge": judge, "judge_type": judge_type,
-               "n_no_verdict": int((pd.notna(ref) & pd.isna(comp) & judged).sum())}
-        if use.any():
-            out.update(rate_row(boot, conv[use], (ref[use] == comp[use]).astype(float), ci), status="ok",
-                       note=note)
-        else:
-            out.update(no_rate(), status="no_pairs", note=join_notes(note, "no common pair"))
-        return out
-
-    def absent(reference, judge, judge_type, why):
-        return {"reference": reference, "judge": judge, "judge_type": judge_type, **no_rate(),
-                "n_no_verdict": 0, "status": "absent", "note": why}
-
-    longer_note = "longer in words; equal lengths give no verdict"
     no_texts = texts is None or len(texts) == 0
-    pos_note = ("always the pair's system_a (the pairs table's side a: randomised per pair by design_pairs in a "
-                "study; in imported judgments the system_a of the first record naming the pair)")
     rows = []
     # reference: human majority
     why_h = ("human judgments are absent" if not (judgments["judge_kind"] == "human").any()
              else "no pair has a human majority winner")
     entries = [(ENSEMBLE, "llm-ensemble", ens, shown_llm, ""),
                *((j, "llm", wide[j], shown[j], "") for j in llm_judges),
-               (LONGER, "trivial", longer, every_pair, longer_note),
-               (POSITION_A, "trivial", pos_a, every_pair, pos_note)]
+               (LONGER, "trivial", longer, every_pair, LONGER_NOTE),
+               (POSITION_A, "trivial", pos_a, every_pair, POSITION_NOTE)]
     for judge, jtype, comp, judged, note in entries:
         if not has_human:
-            rows.append(absent(HUMAN_MAJORITY, judge, jtype, why_h))
+            rows.append(_absent(HUMAN_MAJORITY, judge, jtype, why_h))
         elif judge == LONGER and no_texts:
-            rows.append(absent(HUMAN_MAJORITY, judge, jtype, NO_TEXTS))
+            rows.append(_absent(HUMAN_MAJORITY, judge, jtype, NO_TEXTS))
         elif jtype.startswith("llm") and not has_llm:
-            rows.append(absent(HUMAN_MAJORITY, judge, jtype, "LLM judgments are absent"))
+            rows.append(_absent(HUMAN_MAJORITY, judge, jtype, "LLM judgments are absent"))
         else:
             rows.append(row(HUMAN_MAJORITY, judge, jtype, human, comp, judged, note))
+    rows.append(_human_ceiling(judgments, meta, boot, ci,
+                               why_h if not has_human else "no pair with two or more decisive human raters"))
+    # reference: LLM-ensemble majority
+    if not has_llm:
+        for judge, jtype in ((LONGER, "trivial"), (POSITION_A, "trivial"), (HUMAN_MAJORITY, "human")):
+            rows.append(_absent(LLM_MAJORITY, judge, jtype, "LLM judgments are absent"))
+        return frame(rows, TRIVIAL_COLUMNS)
+    loo_llm = loo_majority(judgments, "llm")
+    for j in llm_judges:
+        lj = loo_llm[loo_llm["judge"] == j].drop_duplicates("pair_id").set_index("pair_id")
+        rows.append(row(LLM_MAJORITY, j, "llm", lj["other_winner"].reindex(meta.index), wide[j], shown[j],
+                        "against the majority of the other LLM judges (leave-one-out)"))
+    rows.append(_absent(LLM_MAJORITY, LONGER, "trivial", NO_TEXTS) if no_texts
+                else row(LLM_MAJORITY, LONGER, "trivial", ens, longer, every_pair, LONGER_NOTE))
+    rows.append(row(LLM_MAJORITY, POSITION_A, "trivial", ens, pos_a, every_pair, POSITION_NOTE))
+    rows.append(row(LLM_MAJORITY, HUMAN_MAJORITY, "human", ens, human, shown_pairs(judgments, meta.index, "human"))
+                if has_human else _absent(LLM_MAJORITY, HUMAN_MAJORITY, "human", why_h))
+    return frame(rows, TRIVIAL_COLUMNS)
+
+
+LONGER_NOTE = "longer in words; equal lengths give no verdict"
+POSITION_NOTE = ("always the pair's system_a (the pairs table's side a: randomised per pair by design_pairs in a "
+                 "study; in imported judgments the system_a of the first record naming the pair)")
+
+
+def _row(boot, conv, ci, reference, judge, judge_type, ref, comp, judged, note="") -> dict:
+    """A judge's agreement with a reference winner on the pairs it was shown (``judged``) where both have one."""
+    ref, comp = np.asarray(ref, object), np.asarray(comp, object)
+    use = pd.notna(ref) & pd.notna(comp) & judged
+    out = {"reference": reference, "judge": judge, "judge_type": judge_type,
+           "n_no_verdict": int((pd.notna(ref) & pd.isna(comp) & judged).sum())}
+    if use.any():
+        out.update(rate_row(boot, conv[use], (ref[use] == comp[use]).astype(float), ci), status="ok", note=note)
+    else:
+        out.update(no_rate(), status="no_pairs", note=join_notes(note, "no common pair"))
+    return out
+
+
+def _absent(reference, judge, judge_type, why) -> dict:
+    return {"reference": reference, "judge": judge, "judge_type": judge_type, **no_rate(),
+            "n_no_verdict": 0, "status": "absent", "note": why}
+
+
+def _human_ceiling(judgments: pd.DataFrame, meta: pd.DataFrame, boot, ci: float, why_absent: str) -> dict:
+    """The leave-one-out human ceiling: each rater's winner against the majority of the pair's other raters."""
     loo = loo_majority(judgments, "human")
     loo = loo[loo["winner"].notna()]  # raters who named a winner
     loo_use = loo[loo["other_winner"].notna()]
     if loo_use.empty:
-        rows.append(absent(HUMAN_MAJORITY, HUMAN_CEILING, "human",
-                           why_h if not has_human else "no pair with two or more decisive human raters"))
-    else:
-        c = meta["conversation_id"].reindex(loo_use["pair_id"]).to_numpy()
-        r = {"reference": HUMAN_MAJORITY, "judge": HUMAN_CEILING, "judge_type": "human",
-             "n_no_verdict": int(loo["other_winner"].isna().sum()), "status": "ok",
-             "note": "leave-one-out human ceiling: each rater's winner vs the majority of the other raters "
-                     "of the pair, pooled over (rater, pair); n_pairs counts rater-pair comparisons, "
-                     "n_no_verdict those whose other raters are tied; not the paper's rater-to-rater percent "
-                     "agreement (agreement_inter_human, measure percent_agreement)"}
-        r.update(rate_row(boot, c, (loo_use["winner"] == loo_use["other_winner"]).to_numpy(float), ci))
-        r["n_conversations"] = int(len(np.unique(c)))
-        rows.append(r)
-    # reference: LLM-ensemble majority
-    if not has_llm:
-        for judge, jtype in ((LONGER, "trivial"), (POSITION_A, "trivial"), (HUMAN_MAJORITY, "human")):
-            rows.append(absent(LLM_MAJORITY, judge, jtype, "LLM judgments are absent"))
-    else:
-        loo_llm = loo_majority(judgments, "llm")
-        for j in llm_judges:
-            lj = loo_llm[loo_llm["judge"] == j].drop_duplicates("pair_id").set_index("pair_id")
-            rows.append(row(LLM_MAJORITY, j, "llm", lj["other_winner"].reindex(meta.index), wide[j], shown[j],
-                            "against the majority of the other LLM judges (leave-one-out)"))
-        rows.append(absent(LLM_MAJORITY, LONGER, "trivial", NO_TEXTS) if no_texts
-                    else row(LLM_MAJORITY, LONGER, "trivial", ens, longer, every_pair, longer_note))
-        rows.append(row(LLM_MAJORITY, POSITION_A, "trivial", ens, pos_a, every_pair, pos_note))
-        if has_human:
-            rows.append(row(LLM_MAJORITY, HUMAN_MAJORITY, "human", ens, human,
-                            shown_pairs(judgments, meta.index, "human")))
-        else:
-            rows.append(absent(LLM_MAJORITY, HUMAN_MAJORITY, "human", why_h))
-    return frame(rows, TRIVIAL_COLUMNS)
+        return _absent(HUMAN_MAJORITY, HUMAN_CEILING, "human", why_absent)
+    c = meta["conversation_id"].reindex(loo_use["pair_id"]).to_numpy()
+    r = {"reference": HUMAN_MAJORITY, "judge": HUMAN_CEILING, "judge_type": "human",
+         "n_no_verdict": int(loo["other_winner"].isna().sum()), "status": "ok",
+         "note": "leave-one-out human ceiling: each rater's winner vs the majority of the other raters "
+                 "of the pair, pooled over (rater, pair); n_pairs counts rater-pair comparisons, "
+                 "n_no_verdict those whose other raters are tied; not the paper's rater-to-rater percent "
+                 "agreement (agreement_inter_human, measure percent_agreement)"}
+    r.update(rate_row(boot, c, (loo_use["winner"] == loo_use["other_winner"]).to_numpy(float), ci))
+    r["n_conversations"] = int(len(np.unique(c)))
+    return r

@@ -11,7 +11,7 @@ carries the key too) and echo200json (a JSON answer whose strings carry the key
 behind \\u escapes). The server counts the successful
 ("ok") answers per message, so a test can prove nothing was paid for twice.
 
-Run standalone for benchmarks: ``python tests/llm_test_server.py --port 0 --latency 0.2``.
+Run standalone for benchmarks: ``python tests/support/llm_server.py --port 0 --latency 0.2``.
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """The production TLS reverse proxy of the annotation app (workflow/resources/annotation/nginx.conf, Debian's
 nginx) for the tests: rendered for an unprivileged run under a work directory, with a self-signed
-certificate, in front of an app server started by tests/annotation_server.py."""
+certificate, in front of an app server started by tests/support/annotation_server.py."""
 
 from __future__ import annotations
 
@@ -15,9 +15,9 @@ from pathlib import Path
 
 import pytest
 
-from annotation_server import free_port, terminate, wait_listening
+from support.annotation_server import free_port, terminate, wait_listening
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 TEMPLATE = REPO / "workflow/resources/annotation/nginx.conf"
 NGINX = Path("/usr/sbin/nginx")
 PLACEHOLDER = re.compile(r"@[A-Z_]+@")
