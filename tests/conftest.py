@@ -6,7 +6,9 @@ Tiers (markers; ``make test-fast`` runs ``unit`` and ``dag``, ``make test`` runs
 - ``unit``: the library and the scripts' helpers, no Snakemake run (the default: a test with no tier marker
   is a unit test);
 - ``dag``: Snakemake plans only -- lint, dry runs, job counts;
-- ``e2e``: Snakemake runs jobs, against a fake OpenAI-compatible server on 127.0.0.1 where models are called;
+- ``e2e``: Snakemake runs jobs, against a fake OpenAI-compatible server on 127.0.0.1 where models are called, or
+  a server or process of the project runs beside the test (the provider simulator, the annotation server, a job
+  killed with -9);
 - ``local_llm``: runs the real SmolLM2 model.
 
 The end-to-end tests share one workflow, built and judged once per session against the fake server

@@ -157,6 +157,7 @@ def test_the_coordinators_rows_show_each_raters_quality(crowd_study):
     assert crowd_study["study"]["rater"] in page and "PROLIFIC_PID" in page
 
 
+@pytest.mark.e2e  # a server or a process of its own beside the test
 def test_an_online_backup_while_answers_arrive_restores_every_acknowledged_one(crowd_study, tmp_path):
     """heart-annotate backup copies the store while answers are being written; a restore of it holds every
     answer acknowledged before the backup began and passes the integrity check; restore refuses to replace a

@@ -44,6 +44,7 @@ def test_text_the_readers_would_refuse_is_refused_at_the_form_and_what_is_kept_r
     assert " ".join(text.split()) in judged["rationale"].iloc[0]
 
 
+@pytest.mark.e2e  # a server or a process of its own beside the test
 def test_a_coordinator_voids_one_answer_and_the_audit_log_says_so(study):
     """`heart-annotate void` withdraws one stored answer (kept in table voided), the task is served again,
     and the audit log records the answer, the void and its reason; the export follows."""
@@ -229,6 +230,7 @@ def _server(app, port, head_timeout):
     return server, thread
 
 
+@pytest.mark.e2e  # a server or a process of its own beside the test
 def test_half_open_connections_are_closed_after_the_head_timeout(tmp_path):
     """1,000 half-open connections used to stay open. A connection that has not sent its request head within
     the head timeout is closed, and a normal request is served meanwhile."""

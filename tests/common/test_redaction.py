@@ -281,6 +281,7 @@ with logged(log):
 """
 
 
+@pytest.mark.e2e  # a server or a process of its own beside the test
 def test_an_interrupt_while_waiting_to_retry_prints_no_key(fake_llm, tmp_path):
     """Ctrl-C (or scancel --signal=INT) during the wait after an echoed 429: the traceback would carry the
     provider's exception, key and all, to the terminal; it goes to the log, redacted, and the job exits 130."""

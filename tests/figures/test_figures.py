@@ -60,8 +60,8 @@ def small():
 
 @pytest.fixture(scope="module")
 def large():
-    """The paper's 21 systems (60 items, not 300, to keep the suite fast: figure size follows systems)."""
-    return _scale(n_systems=21, n_items=60, pairs_per_item=47, human_pairs=60, llm_judges=3, seed=0)
+    """The paper's 21 systems (24 items, not 300, to keep the suite fast: figure size follows systems)."""
+    return _scale(n_systems=21, n_items=24, pairs_per_item=47, human_pairs=24, llm_judges=3, seed=0)
 
 
 def _cell(fig: Figure, system: str, column: str) -> Rectangle:

@@ -24,6 +24,9 @@ from heart.llm.models import ModelSpec
 from heart.llm.request import Request, prepare_all
 from heart.simulation.handle import Simulator
 
+#: the provider simulator runs beside these tests, a server process of its own (tier e2e)
+pytestmark = pytest.mark.e2e
+
 SCHEMA = verdict.response_schema(material.load_rubric(REPO / "workflow/resources/rubric/heart.yaml"), 240)
 FAST = {"poll_s": 0.1, "max_requests": 20}
 

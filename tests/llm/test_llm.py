@@ -58,6 +58,7 @@ def test_cache_key_covers_what_matters():
                                                api_base="http://127.0.0.1:1/v1"), req("hi"))
 
 
+@pytest.mark.e2e  # a server or a process of its own beside the test
 def test_transient_faults_recover_and_permanent_ones_are_listed(server, tmp_path):
     state, base = server
     plans = {
@@ -301,6 +302,7 @@ print(json.dumps({"cached": all(v["from_cache"] for v in out.values()), "litellm
 """
 
 
+@pytest.mark.e2e  # a server or a process of its own beside the test
 def test_a_batch_answered_from_the_cache_never_loads_litellm(server, tmp_path):
     """Importing litellm costs a job ~3 s: a rerun or a replay whose every answer is cached does without it
     (and without the provider: the spec points at a closed port); one miss needs it."""
@@ -352,6 +354,7 @@ print(json.dumps(paid))
 """
 
 
+@pytest.mark.e2e  # a server or a process of its own beside the test
 def test_shards_in_separate_processes_share_one_cache_safely(server, tmp_path):
     """Four processes (as four shard jobs on several nodes would) write one cache directory at once."""
     import subprocess

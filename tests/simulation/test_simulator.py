@@ -27,6 +27,9 @@ from heart.simulation import answers, simulator
 from heart.simulation.handle import Simulator
 from heart.tagging.taxonomy import load_taxonomy
 
+#: the provider simulator runs beside these tests, a server process of its own (tier e2e)
+pytestmark = pytest.mark.e2e
+
 JUDGE_SCHEMA = verdict.response_schema(material.load_rubric(REPO / "workflow/resources/rubric/heart.yaml"), 240)
 TAG_SCHEMA = tagger.response_schema(load_taxonomy(REPO / "workflow/resources/taxonomy/strategies.yaml"), 60)
 HISTORY = [{"role": "seeker", "text": "I lost my job last week and I can't sleep."},

@@ -48,7 +48,7 @@ def test_analysis_only_end_to_end(workflow_copy):
     assert not (res / "items").exists() and not (res / "completions").exists()
 
 
-@pytest.mark.dag
+@pytest.mark.e2e  # its import job runs (and fails)
 def test_analysis_only_bad_table_names_record_and_field(workflow_copy, tmp_path):
     bad = tmp_path / "votes.csv"
     lines = VOTES.read_text().splitlines()

@@ -171,16 +171,17 @@ from snakemake.api import SnakemakeApi
 from snakemake.settings.types import (ConfigSettings, DeploymentSettings, OutputSettings,
                                       ResourceSettings, StorageSettings, WorkflowSettings)
 root = Path.cwd()
-config = json.loads(sys.argv[1]) if len(sys.argv) > 1 else {}
-with SnakemakeApi(OutputSettings()) as api:
-    wf = api.workflow(resource_settings=ResourceSettings(), config_settings=ConfigSettings(config=config),
-                      storage_settings=StorageSettings(), workflow_settings=WorkflowSettings(),
-                      deployment_settings=DeploymentSettings(), snakefile=root / "Snakefile", workdir=root)
-    rules = [{"name": r.name, "conda": r.conda_env if r.conda_env is None or isinstance(r.conda_env, str)
-              else repr(r.conda_env), "snakefile": str(r.snakefile),
-              "runs_code": bool(r.script or r.shellcmd or r.is_run or getattr(r, "notebook", None)
-                                or getattr(r, "wrapper", None) or getattr(r, "cwl", None))}
-             for r in wf._workflow.rules]
+rules = []
+for config in json.loads(sys.argv[1]):  # one process loads the workflow under each config
+    with SnakemakeApi(OutputSettings()) as api:
+        wf = api.workflow(resource_settings=ResourceSettings(), config_settings=ConfigSettings(config=config),
+                          storage_settings=StorageSettings(), workflow_settings=WorkflowSettings(),
+                          deployment_settings=DeploymentSettings(), snakefile=root / "Snakefile", workdir=root)
+        rules += [{"name": r.name, "conda": r.conda_env if r.conda_env is None or isinstance(r.conda_env, str)
+                   else repr(r.conda_env), "snakefile": str(r.snakefile),
+                   "runs_code": bool(r.script or r.shellcmd or r.is_run or getattr(r, "notebook", None)
+                                     or getattr(r, "wrapper", None) or getattr(r, "cwl", None))}
+                  for r in wf._workflow.rules]
 print("RULES=" + json.dumps(rules))
 """
 
@@ -209,14 +210,11 @@ def rule_conda_problems(root: Path) -> list[str]:
 
     store.create(root / "probe-store.sqlite")
     _probe_bundle(root / "probe-bundle")
-    rules = {}
-    for config in PROBE_CONFIGS:
-        proc = subprocess.run([sys.executable, "-c", RULES_PROBE, json.dumps(config)], cwd=root,
-                              capture_output=True, text=True, timeout=300)
-        line = next((x for x in proc.stdout.splitlines() if x.startswith("RULES=")), None)
-        assert proc.returncode == 0 and line, f"loading the workflow failed:\n{proc.stdout}\n{proc.stderr}"
-        rules.update({r["name"]: r for r in json.loads(line[len("RULES="):])})
-    rules = list(rules.values())
+    proc = subprocess.run([sys.executable, "-c", RULES_PROBE, json.dumps(PROBE_CONFIGS)], cwd=root,
+                          capture_output=True, text=True, timeout=300)
+    line = next((x for x in proc.stdout.splitlines() if x.startswith("RULES=")), None)
+    assert proc.returncode == 0 and line, f"loading the workflow failed:\n{proc.stdout}\n{proc.stderr}"
+    rules = list({r["name"]: r for r in json.loads(line[len("RULES="):])}.values())
     problems = []
     # guard against rules the API did not see (e.g. defined only under some config)
     seen = {r["name"] for r in rules}

@@ -14,7 +14,6 @@ os.environ.update(PYTHONPATH=os.pathsep.join([HEART_PATH, *_others]))
 
 from heart.llm import batch_protocols, shards  # noqa: E402
 from heart.common.config import StartupError, start as start_config  # noqa: E402
-from heart.bundle import load as bundle_load  # noqa: E402
 from heart.judging.judge import Judge  # noqa: E402
 from heart.judging import kinds as judge_kinds  # noqa: E402
 from heart.tagging.tagger import Tagger  # noqa: E402
@@ -25,10 +24,22 @@ from snakemake.io import strip_wildcard_constraints  # noqa: E402
 # overrides on top; validated against the schema (defaults filled, judge kinds and batch protocols known);
 # no imported system taking a configured name, every prompt template there.
 PROMPTS = Path(workflow.basedir) / "workflow" / "resources" / "prompts"
+
+
+def bundle_config(path):
+    """A bundle's run config (heart.bundle.load, imported only for a run from a bundle: it brings scipy)."""
+    from heart.bundle import load
+
+    try:
+        return load.run_config(path)
+    except load.BundleError as exc:
+        raise StartupError(str(exc)) from None
+
+
 try:
-    start_config(config, dict(workflow.config_settings.config), PROMPTS, bundle_config=bundle_load.run_config,
+    start_config(config, dict(workflow.config_settings.config), PROMPTS, bundle_config=bundle_config,
                  checks=[judge_kinds.config_problems, batch_protocols.config_problems])
-except (StartupError, bundle_load.BundleError) as exc:
+except StartupError as exc:
     raise WorkflowError(str(exc)) from None
 ARTIFACTS = (config.get("artifacts") or {}).get("path")
 

@@ -18,6 +18,7 @@ expected as ``<field> <errorMessage>; it is missing``.
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 
 import functools
@@ -189,7 +190,9 @@ def _coerce_strings(instance, schema):
 
 @functools.lru_cache(maxsize=None)
 def _config_schema() -> dict:
-    return yaml.safe_load(SCHEMA_PATH.read_text())
+    """The config schema, read once (with libyaml where pyyaml has it: Snakemake reads it at every start).
+    Callers copy what they hand out: a default filled into a config must not alias the schema's."""
+    return yaml.load(SCHEMA_PATH.read_text(), Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
 
 
 def _schema_node(path: str) -> dict:
@@ -204,8 +207,8 @@ def _schema_node(path: str) -> dict:
 def schema_defaults(path: str) -> dict:
     """The defaults the config schema gives the keys of the object at ``path`` (``"llm"``, ``"models.*"``):
     the one place a default is said; the library's dataclasses and functions take theirs from here."""
-    return {name: sub["default"] for name, sub in _schema_node(path).get("properties", {}).items()
-            if "default" in sub}
+    return copy.deepcopy({name: sub["default"] for name, sub in _schema_node(path).get("properties", {}).items()
+                          if "default" in sub})
 
 
 def schema_default(path: str):
@@ -227,7 +230,8 @@ def validate_config(config: dict, schema_path=SCHEMA_PATH, source: str = "config
         One line per problem, each naming the key, e.g.
         ``config: regular_items.n: 'many' is not of type 'integer'``.
     """
-    schema = yaml.safe_load(Path(schema_path).read_text())
+    schema = (copy.deepcopy(_config_schema()) if Path(schema_path) == SCHEMA_PATH
+              else yaml.safe_load(Path(schema_path).read_text()))
     _coerce_strings(config, schema)
     lines = schema_problems(config, schema)
     if lines:

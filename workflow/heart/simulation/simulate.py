@@ -46,7 +46,6 @@ def judgments(n_systems: int = 21, n_items: int = 300, n_adversarial: int = 20, 
     theta = pd.Series(np.sort(rng.normal(0, 0.6, len(systems)))[::-1], index=systems)
     theta["original"] = theta.min() - 0.3
     axis_theta = {a: theta + rng.normal(0, 0.25, len(systems)) for a in AXES}
-    families = {s: f"sim-family-{k % 4}" for k, s in enumerate(models)}
     rows = []
     n_pairs_total = 0
     for i in range(n_items):
@@ -93,7 +92,6 @@ def judgments(n_systems: int = 21, n_items: int = 300, n_adversarial: int = 20, 
         out[col] = out[col].astype("Int64")
     out["flipped"] = out["flipped"].astype("boolean")
     out.attrs["simulated"] = True
-    out.attrs["families"] = {**families, "original": "dataset", "human": "human"}
     return out, theta - theta.mean()
 
 

@@ -95,7 +95,7 @@ def best_human_row(comp: pd.DataFrame, main: pd.DataFrame, n_boot: int, seed: in
                 "note": what + "every context's human comparisons here are of one completion, so it repeats "
                                "the pooled human row"}
     second = best_human_comparisons(comp, choice)
-    rated = sorted(set(second["winner"]) | set(second["loser"]))
+    rated = sorted(set(second["winner"].unique()) | set(second["loser"].unique()))
     try:
         table = bt.ratings(second, rated, n_boot=n_boot, seed=seed, alpha=alpha, ci=ci)
     except ValueError as err:

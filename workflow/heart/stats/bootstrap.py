@@ -8,6 +8,7 @@ from __future__ import annotations
 import math
 
 import numpy as np
+import pandas as pd
 from scipy import stats
 
 
@@ -49,7 +50,8 @@ class ClusterBootstrap:
     """
 
     def __init__(self, clusters, n_boot: int, seed: int = 0):
-        self.ids = np.unique(np.asarray(list(clusters)))
+        values = clusters.to_numpy() if isinstance(clusters, (pd.Series, pd.Index)) else clusters  # (not Arrow's iterator)
+        self.ids = np.unique(np.asarray(list(values)))
         self.counts = counts(len(self.ids), n_boot, seed)
 
     @property

@@ -114,6 +114,8 @@ def cluster_ids(values, what: str = "comparisons") -> np.ndarray:
     if pd.api.types.is_numeric_dtype(values.dtype) and not pd.api.types.is_bool_dtype(values.dtype):
         return values.to_numpy()
     arr = values.to_numpy(dtype=object)
+    if isinstance(values.dtype, pd.StringDtype):  # text by its dtype: no element to look at one by one
+        return arr
     kinds = {type(v) for v in arr}
     if kinds and not all(issubclass(k, str) for k in kinds):
         if all(issubclass(k, (int, np.integer)) and not issubclass(k, (bool, np.bool_)) for k in kinds):
@@ -139,7 +141,7 @@ def _check_comparisons(comp: pd.DataFrame, systems=None) -> list[str]:
         raise ValueError("comparisons: weights must be finite and > 0")
     if (comp["winner"].to_numpy() == comp["loser"].to_numpy()).any():
         raise ValueError("comparisons: a system is compared with itself")
-    present = set(comp["winner"]) | set(comp["loser"])
+    present = set(comp["winner"].unique()) | set(comp["loser"].unique())  # (iterating Arrow strings is slow)
     if systems is None:
         return sorted(present)
     systems = list(systems)

@@ -75,7 +75,7 @@ def separation(judgments: pd.DataFrame, source: str, n_boot: int, seed: int, alp
     human = HUMAN
     if best_human == IN_FIT and (full["winner"].eq(human).any() or full["loser"].eq(human).any()):
         comp = best_human_comparisons(full, choose_best_human(full))
-    rated = sorted(set(comp["winner"]) | set(comp["loser"]))
+    rated = sorted(set(comp["winner"].unique()) | set(comp["loser"].unique()))
     out["n_systems"] = len(rated)
     if len(rated) < 2:
         return {**out, "why": "fewer than two systems compared"}

@@ -94,7 +94,7 @@ def scope_ratings(judgments: pd.DataFrame, systems: list[str], axis: str, subset
             (f" on axis {axis} (no clear advantage marked)" if axis != "overall" else "") + \
             (f" on {subset} items" if subset != "all" else "")
         return _absent(listed, scope, "absent", why), {**sep, "status": "absent"}
-    rated = sorted(set(comp["winner"]) | set(comp["loser"]))
+    rated = sorted(set(comp["winner"].unique()) | set(comp["loser"].unique()))
     missing = [s for s in (listed if in_fit else systems) if s not in rated]
     try:
         table = bt.ratings(comp, rated, n_boot=n_boot, seed=seed, alpha=alpha, ci=ci)

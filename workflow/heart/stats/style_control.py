@@ -367,7 +367,7 @@ def style_control(judgments: pd.DataFrame, completions: pd.DataFrame, lexicon: L
                    f"none of the {dropped} comparisons has both completions' texts")
             _not_rated(ratings, coefficients, scope, systems, "absent", why, 0, 0, lexicon.version)
             continue
-        rated = sorted(set(comp["winner"]) | set(comp["loser"]))
+        rated = sorted(set(comp["winner"].unique()) | set(comp["loser"].unique()))
         try:
             result = rate(comp, rated, n_boot=n_boot, seed=seed, alpha=alpha, ci=ci)
         except ValueError as err:
