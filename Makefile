@@ -2,6 +2,7 @@
 #   make run    set up .venv, run the workflow on the embedded default config, write results/report.html
 #   make test   set up .venv and run the test suite, every tier (what CI runs)
 #   make test-fast   the quick loop while working: the unit and dag tiers on the project's own fixtures
+#   make lint        ruff and snakefmt --check (make test and make test-fast run it first)
 #                    (no Snakemake run, no model, not the real data of ../shared)
 #   make bundle      this config's run exported as one folder, the data release (results/bundle/, with its README)
 #   make paper ARTIFACTS=<folder>  every figure and table and the report from a bundle: no model call, no key
@@ -29,6 +30,11 @@ CONFIG ?=
 SNAKEMAKE_ARGS ?=
 PYTEST_ARGS ?=
 STAMP := $(VENV)/.heart-installed
+# The venv is built once per set of pins (envs/requirements.txt, envs/constraints.txt) in VENV_STORE and linked
+# as .venv: a fresh clone (CI's) links it in a second instead of installing ~150 packages (~75 s). Change a pin
+# and another store is built; delete a store folder to rebuild it; VENV_STORE= (empty) builds .venv in place.
+PINS_KEY := $(shell cat envs/requirements.txt envs/constraints.txt 2>/dev/null | sha256sum | cut -c1-16)
+VENV_STORE ?= $(HOME)/.cache/heart/venvs/py311-$(PINS_KEY)
 # llama-cpp-python is built from source once, for a portable x86-64 baseline
 # (AVX2/FMA, not -march=native: a wheel built natively on one CPU dies with SIGILL
 # on another), and kept in this wheelhouse so later installs and CI reuse it.
@@ -42,21 +48,31 @@ PORT ?= 8765
 # (the tests run their own nginx; the one the package may start on port 80 is stopped after installing it)
 BROWSER_PACKAGES := chromium chromium-driver nginx
 
-.PHONY: setup run preview bundle paper test test-fast browser annotate rehearsal clean-results
+.PHONY: setup venv-build run preview bundle paper test test-fast lint browser annotate rehearsal clean-results
 
 setup: $(STAMP)
 
 $(STAMP): envs/requirements.txt envs/constraints.txt
 	@"$(PYTHON)" -c 'import sys; v = sys.version_info[:2]; sys.exit(0 if v == (3, 11) else "heart needs Python 3.11, found %d.%d: make PYTHON=/path/to/python3.11 ..." % v)'
-	"$(PYTHON)" -m venv $(VENV)
-	$(VENV)/bin/python -m pip install --quiet --disable-pip-version-check pip==26.3
+	@if [ -z "$(VENV_STORE)" ]; then $(MAKE) --no-print-directory venv-build VENV_DIR="$(VENV)"; \
+	else mkdir -p "$$(dirname "$(VENV_STORE)")"; \
+	  flock "$(VENV_STORE).lock" sh -c '[ -f "$(VENV_STORE)/.heart-installed" ] || $(MAKE) --no-print-directory venv-build VENV_DIR="$(VENV_STORE)"' || exit 1; \
+	  if [ "$$(readlink $(VENV))" != "$(VENV_STORE)" ]; then rm -rf $(VENV) && ln -s "$(VENV_STORE)" $(VENV) \
+	    && echo "$(VENV) -> $(VENV_STORE) (the venv of these pins)"; fi; fi
+	touch $@
+
+# (internal) a venv of the pins in VENV_DIR; its stamp is written last, so a half-built one is built again
+venv-build:
+	rm -rf "$(VENV_DIR)"
+	"$(PYTHON)" -m venv "$(VENV_DIR)"
+	"$(VENV_DIR)/bin/python" -m pip install --quiet --disable-pip-version-check pip==26.3
 	@ls $(WHEELHOUSE)/llama_cpp_python-*.whl >/dev/null 2>&1 || { \
 	  echo "building $(LLAMA_CPP) from source (about 5-15 min on 2 cores, once; kept in $(WHEELHOUSE))"; \
-	  CMAKE_ARGS="$(LLAMA_CMAKE_ARGS)" $(VENV)/bin/python -m pip wheel --quiet --no-deps --no-cache-dir \
+	  CMAKE_ARGS="$(LLAMA_CMAKE_ARGS)" "$(VENV_DIR)/bin/python" -m pip wheel --quiet --no-deps --no-cache-dir \
 	    --no-binary llama-cpp-python -w $(WHEELHOUSE) "$(LLAMA_CPP)"; }
-	$(VENV)/bin/python -m pip install --quiet --no-deps --no-index --find-links $(WHEELHOUSE) "$(LLAMA_CPP)"
-	$(VENV)/bin/python -m pip install --quiet -r envs/requirements.txt -c envs/constraints.txt
-	touch $@
+	"$(VENV_DIR)/bin/python" -m pip install --quiet --no-deps --no-index --find-links $(WHEELHOUSE) "$(LLAMA_CPP)"
+	"$(VENV_DIR)/bin/python" -m pip install --quiet -r envs/requirements.txt -c envs/constraints.txt
+	touch "$(VENV_DIR)/.heart-installed"
 
 RUN_ARGS = $(if $(CONFIG),--configfile $(CONFIG)) $(if $(ESCONV)$(RELEASE),--config) \
   $(if $(ESCONV),'esconv={local_copy: $(ESCONV)}') $(if $(RELEASE),'release={local_copy: $(RELEASE)}')
@@ -79,14 +95,25 @@ paper: setup
 	$(VENV)/bin/snakemake --cores $(CORES) $(PAPER_ARGS) $(SNAKEMAKE_ARGS)
 	$(VENV)/bin/snakemake --cores $(CORES) $(PAPER_ARGS) $(SNAKEMAKE_ARGS) --report results/report.html
 
-# two workers, a test file's tests on one, the longest files first (tests/conftest.py; xdist would otherwise
-# start the files with the most tests first, and the one-test local-model file last)
+# the code checks first (ruff, snakefmt --check on the rules), then the suite: two workers, a test file's tests on
+# one, the longest files first (tests/conftest.py; xdist would otherwise start the files with the most tests
+# first, and the one-test local-model file last); the 15 slowest tests and the wall time are printed, so that
+# growth is seen when it happens
+TIMED = start=$$(date +%s); $(1); status=$$?; echo "$(2): $$(( $$(date +%s) - start )) s wall"; exit $$status
+
 test: setup browser
-	$(VENV)/bin/python -m pytest -n 2 --dist loadfile --no-loadscope-reorder $(PYTEST_ARGS)
+	@$(call TIMED,$(MAKE) --no-print-directory lint && $(VENV)/bin/python -m pytest -n 2 --dist loadfile \
+	  --no-loadscope-reorder --durations=15 $(PYTEST_ARGS),make test)
 
 # the unit and dag tiers on the project's own fixtures (tests on the real data of ../shared run in make test)
 test-fast: setup
-	$(VENV)/bin/python -m pytest -n 2 --dist load -m "not e2e and not local_llm and not shared_data" $(PYTEST_ARGS)
+	@$(call TIMED,$(MAKE) --no-print-directory lint && $(VENV)/bin/python -m pytest -n 2 --dist load \
+	  -m "not e2e and not local_llm and not shared_data" $(PYTEST_ARGS),make test-fast)
+
+# ruff (pyproject.toml [tool.ruff]) and snakefmt (the rules' format) must find nothing
+lint: setup
+	$(VENV)/bin/ruff check --quiet .
+	$(VENV)/bin/snakefmt --check workflow/rules Snakefile
 
 # installs the browser and proxy tests' apt packages when absent (as root), else says what to install
 browser:

@@ -5,6 +5,7 @@ from snakemake.utils import min_version
 
 min_version("9.0")
 
+
 report: "workflow/report/workflow.rst"
 
 
@@ -57,6 +58,7 @@ if not ANALYSIS_ONLY:
         merge_judgments,
         merge_tags,
 
+
 if not (ANALYSIS_ONLY or ARTIFACTS):
 
     include: "workflow/rules/data.smk"
@@ -74,14 +76,27 @@ envvars:
 
 
 if missing_keys := [key for key in required_keys() if not os.environ.get(key)]:
-    print(f"heart: API keys not set: {', '.join(missing_keys)}. Dry runs, the call preview and every job "
-          "that calls no provider run; a job that would call one stops before its first call and names "
-          "what to export.", file=sys.stderr)
+    print(
+        f"heart: API keys not set: {', '.join(missing_keys)}. Dry runs, the call preview and every job "
+        "that calls no provider run; a job that would call one stops before its first call and names "
+        "what to export.",
+        file=sys.stderr,
+    )
 
 
 # the paper's tables (rules paper_tables and paper_comparison), CSV and LaTeX each
-PAPER_TABLES = ("table1", "table2_rubric", "leaderboard", "leaderboard_alternative", "agreement", "judge_quality",
-                "strategy_diversity", "factors", "tests", "paper_comparison")
+PAPER_TABLES = (
+    "table1",
+    "table2_rubric",
+    "leaderboard",
+    "leaderboard_alternative",
+    "agreement",
+    "judge_quality",
+    "strategy_diversity",
+    "factors",
+    "tests",
+    "paper_comparison",
+)
 
 
 # a study: every table, figure and the response cache (from a bundle: no data, item source or cache)
@@ -97,9 +112,22 @@ STUDY_TARGETS = [
     "results/stats/factor_summary.parquet",
     "results/stats/tests.parquet",
     "results/stats/rationale_concordance.parquet",
-    expand("results/figures/{figure}.{ext}", ext=("png", "pdf"),
-           figure=("fig1_rubric", "fig4_leaderboard", "fig5_elo_ttft", "fig6_strategies", "fig7_protocol",
-                   "elo_forest", "agreement", "bias_factors", "example_pair", "judge_board")),
+    expand(
+        "results/figures/{figure}.{ext}",
+        ext=("png", "pdf"),
+        figure=(
+            "fig1_rubric",
+            "fig4_leaderboard",
+            "fig5_elo_ttft",
+            "fig6_strategies",
+            "fig7_protocol",
+            "elo_forest",
+            "agreement",
+            "bias_factors",
+            "example_pair",
+            "judge_board",
+        ),
+    ),
     "results/figures/example_pair.html",
     expand("results/tables/{table}.{ext}", ext=("csv", "tex"), table=PAPER_TABLES),
     "results/stats/preference_shares.parquet",
@@ -116,13 +144,16 @@ ANALYSIS_TARGETS = [
     "results/stats/factor_summary.parquet",
     "results/stats/preference_shares.parquet",
     "results/stats/tests.parquet",
-    *expand("results/figures/{figure}.{ext}", ext=("png", "pdf"),
-            figure=("fig1_rubric", "fig4_leaderboard", "elo_forest", "agreement", "bias_factors")),
+    *expand(
+        "results/figures/{figure}.{ext}",
+        ext=("png", "pdf"),
+        figure=("fig1_rubric", "fig4_leaderboard", "elo_forest", "agreement", "bias_factors"),
+    ),
     *expand("results/tables/{table}.{ext}", ext=("csv", "tex"), table=PAPER_TABLES),
 ]
 
 
 rule all:
+    default_target: True
     input:
         ANALYSIS_TARGETS if ANALYSIS_ONLY else STUDY_TARGETS,
-    default_target: True

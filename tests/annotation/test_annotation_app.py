@@ -21,7 +21,8 @@ from heart.annotation import app as app_mod
 from heart.annotation import db as store_db, export, links as store_links, store, tasks
 from heart.annotation.__main__ import _links
 from heart.tagging.taxonomy import load_taxonomy
-from support.annotation import HOSTILE, KEYS, QC, TAXONOMY, answer, make_completions, make_items, nonce_of, serve, stored
+from support.annotation import (HOSTILE, KEYS, QC, TAXONOMY, answer, make_completions, make_items, nonce_of, serve,
+                                stored)
 
 with warnings.catch_warnings():  # starlette's notice that its TestClient will move to httpx2
     warnings.simplefilter("ignore")

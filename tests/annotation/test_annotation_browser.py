@@ -233,7 +233,8 @@ def test_a_strategy_definition_opens_below_its_label_without_squeezing_it(browse
                 middle = (after["box"]["top"] + after["box"]["bottom"]) / 2
                 assert after["letter"]["top"] <= middle <= after["letter"]["bottom"], (
                     f"{what}: the checkbox and its label are not on one line: {after}")
-                assert after["def"]["top"] >= after["label"]["bottom"] - 1, f"{what}: definition beside the label: {after}"
+                assert after["def"]["top"] >= after["label"]["bottom"] - 1, (
+                    f"{what}: definition beside the label: {after}")
                 assert after["def"]["width"] >= 0.7 * after["row"]["width"], f"{what}: a narrow definition: {after}"
                 row.find_element(By.TAG_NAME, "summary").click()  # closed again
         finally:

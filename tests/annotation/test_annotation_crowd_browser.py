@@ -154,7 +154,8 @@ def test_two_participants_from_the_platform_one_stopped_one_finished(driver, sit
     assert len(answers[answers["person_id"] == "rater-02"]) == (site["tasks"]["person_id"] == "rater-02").sum()
     assert events.count("stop") == 1 and events.count("provision") == 2 and events.count("practice") == 2
     logs = site["proxy"].access_log.read_text() + site["proxy"].error_log.read_text()
-    tokens = [link.rsplit("/", 1)[1] for link in site["links"].values()] + [p.rsplit("/", 1)[1] for p in site["study"].values()]
+    tokens = ([link.rsplit("/", 1)[1] for link in site["links"].values()]
+              + [p.rsplit("/", 1)[1] for p in site["study"].values()])
     assert logs and not any(t in logs for t in tokens) and "PID" not in logs
     pd.testing.assert_series_equal(  # each shown pair had the same layout on both sides
         answers["task"].map(lambda t: "\n" in (t["text_a"] + t["text_b"])), pd.Series([False] * len(answers),

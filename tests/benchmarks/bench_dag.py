@@ -74,7 +74,8 @@ def main():
             print(f"    {rule:28s} {n}")
         shard_jobs = sum(counts.get(r, 0) for r in ("generate_completions", "judge_pairs", "tag_strategies"))
         merges = sum(counts.get(r, 0) for r in ("merge_completions", "merge_judgments", "merge_tags"))
-        print(f"    -> {shard_jobs} LLM shard jobs (llm.shards of config/paper.yaml per model), merged by {merges} local jobs")
+        print(f"    -> {shard_jobs} LLM shard jobs (llm.shards of config/paper.yaml per model), merged by {merges} "
+              "local jobs")
         run(wf, "results/items/regular.parquet", *paper)
         t, out, _ = best(3, wf, "-n", "--quiet=rules", *paper)
         print(f"paper.yaml DAG build with ingest + screening done (dry run): {t:.2f} s, "

@@ -78,7 +78,8 @@ def in_processes(base, processes, n, concurrency, stream=False):
 
 def main():
     # the server runs in its own process, so it does not share the client's interpreter lock
-    server = subprocess.Popen([sys.executable, str(HERE.parent / "support" / "llm_server.py"), "--latency", str(LATENCY)],
+    server = subprocess.Popen([sys.executable, str(HERE.parent / "support" / "llm_server.py"), "--latency",
+                               str(LATENCY)],
                               stdout=subprocess.PIPE, text=True)
     base = server.stdout.readline().strip()
     # warm up (litellm's first call imports and builds a lot)

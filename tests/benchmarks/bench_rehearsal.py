@@ -60,14 +60,16 @@ def main():
     ap.add_argument("--workdir", required=True, help="a scratch checkout (its outputs are wiped)")
     ap.add_argument("--data", default="../shared/data", help="holds esconv/ESConv.json and heart-release/ (relative "
                     "to the workdir)")
-    ap.add_argument("--items", type=int, default=None, help="small scale: the first N released items (default: all 300)")
+    ap.add_argument("--items", type=int, default=None, help="small scale: the first N released items "
+                    "(default: all 300)")
     ap.add_argument("--latency", type=float, default=1.0, help="simulator median latency, s")
     ap.add_argument("--sigma", type=float, default=0.5)
     ap.add_argument("--error-rate", type=float, default=0.005)
     ap.add_argument("--sim-rpm", type=int, default=20000, help="simulator rpm per model name (generous)")
     ap.add_argument("--time-scale", type=float, default=1.0, help="simulator time scale")
     ap.add_argument("--port", type=int, default=8799, help="config/rehearsal.yaml's port")
-    ap.add_argument("--cores", type=int, default=10, help="snakemake --cores: concurrent jobs (each LLM job holds ~300 MB: "
+    ap.add_argument("--cores", type=int, default=10,
+                    help="snakemake --cores: concurrent jobs (each LLM job holds ~300 MB: "
                     "10 keeps the run under 4 GiB)")
     ap.add_argument("--replay-cores", type=int, default=8, help="--cores of the replay run (every LLM job of a "
                     "replay loads the whole replay file)")
@@ -77,12 +79,14 @@ def main():
                     "many GiB available (a shared machine)")
     ap.add_argument("--rpm", choices=("paper", "none"), default="paper", help="paper: the models' rpm limits of "
                     "paper.yaml (per model, split over its shard jobs); none: lifted, each model bound by its "
-                    "max_concurrency only (at paper.yaml's rpm the Claude judge alone needs ~40 min of rate-limited calls)")
+                    "max_concurrency only (at paper.yaml's rpm the Claude judge alone needs ~40 min of "
+                    "rate-limited calls)")
     ap.add_argument("--kill-at", type=float, default=0.5, help="kill -9 once this share of the judge calls is answered")
     ap.add_argument("--alt-shards", type=int, default=8)
     ap.add_argument("--max-minutes", type=float, default=60, help="stop the main run after this long")
     ap.add_argument("--hf-online", action="store_true", help="leave HF_HUB_OFFLINE unset (litellm then tries to "
-                    "download a llama tokenizer for every answer of the llama-3.1 models; offline that stalls the jobs)")
+                    "download a llama tokenizer for every answer of the llama-3.1 models; offline that stalls "
+                    "the jobs)")
     ap.add_argument("--shards", type=int, default=None, help="development only: llm.shards instead of the config's")
     ap.add_argument("--sync", action="store_true", help="every model synchronous (paper.yaml's batch interfaces "
                     "switched off): the reference whose tables a batch rehearsal must equal")
@@ -156,7 +160,8 @@ def main():
             main = reh.out.get("main_wall_s")
             if not finished:
                 reh.out["extrapolation"] = extrapolate(reh)
-                reh.checks.append(("main run", f"did not finish ({reh.out['main_failed']['what']})", "finishes", "FAIL"))
+                reh.checks.append(("main run", f"did not finish ({reh.out['main_failed']['what']})", "finishes",
+                                   "FAIL"))
             else:
                 reh.checks.append(("whole rehearsal", hms(main), f"<= {hms(TARGETS['rehearsal_s'])}",
                                    "PASS" if main <= TARGETS["rehearsal_s"] else "FAIL"))
@@ -174,7 +179,8 @@ def main():
         reh.checks.append(("repeated calls at the simulator", f"{rep} (all runs; {lost} in flight at the kill)",
                            "0 beyond those in flight at the kill",
                            "PASS" if rep is not None and rep - lost <= 0 else "FAIL"))
-        reh.checks.append(("peak memory, process tree", f"{gib(reh.monitor.peak_rss)} RSS, {gib(reh.monitor.peak_pss)} PSS",
+        reh.checks.append(("peak memory, process tree",
+                           f"{gib(reh.monitor.peak_rss)} RSS, {gib(reh.monitor.peak_pss)} PSS",
                            f"<= {gib(TARGETS['peak_bytes'])}", "PASS" if reh.monitor.peak_rss <= TARGETS["peak_bytes"]
                            else "FAIL"))
         if not args.skip_replay and "main_failed" not in reh.out:

@@ -83,7 +83,8 @@ def test_the_check_of_said_again_finds_a_default():
     (lambda c: c.setdefault("esconv", {}).update(sha256="abc"), "esconv.sha256: 'abc' does not match"),
     (lambda c: c["regular_items"].pop("seed"), "regular_items.seed: required key is missing"),
     (lambda c: c["screening"].update(method="llm"), "screening.method: 'llm' is not one of ['lexicon']"),
-    (lambda c: c["screening"].update(max_items_per_conversation=0), "screening.max_items_per_conversation: 0 is less than the minimum of 1"),
+    (lambda c: c["screening"].update(max_items_per_conversation=0),
+     "screening.max_items_per_conversation: 0 is less than the minimum of 1"),
 ])
 def test_bad_config_names_the_key(mutate, expected):
     cfg = copy.deepcopy(load("config.yaml"))
@@ -107,7 +108,8 @@ def test_command_line_strings_get_their_declared_type():
 def test_system_must_name_a_configured_model():
     cfg = load("config.yaml")
     cfg["systems"]["ghost"] = {"model": "gpt-9", "prompt": "supportive_listener"}
-    with pytest.raises(ConfigError, match=r"systems.ghost.model: 'gpt-9' is not a configured model \(models: smollm2\)"):
+    with pytest.raises(ConfigError,
+                       match=r"systems.ghost.model: 'gpt-9' is not a configured model \(models: smollm2\)"):
         validate_config(cfg)
 
 

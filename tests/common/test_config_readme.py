@@ -13,7 +13,8 @@ README = REPO / "config" / "README.md"
 #: defaults the README words in prose where the schema's value is too long to read (a URL, a hash, a list),
 #: or is null meaning something the reader needs said
 PROSE = {
-    "release.regular.url": "the upstream files at pinned commits", "release.adversarial.url": "the upstream files at pinned commits",
+    "release.regular.url": "the upstream files at pinned commits",
+    "release.adversarial.url": "the upstream files at pinned commits",
     "release.regular.sha256": "the release's hashes", "release.adversarial.sha256": "the release's hashes",
     "imported_systems.<name>.family": "the name", "adversarial_items.profiles": "all four",
 }
@@ -104,7 +105,9 @@ def test_every_key_of_the_schema_is_documented():
 
 
 def test_the_check_sees_a_drifted_default_and_an_unknown_key():
-    text = "### `stats` — x\n| key | default | meaning |\n|---|---|---|\n| `bt_alpha` | 0.02 | r |\n| `nope` | 1 | m |\n"
+    text = ("### `stats` — x\n| key | default | meaning |\n|---|---|---|\n| `bt_alpha` | 0.02 | r |\n"
+            "| `nope` | 1 | m |\n")
     found = {key: default_problem(key, node_at(key.split(".")), cell) if node_at(key.split(".")) else "unknown"
              for key, cell in documented(text) if cell is not None}
-    assert found == {"stats.bt_alpha": "stats.bt_alpha: README default '0.02', the schema's 0.01", "stats.nope": "unknown"}
+    assert found == {"stats.bt_alpha": "stats.bt_alpha: README default '0.02', the schema's 0.01",
+                     "stats.nope": "unknown"}

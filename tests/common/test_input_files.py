@@ -100,7 +100,8 @@ def test_a_byte_order_mark_and_a_multiline_quoted_field_are_fine(tmp_path, kind)
 def test_unknown_columns_are_refused_where_a_typo_would_change_the_meaning(tmp_path):
     # a misspelt qc_expected would silently turn quality checks into judgments
     fails(tmp_path, "judgments", HEADERS["judgments"].rstrip(b"\n") + b",qc_expect\n" + b"r1,i1,m1,m2,2,30,A\n",
-          r": unknown column\(s\) 'qc_expect'; expected rater_id, .* \(\+ optional pair_id, rationale, qc_expected, axis_H, axis_E, axis_A, axis_R, axis_T\)")
+          r": unknown column\(s\) 'qc_expect'; expected rater_id, .* \(\+ optional pair_id, rationale, qc_expected, "
+          r"axis_H, axis_E, axis_A, axis_R, axis_T\)")
     fails(tmp_path, "labels", b"item_id,system,strategy,present,contributor\ni1,m,affirmation,1,c1\n",
           r": unknown column\(s\) 'contributor'")
     # the completions format documents other columns as ignored (e.g. seconds_spent)
@@ -137,7 +138,8 @@ def test_unknown_columns_are_refused_where_a_typo_would_change_the_meaning(tmp_p
     (b"i3,m,,affirmation,1", r"line 2: fields 'item_id', 'system', 'contributor_id' \(i3, m, -\) name no completion"),
     (b"i1,human,c9,affirmation,1", r"line 2: .*\(i1, human, c9\) name no completion"),
     (b",m,,affirmation,1", r"line 2: field 'item_id' is empty"),
-    (b"i1,m,,affirmation,1\ni1,m,,affirmation,0", r"lines 2 and 3: the same completion and strategy are labelled twice"),
+    (b"i1,m,,affirmation,1\ni1,m,,affirmation,0",
+     r"lines 2 and 3: the same completion and strategy are labelled twice"),
 ]}.items() for r, e in cases])
 def test_bad_values_are_named(tmp_path, kind, row, expected):
     fails(tmp_path, kind, HEADERS[kind] + row + b"\n", expected)
@@ -189,9 +191,11 @@ def test_a_failing_script_leaves_none_of_its_tables(tmp_path):
                          "outlier_q": [None], "excluded": [False], "reason": [""]})
     bad = good.drop(columns="reason")
     with pytest.raises(tableio.TableSchemaError):
-        tableio.write_tables([(good, tmp_path / "a.parquet", "human_raters"), (bad, tmp_path / "b.parquet", "human_raters")])
+        tableio.write_tables([(good, tmp_path / "a.parquet", "human_raters"),
+                              (bad, tmp_path / "b.parquet", "human_raters")])
     assert sorted(p.name for p in tmp_path.iterdir()) == []
-    tableio.write_tables([(good, tmp_path / "a.parquet", "human_raters"), (good, tmp_path / "b.parquet", "human_raters")])
+    tableio.write_tables([(good, tmp_path / "a.parquet", "human_raters"),
+                          (good, tmp_path / "b.parquet", "human_raters")])
     assert sorted(p.name for p in tmp_path.iterdir()) == ["a.parquet", "b.parquet"]
 
 
@@ -202,7 +206,8 @@ def test_a_failing_move_takes_back_the_tables_already_moved(tmp_path, monkeypatc
     import os
 
     good = pd.DataFrame({"rater_id": ["r1"], "n_judgments": [1], "n_qc": [0], "qc_failed": [0],
-                         "qc_fail_share": [None], "median_seconds": [3.0], "majority_agreement": [None], "n_compared": [0],
+                         "qc_fail_share": [None], "median_seconds": [3.0], "majority_agreement": [None],
+                         "n_compared": [0],
                          "outlier_q": [None], "excluded": [False], "reason": [""]})
     paths = [tmp_path / f"{k}.parquet" for k in ("a", "b", "c")]
     tableio.write_table(good.assign(reason="old"), paths[1], "human_raters")  # an older b exists, a and c do not
@@ -234,7 +239,8 @@ def test_an_undone_move_puts_back_a_symbolic_link_too(tmp_path, monkeypatch):
     import os
 
     good = pd.DataFrame({"rater_id": ["r1"], "n_judgments": [1], "n_qc": [0], "qc_failed": [0],
-                         "qc_fail_share": [None], "median_seconds": [3.0], "majority_agreement": [None], "n_compared": [0],
+                         "qc_fail_share": [None], "median_seconds": [3.0], "majority_agreement": [None],
+                         "n_compared": [0],
                          "outlier_q": [None], "excluded": [False], "reason": [""]})
     a, b = tmp_path / "a.parquet", tmp_path / "b.parquet"
     a.symlink_to(tmp_path / "nowhere.parquet")  # a dangling link was there before

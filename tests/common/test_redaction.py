@@ -127,7 +127,8 @@ def test_a_key_hidden_by_json_escapes_is_masked_in_the_decoded_answer():
     assert key_pieces(answer) == [] and KEY in json.loads(answer)["rationale"]  # the case this guards
     r = Redactor([KEY])
     clean = r.redact_json(answer)
-    assert key_pieces(json.dumps(json.loads(clean), ensure_ascii=False)) == [] and MASK in json.loads(clean)["rationale"]
+    assert (key_pieces(json.dumps(json.loads(clean), ensure_ascii=False)) == []
+            and MASK in json.loads(clean)["rationale"])
     schema = {"type": "object", "required": ["winner"], "properties": {"winner": {"enum": ["A", "B"]},
                                                                         "rationale": {"maxLength": 5}}}
     parsed, error = parse_structured(answer, schema, r)  # the schema error quotes the decoded value

@@ -10,7 +10,8 @@ from heart.common import records, tableio
 
 def items():
     hist = [{"role": "supporter", "text": "Hi, how are you?"}, {"role": "seeker", "text": "Not great, I lost my job."}]
-    return pd.DataFrame({"item_id": ["a1", "b2"], "history": [hist, hist[:1] + [{"role": "seeker", "text": "I'm sad."}]],
+    return pd.DataFrame({"item_id": ["a1", "b2"],
+                         "history": [hist, hist[:1] + [{"role": "seeker", "text": "I'm sad."}]],
                          "original_reply": ["I'm sorry to hear that.", "What happened?"]})
 
 
@@ -59,7 +60,8 @@ def test_template_version_is_content_hash(tmp_path):
 
 def test_original_table():
     t = generate.original_table(items())
-    assert t["system"].unique().tolist() == ["original"] and t["text"].tolist() == ["I'm sorry to hear that.", "What happened?"]
+    assert (t["system"].unique().tolist() == ["original"]
+            and t["text"].tolist() == ["I'm sorry to hear that.", "What happened?"])
 
 
 def test_import_humans_reports_violations(tmp_path):
@@ -118,7 +120,8 @@ def test_human_protocol_checks_the_papers_design(tmp_path):
 def test_import_humans_names_missing_column(tmp_path):
     csv = tmp_path / "h.csv"
     csv.write_text("item_id,text\na1,hello\n")
-    with pytest.raises(ValueError, match=r"h.csv: missing column\(s\) contributor_id; expected item_id, contributor_id, text"):
+    with pytest.raises(ValueError,
+                       match=r"h.csv: missing column\(s\) contributor_id; expected item_id, contributor_id, text"):
         imported.import_humans(csv, items())
 
 
@@ -146,7 +149,8 @@ def test_an_absent_human_system_says_whether_there_was_a_file():
 @pytest.mark.parametrize("fmt", ["csv", "jsonl", "parquet"])
 def test_imported_system_from_any_format(tmp_path, fmt):
     rows = [{"item_id": "regular:0", "system": "polaris-4.0", "text": " Hi there. ", "ttft_s": 0.5, "cost_usd": 0.001},
-            {"item_id": "regular:1", "system": "polaris-4.0", "text": "Tell me more.", "ttft_s": None, "cost_usd": None},
+            {"item_id": "regular:1", "system": "polaris-4.0", "text": "Tell me more.", "ttft_s": None,
+             "cost_usd": None},
             {"item_id": "regular:1", "system": "other-model", "text": "Not this system's.", "ttft_s": None,
              "cost_usd": None}]
     path = tmp_path / f"done_elsewhere.{fmt}"

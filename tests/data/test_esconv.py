@@ -75,17 +75,22 @@ BAD_CASES = {
     "dialog_not_list": (_set([1, "dialog"], "hello"), 1, "dialog: expected array"),
     "empty_dialog": (_set([3, "dialog"], []), 3, "dialog: is empty"),
     "missing_speaker": (_del([0, "dialog", 4, "speaker"]), 0, "dialog[4].speaker: missing"),
-    "unknown_speaker": (_set([5, "dialog", 1, "speaker"], "therapist"), 5, "dialog[1].speaker: unknown value 'therapist'"),
+    "unknown_speaker": (_set([5, "dialog", 1, "speaker"], "therapist"), 5,
+                        "dialog[1].speaker: unknown value 'therapist'"),
     "missing_content": (_del([4, "dialog", 2, "content"]), 4, "dialog[2].content: missing"),
     "content_not_string": (_set([6, "dialog", 0, "content"], 42), 6, "dialog[0].content: expected string, got int"),
     "empty_content": (_set([7, "dialog", 3, "content"], "   "), 7, "dialog[3].content: is empty or blank"),
     "missing_emotion": (_del([2, "emotion_type"]), 2, "emotion_type: missing"),
     "emotion_not_string": (_set([0, "emotion_type"], ["anxiety"]), 0, "emotion_type: expected string, got list"),
     "situation_mistyped": (_set([1, "situation"], None), 1, "situation: expected string, got NoneType"),
-    "survey_not_digits": (_set([3, "survey_score", "seeker", "empathy"], "five"), 3, "survey_score.seeker.empathy: expected a rating from 0 to 5 written as digits"),
-    "feedback_not_digits": (_set([0, "dialog", 3, "annotation", "feedback"], "great"), 0, "dialog[3].annotation.feedback: expected a rating"),
-    "strategy_not_string": (_set([0, "dialog", 1, "annotation", "strategy"], 3), 0, "dialog[1].annotation.strategy: expected string"),
-    "annotation_not_object": (_set([4, "dialog", 0, "annotation"], "Question"), 4, "dialog[0].annotation: expected object"),
+    "survey_not_digits": (_set([3, "survey_score", "seeker", "empathy"], "five"), 3,
+                          "survey_score.seeker.empathy: expected a rating from 0 to 5 written as digits"),
+    "feedback_not_digits": (_set([0, "dialog", 3, "annotation", "feedback"], "great"), 0,
+                            "dialog[3].annotation.feedback: expected a rating"),
+    "strategy_not_string": (_set([0, "dialog", 1, "annotation", "strategy"], 3), 0,
+                            "dialog[1].annotation.strategy: expected string"),
+    "annotation_not_object": (_set([4, "dialog", 0, "annotation"], "Question"), 4,
+                              "dialog[0].annotation: expected object"),
     "conversation_not_object": (_set([5], "a conversation"), 5, "(conversation): expected object"),
     "mixed_vocabulary": (_set([1, "dialog", 0, "speaker"], "speaker"), 1, "dialog: mixes speaker vocabularies"),
     # hostile files (hardening): each used to crash with a message naming no file, conversation or field
@@ -102,7 +107,8 @@ BAD_CASES = {
                        "dialog[2].content: contains a lone surrogate U+D800"),
     "nul_in_content": (_set([6, "dialog", 1, "content"], "hello\x00there"), 6,
                        "dialog[1].content: contains the control character U+0000"),
-    "control_in_situation": (_set([2, "situation"], "bell \x07"), 2, "situation: contains the control character U+0007"),
+    "control_in_situation": (_set([2, "situation"], "bell \x07"), 2,
+                             "situation: contains the control character U+0007"),
     "zero_width_only": (_set([7, "dialog", 0, "content"], "\u200b\u200d \ufeff"), 7,
                         "dialog[0].content: is empty or blank (white space or invisible characters only)"),
     "zero_width_label": (_set([1, "problem_type"], "\u2060"), 1, "problem_type: is empty or blank"),
@@ -148,7 +154,8 @@ def test_invalid_json_names_conversation(tmp_path, tiny_esconv):
     cut = text.index("},", start)
     bad = tmp_path / "broken.json"
     bad.write_text(text[:cut + 1] + text[cut + 2:])
-    with pytest.raises(esconv.ESConvFormatError, match=rf"^{bad}: conversation 3, json: invalid JSON at line \d+, column \d+"):
+    with pytest.raises(esconv.ESConvFormatError,
+                       match=rf"^{bad}: conversation 3, json: invalid JSON at line \d+, column \d+"):
         esconv.read_raw(bad)
 
 
@@ -167,7 +174,8 @@ def test_surrogate_and_score_in_a_real_json_file_are_named(tmp_path, tiny_esconv
     text = tiny_esconv.read_text().replace("Math mostly", "Math \\udc00 mostly", 1)
     bad = tmp_path / "surrogate.json"
     bad.write_text(text)
-    with pytest.raises(esconv.ESConvFormatError, match=rf"^{bad}: conversation 4, dialog\[4\]\.content: contains a lone"):
+    with pytest.raises(esconv.ESConvFormatError,
+                       match=rf"^{bad}: conversation 4, dialog\[4\]\.content: contains a lone"):
         esconv.ingest(bad)
 
 

@@ -76,7 +76,8 @@ def test_release_source_builds_items_from_the_tiny_release(workflow_copy):
     assert source["n_records"].tolist() == [5, 2]
     # the fixture is not the pinned upstream file: recorded, not hidden
     assert source["matches_upstream"].tolist() == [False, False]
-    assert tableio.provenance_of(workflow_copy.root / "results/data/release_mapping.parquet")["release_regular_sha256"] \
+    assert tableio.provenance_of(workflow_copy.root
+                                 / "results/data/release_mapping.parquet")["release_regular_sha256"] \
         == source["sha256"].iloc[0]
 
 
@@ -87,7 +88,8 @@ def test_release_without_local_copy_is_downloaded_and_a_bad_folder_is_named(work
     proc = workflow_copy.snakemake("-n", "--config", "items={source: release}", "release={local_copy: /nowhere}",
                                    check=False)
     assert proc.returncode != 0
-    assert "release.local_copy is '/nowhere', but /nowhere/dialogues_regular.json is not a file" in proc.stdout + proc.stderr
+    assert ("release.local_copy is '/nowhere', but /nowhere/dialogues_regular.json is not a file"
+            in proc.stdout + proc.stderr)
 
 
 @pytest.mark.e2e

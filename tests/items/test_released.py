@@ -17,7 +17,8 @@ def tiny_tables():
 def test_items_are_kept_as_released_and_flagged(tiny_tables):
     conversations, turns = tiny_tables
     recs = records("regular")
-    table = released.regular_items(recs, release.map_regular(recs, conversations, turns), turns).set_index("release_key")
+    table = released.regular_items(recs, release.map_regular(recs, conversations, turns),
+                                   turns).set_index("release_key")
     tableio.to_arrow(table.reset_index(), "items")  # a valid items table
     damaged = table.loc["regular:3"]
     assert [t["text"] for t in damaged["history"]] == recs[3]["dialogue_history"]  # never repaired

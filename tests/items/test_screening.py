@@ -136,7 +136,8 @@ def test_real_esconv_280_items(real_esconv):
     scored = screening.score_couplets(pairs, screening.Lexicon.from_file(LEXICON), SETTINGS)
 
     def screen():  # screening.screen from the scored couplets: the cap and the stratified sample
-        audit = screening.select(scored, n=280, seed=20251122, max_per_conversation=SETTINGS["max_items_per_conversation"],
+        audit = screening.select(scored, n=280, seed=20251122,
+                                 max_per_conversation=SETTINGS["max_items_per_conversation"],
                                  min_per_stratum=SETTINGS["min_per_stratum"])
         return audit[screening.AUDIT_COLUMNS], screening.build_items(pairs, audit)
 
@@ -292,7 +293,9 @@ SCREENING_CONFIG = REPO / "config" / "screening.yaml"
 @needs_release
 def test_calibrated_screen_finds_the_released_couplets(real_esconv):
     """config/screening.yaml's screen finds >= 80 % of the paper's 280 released couplets and still screens."""
-    settings = yaml.safe_load(SCREENING_CONFIG.read_text())["screening"]
+    from heart.common.config import validate_config
+
+    settings = validate_config(yaml.safe_load(SCREENING_CONFIG.read_text()))["screening"]  # with the defaults
     conversations, turns = real_esconv
     records = release.read(SHARED_RELEASE_DIR / "dialogues_regular.json", "regular")
     mapping = release.map_regular(records, conversations, turns)

@@ -18,7 +18,8 @@ REPLIES = judge_qc.load_replies(REPO / "workflow/resources/annotation/qc_replies
 
 def items(n=4):
     return pd.DataFrame({"item_id": [f"i{k}" for k in range(n)], "conversation_id": [10 + k for k in range(n)],
-                         "subset": "regular", "original_reply": [f"Real reply {k}: that sounds so hard." for k in range(n)],
+                         "subset": "regular",
+                         "original_reply": [f"Real reply {k}: that sounds so hard." for k in range(n)],
                          "history": [[{"role": "seeker", "text": f"I feel lost {k}"}] for k in range(n)]})
 
 

@@ -23,7 +23,8 @@ def test_every_pair_holds_a_model_and_humans_are_never_paired_with_each_other():
     design = pairs.design(comp, items, seed=1)
     per_item = design.groupby("item_id").size()
     assert (per_item == 6 + 3 * 3).all()  # C(4,2) among models+original, 3 models x 3 humans
-    assert not design["system_a"].isin(["human", "original"]).__and__(design["system_b"].isin(["human", "original"])).any()
+    assert not design["system_a"].isin(["human", "original"]).__and__(
+        design["system_b"].isin(["human", "original"])).any()
     assert design["pair_id"].is_unique
     assert set(design["kind"]) == {"model-model", "dataset-model", "human-model"}
 

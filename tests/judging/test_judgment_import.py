@@ -178,7 +178,8 @@ def test_bad_files(tmp_path):
          r"v.jsonl, line 1: field 'judge' is missing"),
         ("v.jsonl", json.dumps({**BASE, "rationale": ["a"]}) + "\n",
          r"v.jsonl, line 1: field 'rationale' is \['a'\]; expected text"),
-        ("v.jsonl", '{"item": "i", "item": "j"}\n', r"v.jsonl, line 1: field 'item': the key appears twice in one object"),
+        ("v.jsonl", '{"item": "i", "item": "j"}\n',
+         r"v.jsonl, line 1: field 'item': the key appears twice in one object"),
         ("v.jsonl", json.dumps({**BASE, "strength": True}) + "\n", r"v.jsonl, line 1: field 'strength' is True"),
         ("v.jsonl", json.dumps({**BASE, "strength": 7}) + "\n", r"v.jsonl, line 1: field 'strength' is '7'"),
         ("v.jsonl", json.dumps({**BASE, "judge": None}) + "\n", r"v.jsonl, line 1: field 'judge' is empty"),
@@ -228,7 +229,8 @@ def combined(tmp_path, ab: dict, ba: dict):
 def test_two_orders_that_agree_combine_to_ok(tmp_path):
     row = combined(tmp_path, {"strength": "5", "axis_E": "a"}, {"strength": "2", "axis_E": "a", "axis_T": "b"})
     assert (row["status"], row["winner"], row["strength"], row["n_orders"]) == ("ok", "a", 4, 2)  # ceil(7 / 2)
-    assert not row["flipped"] and row["axis_E"] == 1 and row["axis_T"] == -1 and pd.isna(row["axis_H"])  # not marked: stays unmarked
+    assert (not row["flipped"] and row["axis_E"] == 1 and row["axis_T"] == -1
+            and pd.isna(row["axis_H"]))  # not marked: stays unmarked
     assert pd.isna(row["rationale"])  # no rationale given: none, not "AB: None | BA: None"
     one = imported(tmp_path, {"order": "AB", "rationale": "warmer"}, {"order": "BA"}).judgments.iloc[0]
     assert one["rationale"] == "AB: warmer"

@@ -235,13 +235,15 @@ def test_spend_sums_tokens_and_prices_per_model_and_mode_and_leaves_the_unreport
     rows.append(row("openai/silent", 0.001))
     table = spend(pd.DataFrame(rows), litellm).set_index(["model", "mode"])
     sync = table.loc[(claude, "sync")]
-    assert (sync["answers"], sync["priced_answers"], sync["prompt_tokens"], sync["completion_tokens"]) == (2, 2, 3000, 150)
+    assert (sync["answers"], sync["priced_answers"], sync["prompt_tokens"],
+            sync["completion_tokens"]) == (2, 2, 3000, 150)
     assert sync["cached_prompt_tokens"] == 1500 and sync["cache_write_tokens"] == 0
     assert sync["cost_usd"] == pytest.approx(0.015)
     # claude-sonnet-4-5: $3 per 10^6 input tokens, $0.30 per 10^6 read from the cache
     assert sync["prompt_cache_saving_usd"] == pytest.approx(1500 * (3e-6 - 0.3e-6))
     batch = table.loc[(claude, "batch")]
-    assert batch["answers"] == 1 and pd.isna(batch["cached_prompt_tokens"]) and pd.isna(batch["prompt_cache_saving_usd"])
+    assert (batch["answers"] == 1 and pd.isna(batch["cached_prompt_tokens"])
+            and pd.isna(batch["prompt_cache_saving_usd"]))
     local = table.loc[("openai/smollm2-135m-instruct", "sync")]
     assert local["unpriced_answers"] == 1 and pd.isna(local["cost_usd"])
     silent = table.loc[("openai/silent", "sync")]

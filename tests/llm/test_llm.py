@@ -152,7 +152,8 @@ def test_embedded_local_model_offline(tmp_path):
     specs = {"local": ModelSpec.from_config("local", LOCAL)}
     schema = {"type": "object", "required": ["winner", "strength"], "additionalProperties": False,
               "properties": {"winner": {"enum": ["A", "B"]}, "strength": {"type": "integer"}}}
-    msgs = ({"role": "system", "content": "Respond as a supportive listener in 1-3 sentences and acknowledge feelings."},
+    msgs = ({"role": "system",
+             "content": "Respond as a supportive listener in 1-3 sentences and acknowledge feelings."},
             {"role": "user", "content": "I lost my job today and I feel like giving up."})
     judge = ({"role": "user", "content": "Which reply is more supportive? A: 'ok.' B: 'That sounds so hard, "
               "what happened?' Answer as JSON with winner and strength."},)
@@ -250,7 +251,8 @@ def test_a_crashed_local_server_is_named_with_what_to_do(tmp_path):
     server = LocalServer.__new__(LocalServer)
     server.model_path, server.log = tmp_path / "m.gguf", None
     server._err = tempfile.TemporaryFile(mode="w+")
-    server.proc = subprocess.Popen([sys.executable, "-c", "import os, signal, sys; print('illegal op', file=sys.stderr);"
+    server.proc = subprocess.Popen([sys.executable, "-c",
+                                    "import os, signal, sys; print('illegal op', file=sys.stderr);"
                                     " sys.stderr.flush(); os.kill(os.getpid(), signal.SIGILL)"], stderr=server._err)
     server.proc.wait()
     text = server.death()
@@ -462,7 +464,8 @@ def test_a_models_limits_are_split_over_the_jobs_of_a_stage(tmp_path):
     smk = types.SimpleNamespace(
         params=types.SimpleNamespace(model={"name": "m", "model": "openai/m", "max_concurrency": 32, "rpm": 50},
                                      llm={"cache_dir": str(tmp_path / "cache")}, shard="3of8"),
-        input=Namedlist(fromdict={"prompt": str(prompt)}), scriptdir=str(ROOT / "workflow/scripts"), rule="judge_pairs", config={})
+        input=Namedlist(fromdict={"prompt": str(prompt)}), scriptdir=str(ROOT / "workflow/scripts"),
+        rule="judge_pairs", config={})
     stage = Stage.of(smk)
     assert stage.spec.max_concurrency == 4 and stage.engine.specs["m"] is stage.spec and stage.shard == "3of8"
 

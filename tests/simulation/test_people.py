@@ -18,7 +18,8 @@ def test_simulated_people_answer_every_task_through_the_store(tmp_path):
                            "history": [{"role": "seeker", "text": f"[SIMULATED] low, day {i}"}],
                            "original_reply": f"[SIMULATED] that is hard ({i})"} for i in range(4)])
     comp = pd.DataFrame([{"item_id": it.item_id, "system": s, "source": "model", "contributor_id": None,
-                          "text": f"[SIMULATED] {s} on {it.item_id}"} for it in items.itertuples() for s in ("m1", "m2")]
+                          "text": f"[SIMULATED] {s} on {it.item_id}"}
+                         for it in items.itertuples() for s in ("m1", "m2")]
                         + [{"item_id": it.item_id, "system": "original", "source": "dataset", "contributor_id": None,
                             "text": it.original_reply} for it in items.itertuples()])
     pairs = pairs_mod.design(comp, items, 1)
@@ -30,7 +31,8 @@ def test_simulated_people_answer_every_task_through_the_store(tmp_path):
     keys = ["reflection", "question", "reassurance"]
     assert people.answer_all(db, table, ["writing"], keys) == {"writing": 4}
     done = people.answer_all(db, table, ["rating", "spot_check"], keys, seed=1)
-    assert done == {"rating": int(table["kind"].eq("rating").sum()), "spot_check": int(table["kind"].eq("spot_check").sum())}
+    assert done == {"rating": int(table["kind"].eq("rating").sum()),
+                    "spot_check": int(table["kind"].eq("spot_check").sum())}
     conn = store_db.connect(db)
     try:
         answers = store.answers_frame(conn)

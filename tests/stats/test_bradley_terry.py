@@ -248,7 +248,8 @@ def test_a_win_without_a_strength_weighs_one_whoever_gave_it():
     mixed = judgments_frame()
     mixed.loc[0, "strength"] = pd.NA
     assert bt.comparisons(mixed)["weight"].iloc[0] == 1.0
-    assert bt.comparisons(mixed)["weight"].iloc[1:].tolist() == bt.comparisons(judgments_frame())["weight"].iloc[1:].tolist()
+    assert (bt.comparisons(mixed)["weight"].iloc[1:].tolist()
+            == bt.comparisons(judgments_frame())["weight"].iloc[1:].tolist())
 
 
 def test_comparisons_errors():

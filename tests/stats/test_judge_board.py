@@ -10,8 +10,8 @@ import pytest
 from support.tables import judgments_frame as table
 from heart.stats import bootstrap, judge_board as jb
 from support.judgments import judgment
-from support.judge_board_example import (FLIPS, JUDGE_FAMILIES, QUALITY, SYSTEM_FAMILIES, board, choice_tables, judgments, texts,
-                                         verdicts)
+from support.judge_board_example import (FLIPS, JUDGE_FAMILIES, QUALITY, SYSTEM_FAMILIES, board, choice_tables,
+                                         judgments, texts, verdicts)
 
 
 def test_every_column_by_hand():
@@ -86,7 +86,8 @@ def test_every_column_by_hand():
     assert math.isnan(b.loc["j1", "usd_per_1000"]) and "cost: no price (a local model)" in b.loc["j1", "note"]
     assert b.loc["j1", "seconds_per_1000"] == pytest.approx(1000.0) and b.loc["j1", "n_cost_pairs"] == 5
     assert b.loc["j2", "usd_per_1000"] == pytest.approx(2.0) and b.loc["j2", "seconds_per_1000"] == pytest.approx(4000)
-    assert math.isnan(b.loc["ensemble", "usd_per_1000"]) and "cost: no price for j1 (a local model each)" in b.loc["ensemble", "note"]
+    assert (math.isnan(b.loc["ensemble", "usd_per_1000"])
+            and "cost: no price for j1 (a local model each)" in b.loc["ensemble", "note"])
     assert b.loc["ensemble", "seconds_per_1000"] == pytest.approx(5000.0)
 
 

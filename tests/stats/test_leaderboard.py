@@ -1,4 +1,5 @@
-"""heart.stats.leaderboard and heart.stats.multiple_testing on SIMULATED judgments (heart.simulation.simulate), labelled as such."""
+"""heart.stats.leaderboard and heart.stats.multiple_testing on SIMULATED judgments (heart.simulation.simulate),
+labelled as such."""
 
 import numpy as np
 import pandas as pd

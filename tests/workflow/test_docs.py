@@ -6,7 +6,8 @@ import re
 from support import REPO
 
 LINK = re.compile(r"\]\(([^)#\s]+)(?:#[^)]*)?\)")
-PAGES = [REPO / "README.md", *sorted((REPO / "docs").rglob("*.md")), REPO / "workflow/README.md", REPO / "config/README.md"]
+PAGES = [REPO / "README.md", *sorted((REPO / "docs").rglob("*.md")), REPO / "workflow/README.md",
+         REPO / "config/README.md"]
 
 
 def test_the_readme_is_a_front_door():

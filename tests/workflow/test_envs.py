@@ -41,7 +41,8 @@ CONDA_ONLY = {
 RULES_WITHOUT_ENV: dict[str, str] = {}
 
 CONDA_SPEC = re.compile(r"^(?P<name>[A-Za-z0-9][A-Za-z0-9_.\-]*)\s*(?P<op>==?)\s*(?P<version>[0-9][^\s=<>!,|*]*)$")
-PIP_SPEC = re.compile(r"^(?P<name>[A-Za-z0-9][A-Za-z0-9_.\-]*)(?:\[[^\]]*\])?\s*==\s*(?P<version>[^\s;,*]+)\s*(?:;.*)?$")
+PIP_SPEC = re.compile(r"^(?P<name>[A-Za-z0-9][A-Za-z0-9_.\-]*)(?:\[[^\]]*\])?\s*==\s*"
+                      r"(?P<version>[^\s;,*]+)\s*(?:;.*)?$")
 
 
 def normalize(name: str) -> str:

@@ -61,7 +61,8 @@ MAX_LINES = 550
 
 def test_no_import_cycle_in_heart():
     graph = heart_imports()
-    assert {"heart.common.atomic", "heart.common.tableio", "heart.common.provenance", "heart.llm.engine"} <= graph.keys()
+    assert {"heart.common.atomic", "heart.common.tableio", "heart.common.provenance",
+            "heart.llm.engine"} <= graph.keys()
     assert find_cycle(graph) is None, " -> ".join(find_cycle(graph))
 
 
@@ -140,7 +141,8 @@ def test_no_function_over_80_lines_of_code():
             if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
                 lines = node.end_lineno - node.lineno + 1
                 first = node.body[0]
-                if isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant) and isinstance(first.value.value, str):
+                if (isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant)
+                        and isinstance(first.value.value, str)):
                     lines -= first.end_lineno - first.lineno + 1
                 if lines > MAX_FUNCTION_LINES:
                     long[f"{path.relative_to(HEART)}:{node.name}"] = lines
@@ -148,7 +150,8 @@ def test_no_function_over_80_lines_of_code():
 
 
 def test_no_module_shadows_the_standard_library():
-    names = {p.stem for p in HEART.rglob("*.py") if p.stem != "__init__"} | {p.parent.name for p in HEART.rglob("*/__init__.py")}
+    names = ({p.stem for p in HEART.rglob("*.py") if p.stem != "__init__"}
+             | {p.parent.name for p in HEART.rglob("*/__init__.py")})
     assert {"tableio", "figures", "stats"} <= names
     shadowing = names & set(sys.stdlib_module_names)
     assert not shadowing, shadowing

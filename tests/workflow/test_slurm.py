@@ -8,7 +8,8 @@ slurmctld, slurmd and munge through tests/slurm/slurm-local.sh, and stops them a
 Options (environment): HEART_SLURM_WITH_DBD=1 also starts slurmdbd + MariaDB and reads the
 job records with sacct instead of the jobcomp file; HEART_SLURM_TARGET=<file> runs only up to
 that target (default: results/completions/systems.parquet — ingest, screening, adversarial
-items, completions in 2 shards: 13 jobs, 5 of them on the local model, 2 merges run locally; `all` runs the whole workflow, which
+items, completions in 2 shards: 13 jobs, 5 of them on the local model, 2 merges run locally; `all` runs
+the whole workflow, which
 with judging and tagging on the local model takes far longer); HEART_SLURM_TIMEOUT=<s> per run.
 
 The same tiny config runs once locally (the reference) and once with

@@ -27,12 +27,14 @@ def test_lint_is_clean(workflow_copy):
 
 
 ONCE = {"ingest_esconv": 1, "collect_items": 1,
-        "original_completions": 1, "human_completions": 1, "summarize_systems": 1, "export_llm_cache": 1, "llm_spend": 1, "all": 1,
+        "original_completions": 1, "human_completions": 1, "summarize_systems": 1, "export_llm_cache": 1,
+        "llm_spend": 1, "all": 1,
         "design_pairs": 1, "human_judgments": 1, "combine_judgments": 1, "ratings": 1, "agreement": 1,
         "bias_audits": 1, "strategy_stats": 1, "factor_analysis": 1, "external_correlations": 1,
         "rationale_codes": 1, "multiple_testing": 1, "paper_tables": 1, "preference_shares": 1,
         "style_ratings": 1, "paper_comparison": 1, "judge_quality": 1, "rubric_table": 1, "judge_board": 1,
-        **{f"figure_{f}": 1 for f in ("leaderboard", "elo_ttft", "strategies", "elo_forest", "agreement", "bias_factors",
+        **{f"figure_{f}": 1 for f in ("leaderboard", "elo_ttft", "strategies", "elo_forest", "agreement",
+                                      "bias_factors",
                                       "example_pair", "rubric", "protocol", "judge_board")}}
 
 

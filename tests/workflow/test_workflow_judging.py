@@ -245,7 +245,8 @@ def test_editing_the_judge_prompt_rejudges_and_calls_the_judge_only(judged_copy,
     prompt = wf.root / "workflow/resources/prompts/judge/heart_pairwise.md"
     prompt.write_text(prompt.read_text() + "\nBe fair.\n")
     jobs = wf.jobs(*wf.args, env=KEY_ENV)
-    assert jobs == {"judge_pairs": 1, "merge_judgments": 1, "combine_judgments": 1, "export_llm_cache": 1, "llm_spend": 1, "all": 1,
+    assert jobs == {"judge_pairs": 1, "merge_judgments": 1, "combine_judgments": 1, "export_llm_cache": 1,
+                    "llm_spend": 1, "all": 1,
                     **dict.fromkeys(STATS_RULES, 1), **dict.fromkeys(JUDGE_FIGURES, 1), "paper_tables": 1,
                     "paper_comparison": 1, "judge_qc": 1, "judge_quality": 1,
                     "figure_protocol": 1}  # Figure 7 counts the verdicts

@@ -41,7 +41,8 @@ def test_human_completions_imported_with_violations(workflow_copy, api_server):
     human.unlink()
     human.mkdir()
     proc = wf.snakemake("results/completions/human.parquet", *cfg, check=False, env=env)
-    assert proc.returncode != 0 and "resources/human/completions.csv: cannot be read (Is a directory)" in proc.stderr, proc.stderr
+    assert (proc.returncode != 0
+            and "resources/human/completions.csv: cannot be read (Is a directory)" in proc.stderr), proc.stderr
     assert not (wf.root / "results/completions/human.parquet").exists()
 
 

@@ -116,8 +116,10 @@ def test_stage_through_a_llama_cpp_server_on_loopback(workflow_copy):
             except OSError:
                 time.sleep(0.1)
         wf = workflow_copy
+        # a call's timeout of a minute: the server shares two cores with the other worker's tests (10 s, the
+        # fake provider's, timed out under load)
         args = api_config(wf, base, n=2, concurrency=1, model="openai/smol", api_key_env=None,
-                          params={"temperature": 0, "max_tokens": 40})
+                          params={"temperature": 0, "max_tokens": 40}, timeout=60)
         wf.snakemake("results/completions/remote-a.parquet", *args)
         c = tableio.read_table(wf.root / "results/completions/remote-a.parquet")
         assert len(c) == 2 and c["text"].str.split().map(len).ge(2).all()

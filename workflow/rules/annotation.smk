@@ -21,13 +21,13 @@ rule annotation_tasks:
         summary="results/annotation/summary.parquet",
         # where `python -m heart.annotation serve --tasks ...` finds this config's store and taxonomy
         serve="results/annotation/serve.json",
-    params:
-        settings=config["annotation"],  # every key: db, seed and the writing, rating and spot-check designs
-        taxonomy=config["tagging"]["taxonomy"],
     log:
         "logs/annotation/tasks.log",
     conda:
         "../../envs/data.yaml"
+    params:
+        settings=config["annotation"],  # every key: db, seed and the writing, rating and spot-check designs
+        taxonomy=config["tagging"]["taxonomy"],
     script:
         "../scripts/annotation_tasks.py"
 
@@ -45,12 +45,12 @@ if ANNOTATION_STORE:
             labels=config["tagging"]["spot_checks"],
             # every answer, void, revocation, consent and stop, for the data release's record
             audit="results/annotation/audit.parquet",
-        params:
-            answers=annotation_fingerprint(),
         log:
             "logs/annotation/export.log",
         conda:
             "../../envs/data.yaml"
+        params:
+            answers=annotation_fingerprint(),
         script:
             "../scripts/export_annotations.py"
 

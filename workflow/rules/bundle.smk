@@ -18,12 +18,12 @@ if ARTIFACTS:
             table=f"{ARTIFACTS}/items.parquet",
         output:
             "results/items/items.parquet",
-        params:
-            table="items",
         log:
             "logs/items/bundle_items.log",
         conda:
             "../../envs/data.yaml"
+        params:
+            table="items",
         script:
             "../scripts/bundle_table.py"
 
@@ -33,12 +33,12 @@ if ARTIFACTS:
             item_table="results/items/items.parquet",
         output:
             "results/judging/pairs.parquet",
-        params:
-            table="pairs",
         log:
             "logs/judging/bundle_pairs.log",
         conda:
             "../../envs/data.yaml"
+        params:
+            table="pairs",
         script:
             "../scripts/bundle_table.py"
 
@@ -48,13 +48,13 @@ if ARTIFACTS:
             pair_table="results/judging/pairs.parquet",
         output:
             "results/judging/llm/{judge}.parquet",
-        params:
-            table="judge_verdicts",
-            where=lambda wc: {"judge": wc.judge},
         log:
             "logs/judging/bundle_verdicts_{judge}.log",
         conda:
             "../../envs/data.yaml"
+        params:
+            table="judge_verdicts",
+            where=lambda wc: {"judge": wc.judge},
         script:
             "../scripts/bundle_table.py"
 
@@ -63,13 +63,13 @@ if ARTIFACTS:
             table=f"{ARTIFACTS}/judge_checks.parquet",
         output:
             "results/judging/qc/{judge}.parquet",
-        params:
-            table="judge_verdicts",
-            where=lambda wc: {"judge": wc.judge},
         log:
             "logs/judging/qc/bundle_checks_{judge}.log",
         conda:
             "../../envs/data.yaml"
+        params:
+            table="judge_verdicts",
+            where=lambda wc: {"judge": wc.judge},
         script:
             "../scripts/bundle_table.py"
 
@@ -79,13 +79,13 @@ if ARTIFACTS:
             item_table="results/items/items.parquet",
         output:
             "results/tagging/{tagger}.parquet",
-        params:
-            table="strategy_tags",
-            where=lambda wc: {"tagger": wc.tagger},
         log:
             "logs/tagging/bundle_tags_{tagger}.log",
         conda:
             "../../envs/data.yaml"
+        params:
+            table="strategy_tags",
+            where=lambda wc: {"tagger": wc.tagger},
         script:
             "../scripts/bundle_table.py"
 
@@ -93,10 +93,12 @@ else:
     from heart.bundle.study import study_settings
 
     # the run's human files and imported judgments by name ([] where it has none: then the bundle has none)
-    BUNDLE_INPUTS = {"human_completions": human_file(config["human_completions"]["path"]),
-                     "human_judgments": human_file(config["human_judgments"]["path"]),
-                     "strategy_labels": human_file(config["tagging"]["spot_checks"]),
-                     "imported_judgments": optional_file(config["imported_judgments"]["path"])}
+    BUNDLE_INPUTS = {
+        "human_completions": human_file(config["human_completions"]["path"]),
+        "human_judgments": human_file(config["human_judgments"]["path"]),
+        "strategy_labels": human_file(config["tagging"]["spot_checks"]),
+        "imported_judgments": optional_file(config["imported_judgments"]["path"]),
+    }
 
     rule export_bundle:
         # on demand (make bundle): the data release of this run, in the formats the importers read
@@ -111,14 +113,14 @@ else:
             human=[path for paths in BUNDLE_INPUTS.values() for path in paths],
         output:
             directory("results/bundle"),
+        log:
+            "logs/bundle/export_bundle.log",
+        conda:
+            "../../envs/data.yaml"
         params:
             # which human file is which (None: the run has none, and the bundle says so)
             files={name: (paths or [None])[0] for name, paths in BUNDLE_INPUTS.items()},
             # the study's settings, without key names, servers or local paths (heart.bundle.study)
             study=study_settings(config),
-        log:
-            "logs/bundle/export_bundle.log",
-        conda:
-            "../../envs/data.yaml"
         script:
             "../scripts/export_bundle.py"

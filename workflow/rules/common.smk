@@ -37,8 +37,13 @@ def bundle_config(path):
 
 
 try:
-    start_config(config, dict(workflow.config_settings.config), PROMPTS, bundle_config=bundle_config,
-                 checks=[judge_kinds.config_problems, batch_protocols.config_problems])
+    start_config(
+        config,
+        dict(workflow.config_settings.config),
+        PROMPTS,
+        bundle_config=bundle_config,
+        checks=[judge_kinds.config_problems, batch_protocols.config_problems],
+    )
 except StartupError as exc:
     raise WorkflowError(str(exc)) from None
 ARTIFACTS = (config.get("artifacts") or {}).get("path")
@@ -79,16 +84,19 @@ RELEASED_ITEMS = config["items"]["source"] == "release"
 # config analysis_only: only the statistics and figures, on a table of judgments made elsewhere
 ANALYSIS_ONLY = "analysis_only" in config
 # model metadata (Table 1, the external correlations): the paper's, or an analysis-only run's own
-MODELS_CSV = ((ANALYSIS_ONLY and config["analysis_only"].get("models"))
-              or (ARTIFACTS and str(Path(ARTIFACTS) / "models.csv"))
-              or workflow.source_path("../resources/external/models.csv"))
+MODELS_CSV = (
+    (ANALYSIS_ONLY and config["analysis_only"].get("models"))
+    or (ARTIFACTS and str(Path(ARTIFACTS) / "models.csv"))
+    or workflow.source_path("../resources/external/models.csv")
+)
 # a rehearsal against heart.simulation.simulator (config/rehearsal.yaml): its figures, tables and report say so
 RUN_LABEL = "SIMULATED" if config.get("simulated") else None
 MODEL_SYSTEMS = sorted(config["systems"])  # called by this workflow
 IMPORTED_SYSTEMS = sorted(config["imported_systems"])  # completions made elsewhere, read from files
 # the completions whose measured TTFT Figure 5 and the correlations may use (none in an analysis-only run)
-TTFT_COMPLETIONS = expand("results/completions/{system}.parquet",
-                          system=[] if ANALYSIS_ONLY else MODEL_SYSTEMS + IMPORTED_SYSTEMS)
+TTFT_COMPLETIONS = expand(
+    "results/completions/{system}.parquet", system=[] if ANALYSIS_ONLY else MODEL_SYSTEMS + IMPORTED_SYSTEMS
+)
 # the systems with completion tables (an analysis-only run has none: only judgments)
 SYSTEMS = [] if ANALYSIS_ONLY else MODEL_SYSTEMS + IMPORTED_SYSTEMS + ["original", "human"]
 # every system's completion table: the input of whatever reads replies (pairs, judging, tagging, statistics)
@@ -165,10 +173,23 @@ def rule_logs():
     """Rule file -> its rules -> their possible log files: each log pattern expanded over this run's judges,
     taggers, systems and shards, under the rule's own wildcard constraints. Called when the DAG is built,
     once every rule file is read."""
+
     def logs(rule):
-        return sorted({path for f in rule.log for path in expand(
-            strip_wildcard_constraints(str(f)), judge=JUDGES, tagger=TAGGERS, shard=SHARDS,
-            system=MODEL_SYSTEMS + IMPORTED_SYSTEMS, allow_missing=True) if f.regex().fullmatch(path)})
+        return sorted(
+            {
+                path
+                for f in rule.log
+                for path in expand(
+                    strip_wildcard_constraints(str(f)),
+                    judge=JUDGES,
+                    tagger=TAGGERS,
+                    shard=SHARDS,
+                    system=MODEL_SYSTEMS + IMPORTED_SYSTEMS,
+                    allow_missing=True,
+                )
+                if f.regex().fullmatch(path)
+            }
+        )
 
     stems = sorted({Path(r.snakefile).stem for r in workflow.rules})
     return {stem: {r.name: logs(r) for r in workflow.rules if Path(r.snakefile).stem == stem} for stem in stems}
@@ -184,7 +205,8 @@ def figure_style(name):
     is one (versioned resources: editing one reruns the figures that read it)."""
     own = Path(workflow.basedir) / "workflow" / "resources" / "figures" / f"{name}.yaml"
     return [workflow.source_path("../resources/figures/style.yaml")] + (
-        [workflow.source_path(f"../resources/figures/{name}.yaml")] if own.is_file() else [])
+        [workflow.source_path(f"../resources/figures/{name}.yaml")] if own.is_file() else []
+    )
 
 
 def taxonomy_file():
@@ -211,8 +233,11 @@ def optional_file(path):
 # the human-data store (heart.annotation): once it exists, rule export_annotations writes the three human
 # import files from it, and each run reads what was collected so far
 ANNOTATION_STORE = not (ANALYSIS_ONLY or ARTIFACTS) and os.path.exists(config["annotation"]["db"])
-ANNOTATION_EXPORTS = [config["human_completions"]["path"], config["human_judgments"]["path"],
-                      config["tagging"]["spot_checks"]]
+ANNOTATION_EXPORTS = [
+    config["human_completions"]["path"],
+    config["human_judgments"]["path"],
+    config["tagging"]["spot_checks"],
+]
 if ANNOTATION_STORE:
     from heart.annotation.export import ExportError, check_writable  # noqa: E402
 
@@ -220,8 +245,10 @@ if ANNOTATION_STORE:
         try:
             check_writable(_path)  # Snakemake removes a job's old outputs: never a file the export did not write
         except ExportError as exc:
-            raise WorkflowError(f"{exc} (the annotation store {config['annotation']['db']} exists, so rule "
-                                "export_annotations writes this path)") from None
+            raise WorkflowError(
+                f"{exc} (the annotation store {config['annotation']['db']} exists, so rule "
+                "export_annotations writes this path)"
+            ) from None
 
 
 def annotation_fingerprint():
@@ -242,4 +269,3 @@ def human_file(path):
 
 def replay_input():
     return [config["llm"]["replay"]] if config["llm"]["replay"] else []
-

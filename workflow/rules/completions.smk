@@ -2,9 +2,6 @@
 
 
 rule generate_completions:
-    # one shard of the items (llm.shards); merge_completions joins the shards
-    wildcard_constraints:
-        system="|".join(map(re.escape, MODEL_SYSTEMS)) or "(?!)",
     input:
         item_table="results/items/items.parquet",
         prompt=lambda wc: workflow.source_path(
@@ -13,46 +10,46 @@ rule generate_completions:
         replay=replay_input(),
     output:
         "results/completions/shards/{system}/{shard}.parquet",
+    log:
+        "logs/completions/{system}/{shard}.log",
+    benchmark:
+        "benchmarks/completions/{system}/{shard}.tsv"
+    # one shard of the items (llm.shards); merge_completions joins the shards
+    wildcard_constraints:
+        system="|".join(map(re.escape, MODEL_SYSTEMS)) or "(?!)",
+    conda:
+        "../../envs/llm.yaml"
+    resources:
+        local_llm=lambda wc: uses_local_model(config["systems"][wc.system]["model"]),
     params:
         system=lambda wc: wc.system,
         shard=lambda wc: wc.shard,
         prompt_name=lambda wc: config["systems"][wc.system]["prompt"],
         model=lambda wc: model_params(config["systems"][wc.system]["model"]),
         llm=ENGINE,
-    resources:
-        local_llm=lambda wc: uses_local_model(config["systems"][wc.system]["model"]),
-    log:
-        "logs/completions/{system}/{shard}.log",
-    benchmark:
-        "benchmarks/completions/{system}/{shard}.tsv"
-    conda:
-        "../../envs/llm.yaml"
     script:
         "../scripts/generate_completions.py"
 
 
 rule merge_completions:
-    wildcard_constraints:
-        system="|".join(map(re.escape, MODEL_SYSTEMS)) or "(?!)",
     input:
         item_table="results/items/items.parquet",
         shards=expand("results/completions/shards/{{system}}/{shard}.parquet", shard=SHARDS),
     output:
         "results/completions/{system}.parquet",
-    params:
-        table="completions",
     log:
         "logs/completions/{system}.log",
+    wildcard_constraints:
+        system="|".join(map(re.escape, MODEL_SYSTEMS)) or "(?!)",
     conda:
         "../../envs/data.yaml"
+    params:
+        table="completions",
     script:
         "../scripts/merge_shards.py"
 
 
 rule import_completions:
-    # a system whose completions were made elsewhere (config imported_systems), read like human ones
-    wildcard_constraints:
-        system="|".join(map(re.escape, IMPORTED_SYSTEMS)) or "(?!)",
     input:
         item_table="results/items/items.parquet",
         completions=lambda wc: config["imported_systems"][wc.system]["path"],
@@ -61,6 +58,9 @@ rule import_completions:
         violations="results/completions/imported/{system}_violations.parquet",
     log:
         "logs/completions/{system}.log",
+    # a system whose completions were made elsewhere (config imported_systems), read like human ones
+    wildcard_constraints:
+        system="|".join(map(re.escape, IMPORTED_SYSTEMS)) or "(?!)",
     conda:
         "../../envs/data.yaml"
     script:
@@ -88,14 +88,14 @@ rule human_completions:
         completions="results/completions/human.parquet",
         violations="results/completions/human_violations.parquet",
         protocol="results/completions/human_protocol.parquet",
-    params:
-        path=config["human_completions"]["path"],
-        per_context=config["human_completions"]["per_context"],
-        pool_size=config["human_completions"]["pool_size"],
     log:
         "logs/completions/human.log",
     conda:
         "../../envs/data.yaml"
+    params:
+        path=config["human_completions"]["path"],
+        per_context=config["human_completions"]["per_context"],
+        pool_size=config["human_completions"]["pool_size"],
     script:
         "../scripts/human_completions.py"
 
@@ -105,15 +105,15 @@ rule summarize_systems:
         COMPLETIONS,
     output:
         "results/completions/systems.parquet",
+    log:
+        "logs/completions/summarize_systems.log",
+    conda:
+        "../../envs/data.yaml"
     params:
         systems=SYSTEMS,
         imported={s: c["path"] for s, c in config["imported_systems"].items()},
         human_path=config["human_completions"]["path"],
         # the note tells "no file" from "a file with nothing usable in it"
         human_file=bool(human_file(config["human_completions"]["path"])),
-    log:
-        "logs/completions/summarize_systems.log",
-    conda:
-        "../../envs/data.yaml"
     script:
         "../scripts/summarize_systems.py"

@@ -4,16 +4,16 @@
 rule download_esconv:
     output:
         "resources/esconv/ESConv.json",
+    log:
+        "logs/data/download_esconv.log",
+    conda:
+        "../../envs/data.yaml"
     params:
         url=config["esconv"]["url"],
         sha256=config["esconv"]["sha256"],
         what="ESConv",
         setting="esconv",
         howto=None,
-    log:
-        "logs/data/download_esconv.log",
-    conda:
-        "../../envs/data.yaml"
     script:
         "../scripts/download.py"
 
@@ -22,8 +22,12 @@ rule download_release:
     # the paper's released contexts, when no local copy is configured (release.local_copy)
     output:
         "resources/heart-release/dialogues_{subset}.json",
+    log:
+        "logs/data/download_release_{subset}.log",
     wildcard_constraints:
         subset="regular|adversarial",
+    conda:
+        "../../envs/data.yaml"
     params:
         url=lambda wc: config["release"][wc.subset]["url"],
         sha256=lambda wc: config["release"][wc.subset]["sha256"],
@@ -34,10 +38,6 @@ rule download_release:
             "(the folder holding dialogues_regular.json and dialogues_adversarial.json; or run: make run "
             "RELEASE=/path/to/folder), or place the files in resources/heart-release/."
         ),
-    log:
-        "logs/data/download_release_{subset}.log",
-    conda:
-        "../../envs/data.yaml"
     script:
         "../scripts/download.py"
 
@@ -49,12 +49,12 @@ rule ingest_esconv:
         conversations="results/data/conversations.parquet",
         turns="results/data/turns.parquet",
         source="results/data/esconv_source.parquet",
-    params:
-        upstream_sha256=config["esconv"]["sha256"],
     log:
         "logs/data/ingest_esconv.log",
     conda:
         "../../envs/data.yaml"
+    params:
+        upstream_sha256=config["esconv"]["sha256"],
     script:
         "../scripts/ingest_esconv.py"
 
@@ -68,11 +68,11 @@ rule map_release:
     output:
         mapping="results/data/release_mapping.parquet",
         source="results/data/release_source.parquet",
-    params:
-        upstream={subset: config["release"][subset] for subset in ("regular", "adversarial")},
     log:
         "logs/data/map_release.log",
     conda:
         "../../envs/data.yaml"
+    params:
+        upstream={subset: config["release"][subset] for subset in ("regular", "adversarial")},
     script:
         "../scripts/map_release.py"

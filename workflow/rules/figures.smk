@@ -4,48 +4,56 @@
 
 rule figure_leaderboard:
     input:
+        # whether the LLM judges behind the figure pass their known-answer checks (a study's own judges)
+        **({} if ANALYSIS_ONLY else {"judge_quality": "results/judging/judge_quality.parquet"}),
         ratings="results/stats/ratings.parquet",
         models=MODELS_CSV,  # each model's display name (figure_name)
         style=figure_style("fig4_leaderboard"),
-        # whether the LLM judges behind the figure pass their known-answer checks (a study's own judges)
-        **({} if ANALYSIS_ONLY else {"judge_quality": "results/judging/judge_quality.parquet"}),
     output:
-        png=report("results/figures/fig4_leaderboard.png", caption="../report/fig4_leaderboard.rst",
-                   category="1. Leaderboard", labels={"figure": "Figure 4: leaderboard heatmap"}),
+        png=report(
+            "results/figures/fig4_leaderboard.png",
+            caption="../report/fig4_leaderboard.rst",
+            category="1. Leaderboard",
+            labels={"figure": "Figure 4: leaderboard heatmap"},
+        ),
         pdf="results/figures/fig4_leaderboard.pdf",
-    params:
-        label=RUN_LABEL,  # "SIMULATED" across a rehearsal's figures
-        fig4=config["figures"]["fig4"],
     log:
         "logs/figures/fig4_leaderboard.log",
     conda:
         "../../envs/figures.yaml"
+    params:
+        label=RUN_LABEL,  # "SIMULATED" across a rehearsal's figures
+        fig4=config["figures"]["fig4"],
     script:
         "../scripts/figure_leaderboard.py"
 
 
 rule figure_elo_ttft:
     input:
+        # whether the LLM judges behind the figure pass their known-answer checks (a study's own judges)
+        **({} if ANALYSIS_ONLY else {"judge_quality": "results/judging/judge_quality.parquet"}),
         ratings="results/stats/ratings.parquet",
         models=MODELS_CSV,
         completions=TTFT_COMPLETIONS,
         correlations="results/stats/external_correlations.parquet",  # its rho, not computed again
         style=figure_style("fig5_elo_ttft"),
-        # whether the LLM judges behind the figure pass their known-answer checks (a study's own judges)
-        **({} if ANALYSIS_ONLY else {"judge_quality": "results/judging/judge_quality.parquet"}),
     output:
-        png=report("results/figures/fig5_elo_ttft.png", caption="../report/fig5_elo_ttft.rst",
-                   category="1. Leaderboard", labels={"figure": "Figure 5: Elo vs TTFT"}),
+        png=report(
+            "results/figures/fig5_elo_ttft.png",
+            caption="../report/fig5_elo_ttft.rst",
+            category="1. Leaderboard",
+            labels={"figure": "Figure 5: Elo vs TTFT"},
+        ),
         pdf="results/figures/fig5_elo_ttft.pdf",
+    log:
+        "logs/figures/fig5_elo_ttft.log",
+    conda:
+        "../../envs/figures.yaml"
     params:
         label=RUN_LABEL,  # "SIMULATED" across a rehearsal's figures
         source=config["figures"]["fig4"]["source"],
         display_names=config["figures"]["fig4"]["display_names"],
         ttft_source=config["figures"]["fig5"]["ttft_source"],
-    log:
-        "logs/figures/fig5_elo_ttft.log",
-    conda:
-        "../../envs/figures.yaml"
     script:
         "../scripts/figure_elo_ttft.py"
 
@@ -55,35 +63,43 @@ rule figure_strategies:
         usage="results/stats/strategy_usage.parquet",
         style=figure_style("fig6_strategies"),
     output:
-        png=report("results/figures/fig6_strategies.png", caption="../report/fig6_strategies.rst",
-                   category="3. Strategies", labels={"figure": "Figure 6: strategy usage"}),
+        png=report(
+            "results/figures/fig6_strategies.png",
+            caption="../report/fig6_strategies.rst",
+            category="3. Strategies",
+            labels={"figure": "Figure 6: strategy usage"},
+        ),
         pdf="results/figures/fig6_strategies.pdf",
-    params:
-        label=RUN_LABEL,  # "SIMULATED" across a rehearsal's figures
     log:
         "logs/figures/fig6_strategies.log",
     conda:
         "../../envs/figures.yaml"
+    params:
+        label=RUN_LABEL,  # "SIMULATED" across a rehearsal's figures
     script:
         "../scripts/figure_strategies.py"
 
 
 rule figure_elo_forest:
     input:
-        ratings="results/stats/ratings.parquet",
-        style=figure_style("elo_forest"),
         # whether the LLM judges behind the figure pass their known-answer checks (a study's own judges)
         **({} if ANALYSIS_ONLY else {"judge_quality": "results/judging/judge_quality.parquet"}),
+        ratings="results/stats/ratings.parquet",
+        style=figure_style("elo_forest"),
     output:
-        png=report("results/figures/elo_forest.png", caption="../report/elo_forest.rst",
-                   category="1. Leaderboard", labels={"figure": "Elo with both intervals, by subset"}),
+        png=report(
+            "results/figures/elo_forest.png",
+            caption="../report/elo_forest.rst",
+            category="1. Leaderboard",
+            labels={"figure": "Elo with both intervals, by subset"},
+        ),
         pdf="results/figures/elo_forest.pdf",
-    params:
-        label=RUN_LABEL,  # "SIMULATED" across a rehearsal's figures
     log:
         "logs/figures/elo_forest.log",
     conda:
         "../../envs/figures.yaml"
+    params:
+        label=RUN_LABEL,  # "SIMULATED" across a rehearsal's figures
     script:
         "../scripts/figure_elo_forest.py"
 
@@ -95,16 +111,20 @@ rule figure_agreement:
         trivial="results/stats/trivial_judges.parquet",
         style=figure_style("agreement"),
     output:
-        png=report("results/figures/agreement.png", caption="../report/agreement.rst",
-                   category="2. Judges", labels={"figure": "Agreement"}),
+        png=report(
+            "results/figures/agreement.png",
+            caption="../report/agreement.rst",
+            category="2. Judges",
+            labels={"figure": "Agreement"},
+        ),
         pdf="results/figures/agreement.pdf",
-    params:
-        label=RUN_LABEL,  # "SIMULATED" across a rehearsal's figures
-        ci=config["stats"]["ci"],  # the legend names the intervals' coverage
     log:
         "logs/figures/agreement.log",
     conda:
         "../../envs/figures.yaml"
+    params:
+        label=RUN_LABEL,  # "SIMULATED" across a rehearsal's figures
+        ci=config["stats"]["ci"],  # the legend names the intervals' coverage
     script:
         "../scripts/figure_agreement.py"
 
@@ -118,15 +138,19 @@ rule figure_bias_factors:
         loadings="results/stats/factor_loadings.parquet",
         style=figure_style("bias_factors"),
     output:
-        png=report("results/figures/bias_factors.png", caption="../report/bias_factors.rst",
-                   category="2. Judges", labels={"figure": "Bias audits and factor loadings"}),
+        png=report(
+            "results/figures/bias_factors.png",
+            caption="../report/bias_factors.rst",
+            category="2. Judges",
+            labels={"figure": "Bias audits and factor loadings"},
+        ),
         pdf="results/figures/bias_factors.pdf",
-    params:
-        label=RUN_LABEL,  # "SIMULATED" across a rehearsal's figures
     log:
         "logs/figures/bias_factors.log",
     conda:
         "../../envs/figures.yaml"
+    params:
+        label=RUN_LABEL,  # "SIMULATED" across a rehearsal's figures
     script:
         "../scripts/figure_bias_factors.py"
 
@@ -138,17 +162,25 @@ rule figure_example_pair:
         completions=COMPLETIONS,
         style=figure_style("example_pair"),
     output:
-        png=report("results/figures/example_pair.png", caption="../report/example_pair.rst",
-                   category="2. Judges", labels={"figure": "An example judged pair"}),
+        png=report(
+            "results/figures/example_pair.png",
+            caption="../report/example_pair.rst",
+            category="2. Judges",
+            labels={"figure": "An example judged pair"},
+        ),
         pdf="results/figures/example_pair.pdf",
-        html=report("results/figures/example_pair.html", caption="../report/example_pair.rst",
-                    category="2. Judges", labels={"figure": "An example judged pair (HTML)"}),
-    params:
-        label=RUN_LABEL,  # "SIMULATED" across a rehearsal's figures
+        html=report(
+            "results/figures/example_pair.html",
+            caption="../report/example_pair.rst",
+            category="2. Judges",
+            labels={"figure": "An example judged pair (HTML)"},
+        ),
     log:
         "logs/figures/example_pair.log",
     conda:
         "../../envs/figures.yaml"
+    params:
+        label=RUN_LABEL,  # "SIMULATED" across a rehearsal's figures
     script:
         "../scripts/figure_example_pair.py"
 
@@ -159,15 +191,19 @@ rule figure_rubric:
         rubric=rubric_file(),
         style=figure_style("fig1_rubric"),
     output:
-        png=report("results/figures/fig1_rubric.png", caption="../report/fig1_rubric.rst",
-                   category="0. The benchmark", labels={"figure": "Figure 1: the HEART axes"}),
+        png=report(
+            "results/figures/fig1_rubric.png",
+            caption="../report/fig1_rubric.rst",
+            category="0. The benchmark",
+            labels={"figure": "Figure 1: the HEART axes"},
+        ),
         pdf="results/figures/fig1_rubric.pdf",
-    params:
-        label=RUN_LABEL,
     log:
         "logs/figures/fig1_rubric.log",
     conda:
         "../../envs/figures.yaml"
+    params:
+        label=RUN_LABEL,
     script:
         "../scripts/figure_rubric.py"
 
@@ -184,18 +220,22 @@ if not ANALYSIS_ONLY:
             tags=expand("results/tagging/{tagger}.parquet", tagger=TAGGERS),
             style=figure_style("fig7_protocol"),
         output:
-            png=report("results/figures/fig7_protocol.png", caption="../report/fig7_protocol.rst",
-                       category="0. The benchmark", labels={"figure": "Figure 7: evaluation protocol"}),
+            png=report(
+                "results/figures/fig7_protocol.png",
+                caption="../report/fig7_protocol.rst",
+                category="0. The benchmark",
+                labels={"figure": "Figure 7: evaluation protocol"},
+            ),
             pdf="results/figures/fig7_protocol.pdf",
+        log:
+            "logs/figures/fig7_protocol.log",
+        conda:
+            "../../envs/figures.yaml"
         params:
             label=RUN_LABEL,
             n_boot=config["stats"]["n_boot"],
             # the figure lists the rules whose logs exist: those that ran
             rules=lambda wc: rule_logs(),
-        log:
-            "logs/figures/fig7_protocol.log",
-        conda:
-            "../../envs/figures.yaml"
         script:
             "../scripts/figure_protocol.py"
 
@@ -203,20 +243,24 @@ if not ANALYSIS_ONLY:
 rule figure_judge_board:
     # the judge leaderboard (rule judge_board): agreement with people, biases, flips, QC, separability, cost
     input:
+        # whether the LLM judges pass their known-answer checks (a study's own judges)
+        **({} if ANALYSIS_ONLY else {"judge_quality": "results/judging/judge_quality.parquet"}),
         board="results/stats/judge_board.parquet",
         ensembles="results/stats/judge_ensembles.parquet",
         style=figure_style("judge_board"),
-        # whether the LLM judges pass their known-answer checks (a study's own judges)
-        **({} if ANALYSIS_ONLY else {"judge_quality": "results/judging/judge_quality.parquet"}),
     output:
-        png=report("results/figures/judge_board.png", caption="../report/judge_board.rst",
-                   category="2. Judges", labels={"figure": "Judge leaderboard"}),
+        png=report(
+            "results/figures/judge_board.png",
+            caption="../report/judge_board.rst",
+            category="2. Judges",
+            labels={"figure": "Judge leaderboard"},
+        ),
         pdf="results/figures/judge_board.pdf",
-    params:
-        label=RUN_LABEL,  # "SIMULATED" across a rehearsal's figures
     log:
         "logs/figures/judge_board.log",
     conda:
         "../../envs/figures.yaml"
+    params:
+        label=RUN_LABEL,  # "SIMULATED" across a rehearsal's figures
     script:
         "../scripts/figure_judge_board.py"

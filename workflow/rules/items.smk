@@ -29,20 +29,19 @@ else:
         output:
             audit="results/items/screening_audit.parquet",
             regular="results/items/regular.parquet",
-        params:
-            # every screening setting but calibrate (which only asks for the calibration table)
-            screening={k: v for k, v in config["screening"].items() if k != "calibrate"},
-            n=config["regular_items"]["n"],
-            seed=config["regular_items"]["seed"],
         log:
             "logs/items/screen_items.log",
         benchmark:
             "benchmarks/items/screen_items.tsv"
         conda:
             "../../envs/data.yaml"
+        params:
+            # every screening setting but calibrate (which only asks for the calibration table)
+            screening={k: v for k, v in config["screening"].items() if k != "calibrate"},
+            n=config["regular_items"]["n"],
+            seed=config["regular_items"]["seed"],
         script:
             "../scripts/screen_items.py"
-
 
     rule screening_calibration:
         # the screen against the paper's released items: recall, selectivity, context lengths
@@ -69,18 +68,18 @@ else:
         output:
             adversarial="results/items/adversarial.parquet",
             attempts="results/items/adversarial_attempts.parquet",
-        params:
-            settings={k: v for k, v in config["adversarial_items"].items() if k != "model"},  # the model: below
-            model=model_params(config["adversarial_items"]["model"]),
-            llm=ENGINE,
-        resources:
-            local_llm=uses_local_model(config["adversarial_items"]["model"]),
         log:
             "logs/items/make_adversarial_items.log",
         benchmark:
             "benchmarks/items/make_adversarial_items.tsv"
         conda:
             "../../envs/llm.yaml"
+        resources:
+            local_llm=uses_local_model(config["adversarial_items"]["model"]),
+        params:
+            settings={k: v for k, v in config["adversarial_items"].items() if k != "model"},  # the model: below
+            model=model_params(config["adversarial_items"]["model"]),
+            llm=ENGINE,
         script:
             "../scripts/make_adversarial_items.py"
 

@@ -14,12 +14,12 @@ if ANALYSIS_ONLY:
             verdicts="results/judging/imported_verdicts.parquet",
             flips="results/judging/flip_rates.parquet",
             sources="results/judging/sources.parquet",
-        params:
-            strength_map=config["human_judgments"]["strength_map"],
         log:
             "logs/judging/import_judgments.log",
         conda:
             "../../envs/data.yaml"
+        params:
+            strength_map=config["human_judgments"]["strength_map"],
         script:
             "../scripts/import_judgments.py"
 
@@ -31,16 +31,15 @@ else:
             completions=COMPLETIONS,
         output:
             "results/judging/pairs.parquet",
-        params:
-            seed=config["judging"]["seed"],
-            sample=config["judging"]["pair_sample"],
         log:
             "logs/judging/design_pairs.log",
         conda:
             "../../envs/data.yaml"
+        params:
+            seed=config["judging"]["seed"],
+            sample=config["judging"]["pair_sample"],
         script:
             "../scripts/design_pairs.py"
-
 
     rule judge_pairs:
         # one shard of the pairs, by their item (llm.shards); merge_judgments joins the shards
@@ -53,6 +52,14 @@ else:
             replay=replay_input(),
         output:
             "results/judging/shards/{judge}/{shard}.parquet",
+        log:
+            "logs/judging/{judge}/{shard}.log",
+        benchmark:
+            "benchmarks/judging/{judge}/{shard}.tsv"
+        conda:
+            "../../envs/llm.yaml"
+        resources:
+            local_llm=lambda wc: uses_local_model(judge_of(wc.judge).model),
         params:
             judge=lambda wc: judge_of(wc.judge).as_params(),  # heart.judging.judge.Judge, as a plain dict
             model=lambda wc: model_params(judge_of(wc.judge).model),
@@ -61,14 +68,6 @@ else:
             exclude_own_family=config["judging"]["exclude_own_family"],
             both_orders=config["judging"]["both_orders"],
             llm=ENGINE,
-        resources:
-            local_llm=lambda wc: uses_local_model(judge_of(wc.judge).model),
-        log:
-            "logs/judging/{judge}/{shard}.log",
-        benchmark:
-            "benchmarks/judging/{judge}/{shard}.tsv"
-        conda:
-            "../../envs/llm.yaml"
         script:
             "../scripts/judge_pairs.py"
 
@@ -82,6 +81,14 @@ else:
             replay=replay_input(),
         output:
             "results/judging/qc/{judge}.parquet",
+        log:
+            "logs/judging/qc/{judge}.log",
+        benchmark:
+            "benchmarks/judging/qc/{judge}.tsv"
+        conda:
+            "../../envs/llm.yaml"
+        resources:
+            local_llm=lambda wc: uses_local_model(judge_of(wc.judge).model),
         params:
             judge=lambda wc: judge_of(wc.judge).for_quality_checks().as_params(),
             model=lambda wc: model_params(judge_of(wc.judge).model),
@@ -89,14 +96,6 @@ else:
             seed=config["judging"]["seed"],
             kinds=config["judging"]["qc"]["kinds"],
             llm=ENGINE,
-        resources:
-            local_llm=lambda wc: uses_local_model(judge_of(wc.judge).model),
-        log:
-            "logs/judging/qc/{judge}.log",
-        benchmark:
-            "benchmarks/judging/qc/{judge}.tsv"
-        conda:
-            "../../envs/llm.yaml"
         script:
             "../scripts/judge_qc.py"
 
@@ -109,16 +108,15 @@ else:
             flips="results/judging/flip_rates.parquet",
         output:
             "results/judging/judge_quality.parquet",
-        params:
-            seed=config["judging"]["seed"],
-            kinds=config["judging"]["qc"]["kinds"],
         log:
             "logs/judging/judge_quality.log",
         conda:
             "../../envs/data.yaml"
+        params:
+            seed=config["judging"]["seed"],
+            kinds=config["judging"]["qc"]["kinds"],
         script:
             "../scripts/judge_quality.py"
-
 
     rule merge_judgments:
         input:
@@ -126,15 +124,14 @@ else:
             shards=expand("results/judging/shards/{{judge}}/{shard}.parquet", shard=SHARDS),
         output:
             "results/judging/llm/{judge}.parquet",
-        params:
-            table="judge_verdicts",
         log:
             "logs/judging/{judge}.log",
         conda:
             "../../envs/data.yaml"
+        params:
+            table="judge_verdicts",
         script:
             "../scripts/merge_shards.py"
-
 
     rule human_judgments:
         input:
@@ -144,15 +141,14 @@ else:
         output:
             judgments="results/judging/human.parquet",
             raters="results/judging/human_raters.parquet",
-        params:
-            settings=config["human_judgments"],
         log:
             "logs/judging/human.log",
         conda:
             "../../envs/data.yaml"
+        params:
+            settings=config["human_judgments"],
         script:
             "../scripts/human_judgments.py"
-
 
     rule combine_judgments:
         input:
@@ -168,6 +164,10 @@ else:
             flips="results/judging/flip_rates.parquet",
             sources="results/judging/sources.parquet",
             imported_verdicts="results/judging/imported_verdicts.parquet",
+        log:
+            "logs/judging/combine_judgments.log",
+        conda:
+            "../../envs/data.yaml"
         params:
             strength_map=config["human_judgments"]["strength_map"],
             judges=JUDGES,
@@ -176,9 +176,5 @@ else:
             exclude_own_family=config["judging"]["exclude_own_family"],
             human_path=config["human_judgments"]["path"],
             human_file=bool(human_file(config["human_judgments"]["path"])),
-        log:
-            "logs/judging/combine_judgments.log",
-        conda:
-            "../../envs/data.yaml"
         script:
             "../scripts/combine_judgments.py"

@@ -14,13 +14,13 @@ rule export_llm_cache:
         replay=replay_input(),
     output:
         "results/llm/cache.parquet",
-    params:
-        cache_dir=config["llm"]["cache_dir"],
-        replay=config["llm"]["replay"],
     log:
         "logs/llm/export_llm_cache.log",
     conda:
         "../../envs/llm.yaml"
+    params:
+        cache_dir=config["llm"]["cache_dir"],
+        replay=config["llm"]["replay"],
     script:
         "../scripts/export_llm_cache.py"
 
@@ -32,8 +32,12 @@ rule llm_spend:
         "results/llm/cache.parquet",
     output:
         table="results/llm/spend.parquet",
-        csv=report("results/tables/llm_spend.csv", caption="../report/table_llm_spend.rst",
-                   category="5. The run", labels={"table": "llm_spend", "format": "csv"}),
+        csv=report(
+            "results/tables/llm_spend.csv",
+            caption="../report/table_llm_spend.rst",
+            category="5. The run",
+            labels={"table": "llm_spend", "format": "csv"},
+        ),
     log:
         "logs/llm/llm_spend.log",
     conda:
@@ -62,6 +66,10 @@ rule preview_llm_calls:
         tagging_prompts=[tagger_prompt(name) for name in TAGGERS],
     output:
         "results/llm/calls_preview.parquet",
+    log:
+        "logs/llm/preview_llm_calls.log",
+    conda:
+        "../../envs/llm.yaml"
     params:
         systems=config["systems"],
         imported=IMPORTED_SYSTEMS,
@@ -76,9 +84,5 @@ rule preview_llm_calls:
         models={name: model_params(name) for name in used_models()},
         adversarial={"n": 0} if RELEASED_ITEMS else config["adversarial_items"],
         llm=ENGINE,
-    log:
-        "logs/llm/preview_llm_calls.log",
-    conda:
-        "../../envs/llm.yaml"
     script:
         "../scripts/preview_llm_calls.py"

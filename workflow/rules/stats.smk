@@ -16,16 +16,16 @@ rule ratings:
         leaderboard="results/stats/leaderboard.parquet",
         # the other way Best Human can enter (stats.best_human), all items: a labelled alternative
         alternative="results/stats/ratings_alternative.parquet",
-    params:
-        bootstrap=BOOTSTRAP,
-        bt_alpha=STATS["bt_alpha"],
-        best_human=STATS["best_human"],
     log:
         "logs/stats/ratings.log",
     benchmark:
         "benchmarks/stats/ratings.tsv"
     conda:
         "../../envs/stats.yaml"
+    params:
+        bootstrap=BOOTSTRAP,
+        bt_alpha=STATS["bt_alpha"],
+        best_human=STATS["best_human"],
     script:
         "../scripts/ratings.py"
 
@@ -40,14 +40,14 @@ rule agreement:
         inter_human="results/stats/agreement_inter_human.parquet",
         stability="results/stats/judge_stability.parquet",
         trivial="results/stats/trivial_judges.parquet",
-    params:
-        bootstrap=BOOTSTRAP,
-        consensus=STATS["consensus"],
-        subsample_reps=STATS["subsample_reps"],
     log:
         "logs/stats/agreement.log",
     conda:
         "../../envs/stats.yaml"
+    params:
+        bootstrap=BOOTSTRAP,
+        consensus=STATS["consensus"],
+        subsample_reps=STATS["subsample_reps"],
     script:
         "../scripts/agreement.py"
 
@@ -66,15 +66,15 @@ rule bias_audits:
         position="results/stats/bias_position.parquet",
         length="results/stats/bias_length.parquet",
         self_preference="results/stats/bias_self_preference.parquet",
+    log:
+        "logs/stats/bias_audits.log",
+    conda:
+        "../../envs/stats.yaml"
     params:
         bootstrap=BOOTSTRAP,
         fdr_alpha=STATS["fdr_alpha"],
         families=system_families(),
         judge_families=judge_families(),
-    log:
-        "logs/stats/bias_audits.log",
-    conda:
-        "../../envs/stats.yaml"
     script:
         "../scripts/bias_audits.py"
 
@@ -89,13 +89,13 @@ rule strategy_stats:
         usage="results/stats/strategy_usage.parquet",
         diversity="results/stats/strategy_diversity.parquet",
         differences="results/stats/strategy_differences.parquet",
-    params:
-        bootstrap=BOOTSTRAP,
-        families=system_families(),
     log:
         "logs/stats/strategy_stats.log",
     conda:
         "../../envs/stats.yaml"
+    params:
+        bootstrap=BOOTSTRAP,
+        families=system_families(),
     script:
         "../scripts/strategy_stats.py"
 
@@ -108,13 +108,13 @@ rule factor_analysis:
         loadings="results/stats/factor_loadings.parquet",
         summary="results/stats/factor_summary.parquet",
         correlations="results/stats/factor_correlations.parquet",
-    params:
-        n_factors=STATS["n_factors"],
-        ci=STATS["ci"],
     log:
         "logs/stats/factor_analysis.log",
     conda:
         "../../envs/stats.yaml"
+    params:
+        n_factors=STATS["n_factors"],
+        ci=STATS["ci"],
     script:
         "../scripts/factor_analysis.py"
 
@@ -126,36 +126,36 @@ rule external_correlations:
         completions=TTFT_COMPLETIONS,
     output:
         "results/stats/external_correlations.parquet",
-    params:
-        ci=STATS["ci"],
-        source=config["figures"]["fig4"]["source"],
-        ttft_source=config["figures"]["fig5"]["ttft_source"],
     log:
         "logs/stats/external_correlations.log",
     conda:
         "../../envs/stats.yaml"
+    params:
+        ci=STATS["ci"],
+        source=config["figures"]["fig4"]["source"],
+        ttft_source=config["figures"]["fig5"]["ttft_source"],
     script:
         "../scripts/external_correlations.py"
 
 
 rule multiple_testing:
     input:
+        # analysis-only has no completions, so no strategy tags to test
+        **({} if ANALYSIS_ONLY else {"strategy_differences": "results/stats/strategy_differences.parquet"}),
         bias_position="results/stats/bias_position.parquet",
         bias_length="results/stats/bias_length.parquet",
         bias_self_preference="results/stats/bias_self_preference.parquet",
-        # analysis-only has no completions, so no strategy tags to test
-        **({} if ANALYSIS_ONLY else {"strategy_differences": "results/stats/strategy_differences.parquet"}),
         factor_correlations="results/stats/factor_correlations.parquet",
         external_correlations="results/stats/external_correlations.parquet",
         rationale_codes="results/stats/rationale_codes.parquet",
     output:
         "results/stats/tests.parquet",
-    params:
-        fdr_alpha=STATS["fdr_alpha"],
     log:
         "logs/stats/multiple_testing.log",
     conda:
         "../../envs/stats.yaml"
+    params:
+        fdr_alpha=STATS["fdr_alpha"],
     script:
         "../scripts/multiple_testing.py"
 
@@ -168,12 +168,12 @@ rule rationale_codes:
     output:
         summary="results/stats/rationale_concordance.parquet",
         codes="results/stats/rationale_codes.parquet",
-    params:
-        bootstrap=BOOTSTRAP,
     log:
         "logs/stats/rationale_codes.log",
     conda:
         "../../envs/stats.yaml"
+    params:
+        bootstrap=BOOTSTRAP,
     script:
         "../scripts/rationale_codes.py"
 
@@ -184,12 +184,12 @@ rule preference_shares:
         judgments="results/judging/judgments.parquet",
     output:
         "results/stats/preference_shares.parquet",
-    params:
-        bootstrap=BOOTSTRAP,
     log:
         "logs/stats/preference_shares.log",
     conda:
         "../../envs/stats.yaml"
+    params:
+        bootstrap=BOOTSTRAP,
     script:
         "../scripts/preference_shares.py"
 
@@ -203,21 +203,28 @@ rule style_ratings:
     output:
         ratings="results/stats/style_ratings.parquet",
         coefficients="results/stats/style_coefficients.parquet",
-        table=report("results/tables/style_ratings.csv", caption="../report/table_style_ratings.rst",
-                     category="4. Tables", labels={"table": "style_ratings", "format": "csv"}),
-        coefficient_table=report("results/tables/style_coefficients.csv",
-                                 caption="../report/table_style_ratings.rst", category="4. Tables",
-                                 labels={"table": "style_coefficients", "format": "csv"}),
-    params:
-        bootstrap=BOOTSTRAP,
-        bt_alpha=STATS["bt_alpha"],
-        label=RUN_LABEL,
+        table=report(
+            "results/tables/style_ratings.csv",
+            caption="../report/table_style_ratings.rst",
+            category="4. Tables",
+            labels={"table": "style_ratings", "format": "csv"},
+        ),
+        coefficient_table=report(
+            "results/tables/style_coefficients.csv",
+            caption="../report/table_style_ratings.rst",
+            category="4. Tables",
+            labels={"table": "style_coefficients", "format": "csv"},
+        ),
     log:
         "logs/stats/style_ratings.log",
     benchmark:
         "benchmarks/stats/style_ratings.tsv"
     conda:
         "../../envs/stats.yaml"
+    params:
+        bootstrap=BOOTSTRAP,
+        bt_alpha=STATS["bt_alpha"],
+        label=RUN_LABEL,
     script:
         "../scripts/style_ratings.py"
 
@@ -226,6 +233,8 @@ rule judge_board:
     # beyond the paper: every LLM judge and the ensemble side by side (AlpacaEval's evaluator leaderboard,
     # Judgemark), and the subsets of judges a study may choose its ensemble from
     input:
+        # a study's own judges' quality checks (an analysis-only run checked none: those cells say so)
+        **({} if ANALYSIS_ONLY else {"judge_quality": "results/judging/judge_quality.parquet"}),
         judgments="results/judging/judgments.parquet",
         # each order's verdict with its cost and time, as rule bias_audits reads them
         verdicts=[
@@ -234,15 +243,27 @@ rule judge_board:
         ],
         completions=COMPLETIONS,
         flips="results/judging/flip_rates.parquet",
-        # a study's own judges' quality checks (an analysis-only run checked none: those cells say so)
-        **({} if ANALYSIS_ONLY else {"judge_quality": "results/judging/judge_quality.parquet"}),
     output:
         board="results/stats/judge_board.parquet",
         ensembles="results/stats/judge_ensembles.parquet",
-        board_csv=report("results/tables/judge_board.csv", caption="../report/judge_board.rst",
-                         category="2. Judges", labels={"table": "judge_board", "format": "csv"}),
-        ensembles_csv=report("results/tables/judge_ensembles.csv", caption="../report/judge_ensembles.rst",
-                             category="2. Judges", labels={"table": "judge_ensembles", "format": "csv"}),
+        board_csv=report(
+            "results/tables/judge_board.csv",
+            caption="../report/judge_board.rst",
+            category="2. Judges",
+            labels={"table": "judge_board", "format": "csv"},
+        ),
+        ensembles_csv=report(
+            "results/tables/judge_ensembles.csv",
+            caption="../report/judge_ensembles.rst",
+            category="2. Judges",
+            labels={"table": "judge_ensembles", "format": "csv"},
+        ),
+    log:
+        "logs/stats/judge_board.log",
+    benchmark:
+        "benchmarks/stats/judge_board.tsv"
+    conda:
+        "../../envs/stats.yaml"
     params:
         bootstrap=BOOTSTRAP,
         bt_alpha=STATS["bt_alpha"],
@@ -253,11 +274,5 @@ rule judge_board:
         # their empty price is "a local model", not an unknown one
         local_judges=[j for j in JUDGES if not ANALYSIS_ONLY and uses_local_model(judge_of(j).model)],
         label=RUN_LABEL,
-    log:
-        "logs/stats/judge_board.log",
-    benchmark:
-        "benchmarks/stats/judge_board.tsv"
-    conda:
-        "../../envs/stats.yaml"
     script:
         "../scripts/judge_board.py"

@@ -3,6 +3,16 @@
 
 rule paper_tables:
     input:
+        # a study's own: analysis-only has no completions to tag and no judge of its own to check (the
+        # tables say so)
+        **(
+            {}
+            if ANALYSIS_ONLY
+            else {
+                "diversity": "results/stats/strategy_diversity.parquet",
+                "judge_quality": "results/judging/judge_quality.parquet",
+            }
+        ),
         ratings="results/stats/ratings.parquet",
         alternative="results/stats/ratings_alternative.parquet",
         models=MODELS_CSV,
@@ -12,10 +22,6 @@ rule paper_tables:
         factor_summary="results/stats/factor_summary.parquet",
         loadings="results/stats/factor_loadings.parquet",
         tests="results/stats/tests.parquet",
-        # a study's own: analysis-only has no completions to tag and no judge of its own to check (the
-        # tables say so)
-        **({} if ANALYSIS_ONLY else {"diversity": "results/stats/strategy_diversity.parquet",
-                                      "judge_quality": "results/judging/judge_quality.parquet"}),
     output:
         **{
             f"{name}_{ext}": report(
@@ -24,19 +30,27 @@ rule paper_tables:
                 category="4. Tables",
                 labels={"table": name, "format": ext},
             )
-            for name in ("table1", "leaderboard", "leaderboard_alternative", "agreement", "judge_quality",
-                         "strategy_diversity", "factors", "tests")
+            for name in (
+                "table1",
+                "leaderboard",
+                "leaderboard_alternative",
+                "agreement",
+                "judge_quality",
+                "strategy_diversity",
+                "factors",
+                "tests",
+            )
             for ext in ("csv", "tex")
         },
+    log:
+        "logs/tables/paper_tables.log",
+    conda:
+        "../../envs/figures.yaml"
     params:
         ci=config["stats"]["ci"],  # column names and captions name the intervals' coverage
         fig4=config["figures"]["fig4"],
         best_human=config["stats"]["best_human"],
         label=RUN_LABEL,  # "SIMULATED" in a rehearsal's tables
-    log:
-        "logs/tables/paper_tables.log",
-    conda:
-        "../../envs/figures.yaml"
     script:
         "../scripts/paper_tables.py"
 
@@ -46,15 +60,19 @@ rule rubric_table:
     input:
         rubric=rubric_file(),
     output:
-        csv=report("results/tables/table2_rubric.csv", caption="../report/table_table2_rubric.rst",
-                   category="4. Tables", labels={"table": "table2_rubric", "format": "csv"}),
+        csv=report(
+            "results/tables/table2_rubric.csv",
+            caption="../report/table_table2_rubric.rst",
+            category="4. Tables",
+            labels={"table": "table2_rubric", "format": "csv"},
+        ),
         tex="results/tables/table2_rubric.tex",
-    params:
-        label=RUN_LABEL,
     log:
         "logs/tables/rubric_table.log",
     conda:
         "../../envs/figures.yaml"
+    params:
+        label=RUN_LABEL,
     script:
         "../scripts/rubric_table.py"
 
@@ -62,6 +80,16 @@ rule rubric_table:
 rule paper_comparison:
     # every headline number of the paper next to this run's value, interval, scope and definition
     input:
+        # a study's own (analysis-only has judgments, not completions or tags: those numbers say so)
+        **(
+            {}
+            if ANALYSIS_ONLY
+            else {
+                "diversity": "results/stats/strategy_diversity.parquet",
+                "strategy_f1": expand("results/tagging/{tagger}_f1.parquet", tagger=TAGGERS[:1]),
+                "systems": "results/completions/systems.parquet",
+            }
+        ),
         spec=workflow.source_path("../resources/paper/headline_numbers.yaml"),
         models=MODELS_CSV,
         ratings="results/stats/ratings.parquet",
@@ -72,22 +100,22 @@ rule paper_comparison:
         rationale_concordance="results/stats/rationale_concordance.parquet",
         external="results/stats/external_correlations.parquet",
         judgments="results/judging/judgments.parquet",
-        # a study's own (analysis-only has judgments, not completions or tags: those numbers say so)
-        **({} if ANALYSIS_ONLY else {"diversity": "results/stats/strategy_diversity.parquet",
-                                      "strategy_f1": expand("results/tagging/{tagger}_f1.parquet", tagger=TAGGERS[:1]),
-                                      "systems": "results/completions/systems.parquet"}),
     output:
         parquet="results/stats/paper_comparison.parquet",
-        csv=report("results/tables/paper_comparison.csv", caption="../report/table_paper_comparison.rst",
-                   category="0. The paper vs this run", labels={"table": "paper_comparison", "format": "csv"}),
+        csv=report(
+            "results/tables/paper_comparison.csv",
+            caption="../report/table_paper_comparison.rst",
+            category="0. The paper vs this run",
+            labels={"table": "paper_comparison", "format": "csv"},
+        ),
         tex="results/tables/paper_comparison.tex",
-    params:
-        ci=config["stats"]["ci"],
-        fig4={k: config["figures"]["fig4"][k] for k in ("source", "columns")},  # names: not shown
-        label=RUN_LABEL,
     log:
         "logs/tables/paper_comparison.log",
     conda:
         "../../envs/figures.yaml"
+    params:
+        ci=config["stats"]["ci"],
+        fig4={k: config["figures"]["fig4"][k] for k in ("source", "columns")},  # names: not shown
+        label=RUN_LABEL,
     script:
         "../scripts/paper_comparison.py"

@@ -10,19 +10,19 @@ rule tag_strategies:
         replay=replay_input(),
     output:
         "results/tagging/shards/{tagger}/{shard}.parquet",
-    params:
-        tagger=lambda wc: tagger_of(wc.tagger).as_params(),  # heart.tagging.tagger.Tagger, as a plain dict
-        model=lambda wc: model_params(tagger_of(wc.tagger).model),
-        shard=lambda wc: wc.shard,
-        llm=ENGINE,
-    resources:
-        local_llm=lambda wc: uses_local_model(tagger_of(wc.tagger).model),
     log:
         "logs/tagging/{tagger}/{shard}.log",
     benchmark:
         "benchmarks/tagging/{tagger}/{shard}.tsv"
     conda:
         "../../envs/llm.yaml"
+    resources:
+        local_llm=lambda wc: uses_local_model(tagger_of(wc.tagger).model),
+    params:
+        tagger=lambda wc: tagger_of(wc.tagger).as_params(),  # heart.tagging.tagger.Tagger, as a plain dict
+        model=lambda wc: model_params(tagger_of(wc.tagger).model),
+        shard=lambda wc: wc.shard,
+        llm=ENGINE,
     script:
         "../scripts/tag_strategies.py"
 
@@ -33,13 +33,13 @@ rule merge_tags:
         shards=expand("results/tagging/shards/{{tagger}}/{shard}.parquet", shard=SHARDS),
     output:
         "results/tagging/{tagger}.parquet",
-    params:
-        table="strategy_tags",
-        systems=SYSTEMS,
     log:
         "logs/tagging/{tagger}.log",
     conda:
         "../../envs/data.yaml"
+    params:
+        table="strategy_tags",
+        systems=SYSTEMS,
     script:
         "../scripts/merge_shards.py"
 
@@ -51,11 +51,11 @@ rule strategy_f1:
         spot_checks=human_file(config["tagging"]["spot_checks"]),
     output:
         "results/tagging/{tagger}_f1.parquet",
-    params:
-        path=config["tagging"]["spot_checks"],
     log:
         "logs/tagging/{tagger}_f1.log",
     conda:
         "../../envs/data.yaml"
+    params:
+        path=config["tagging"]["spot_checks"],
     script:
         "../scripts/strategy_f1.py"

@@ -23,7 +23,8 @@ with logged(snakemake.log[0], snakemake) as log:
         tasks.rating_tasks(items, pairs, completions, s["rating"]["raters"], s["rating"]["per_pair"],
                            s["rating"]["qc_rate"], qc_replies, s["seed"], pair_sample=s["rating"]["pair_sample"],
                            n_pairs=s["rating"]["pairs"],
-                           axes=tasks.rating_axes(load_rubric(snakemake.input.rubric)) if s["rating"]["axes"] else None),
+                           axes=(tasks.rating_axes(load_rubric(snakemake.input.rubric)) if s["rating"]["axes"]
+                                 else None)),
         tasks.spot_check_tasks(completions, items, s["spot_checks"]["completions"], s["spot_checks"]["labellers"],
                                s["spot_checks"]["per_completion"], s["seed"]),
     ], ignore_index=True)

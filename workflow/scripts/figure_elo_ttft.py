@@ -19,7 +19,8 @@ with logged(snakemake.log[0], snakemake) as log, style.applied(snakemake.input.s
     correlations = tableio.read_table(snakemake.input.correlations)
     rho = correlations[correlations["data"] == "this run"]
     judges = figure4.column_sources(ratings, params.source)["elo"]
-    fig = elo_ttft.elo_vs_ttft(points, elo_label=f"HEART Elo ({judges})", rho=elo_ttft.rho_text(rho, params.ttft_source))
+    fig = elo_ttft.elo_vs_ttft(points, elo_label=f"HEART Elo ({judges})",
+                               rho=elo_ttft.rho_text(rho, params.ttft_source))
     style.warn(fig, judge_qc.quality_warning(snakemake.input))
     style.save(fig, snakemake.output.png, snakemake.output.pdf, dpi=dpi)
     log.info("Figure 5 (TTFT: %s): %s; %s", params.ttft_source, dict(points["ttft_source"].value_counts()),

@@ -30,5 +30,6 @@ with logged(snakemake.log[0], snakemake) as log, style.applied(snakemake.input.s
         Path(tmp).write_text('<!doctype html>\n<html lang="en"><head><meta charset="utf-8">'
                              "<title>HEART: an example judged pair</title></head>\n<body>\n"
                              + (f"<p><strong>{snakemake.params.label}</strong>: made by heart.simulation (the provider "
-                                "simulator, simulated people), not by models or people.</p>\n" if snakemake.params.label else "")
+                                "simulator, simulated people), not by models or people.</p>\n"
+                                if snakemake.params.label else "")
                              + f"{html}\n</body></html>\n", encoding="utf-8")

@@ -21,7 +21,8 @@ with logged(snakemake.log[0], snakemake) as log:
         log.info("%s: %d records, sha256 %s%s", s.path, s.n_records, s.sha256,
                  "" if s.matches_upstream is None else " (matches the pin)" if s.matches_upstream
                  else " (DIFFERS from the pinned sha256)")
-    for (subset, quality), n in mapping.groupby([mapping["release_key"].str.split(":").str[0], "quality"]).size().items():
+    for (subset, quality), n in mapping.groupby([mapping["release_key"].str.split(":").str[0],
+                                                 "quality"]).size().items():
         log.info("%s records, %s: %d", subset, quality, n)
     for row in mapping[mapping["quality"].eq("damaged")].itertuples():
         log.warning("%s (conversation %d) is damaged: %s", row.release_key, row.conversation_id, row.detail)

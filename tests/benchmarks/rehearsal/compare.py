@@ -69,7 +69,8 @@ def count_files(root, temp=False):
     (.<key>.json.XXXX.tmp, left by a job killed while writing)."""
     n = 0
     for _, _, names in os.walk(root):
-        n += sum(1 for x in names if (x.startswith(".") and x.endswith(".tmp")) == temp and (temp or x.endswith(".json")))
+        n += sum(1 for x in names
+                 if (x.startswith(".") and x.endswith(".tmp")) == temp and (temp or x.endswith(".json")))
     return n
 
 

@@ -1,4 +1,5 @@
-"""The rehearsal's phases and checks: the main run with its kill -9, the no-op rerun, other shards, replay, measurements."""
+"""The rehearsal's phases and checks: the main run with its kill -9, the no-op rerun, other shards, replay,
+measurements."""
 
 from __future__ import annotations
 
@@ -66,7 +67,8 @@ class Rehearsal(Runner):
 
         prio = self.prioritize_flags()
         self.out["cache_files_before_judging"] = count_files(self.cache_dir)
-        r2 = self.run("judging-killed", self.snakemake_cmd(flags=prio), kill_when=None if self.a.skip_kill else kill_when,
+        r2 = self.run("judging-killed", self.snakemake_cmd(flags=prio),
+                      kill_when=None if self.a.skip_kill else kill_when,
                       deadline=deadline)
         if r2.timed_out:
             return self.fail("time limit", r2)
@@ -225,7 +227,8 @@ class Rehearsal(Runner):
             self.notes.append(f"the no-op rerun ran {ran} jobs: "
                               + ", ".join(sorted({j['rule'] for j in r.jobs.values()})))
         ok = r.rc == 0 and ran == 0 and r.wall <= TARGETS["noop_s"]
-        self.checks.append(("no-op rerun", f"{r.wall:.1f} s, {ran} jobs, exit {r.rc}", f"<= {TARGETS['noop_s']:.0f} s, 0 jobs",
+        self.checks.append(("no-op rerun", f"{r.wall:.1f} s, {ran} jobs, exit {r.rc}",
+                            f"<= {TARGETS['noop_s']:.0f} s, 0 jobs",
                             "PASS" if ok else "FAIL"))
         # for reference: Snakemake's dry run on the finished workdir
         d = self.run("dry-run", self.snakemake_cmd(flags=["-n"]), quiet=True)
@@ -239,7 +242,8 @@ class Rehearsal(Runner):
         after = self.sim_stats()
         calls = (after["successes"] - before["successes"]) if before and after else None
         self.out["shards"] = {"k": k, "wall_s": r.wall, "rc": r.rc, "calls": calls,
-                              "jobs": len(r.jobs), "requests": (after["requests"] - before["requests"]) if after else None}
+                              "jobs": len(r.jobs),
+                              "requests": (after["requests"] - before["requests"]) if after else None}
         if r.rc:
             self.notes.append(f"llm.shards {k}: the run failed (exit {r.rc}, {r.log}): {r.errors[:4]}")
             self.checks.append((f"llm.shards {k} vs {self.config['llm']['shards']}", f"run failed (exit {r.rc})",
@@ -261,7 +265,8 @@ class Rehearsal(Runner):
         # the first run's outputs move aside (results/ keeps its tracked files only)
         aside = self.dir / "before_replay"
         aside.mkdir()
-        tracked = set(subprocess.run(["git", "ls-files", "results"], cwd=self.wd, capture_output=True, text=True).stdout.split())
+        tracked = set(subprocess.run(["git", "ls-files", "results"], cwd=self.wd, capture_output=True,
+                                     text=True).stdout.split())
         for rel in ("logs", "benchmarks"):
             if (self.wd / rel).exists():
                 shutil.move(self.wd / rel, aside / rel)
@@ -321,7 +326,8 @@ class Rehearsal(Runner):
             if found:
                 n, c, k, f = (sum(int(x[i]) for x in found) for i in range(4))
                 stage = LOG_STAGE.get(p.relative_to(self.wd / "logs").parts[0], "other")
-                out[str(p.relative_to(self.wd))] = {"stage": stage, "requests": n, "cached": c, "called": k, "failed": f}
+                out[str(p.relative_to(self.wd))] = {"stage": stage, "requests": n, "cached": c, "called": k,
+                                                    "failed": f}
         return out
 
     def cross_shard_duplicates(self):
@@ -372,7 +378,8 @@ class Rehearsal(Runner):
                               - r.sim_before["per_model"].get(sim_name, {}).get("successes", 0))
             first, last = min(j[0] for j in jobs), max(j[1] for j in jobs)
             bound = self.bound_per_s(m) if m else None
-            rows.append({"rule": rule, "target": name, "jobs": sum(j[2] for j in jobs), "not_ok": sum(not j[2] for j in jobs),
+            rows.append({"rule": rule, "target": name, "jobs": sum(j[2] for j in jobs),
+                         "not_ok": sum(not j[2] for j in jobs),
                          "first": first, "last": last, "wall_s": union_length([(a, b) for a, b, _, _ in jobs]),
                          "sim_calls": calls, "bound_per_s": bound, "rpm": m.get("rpm"),
                          "max_concurrency": m.get("max_concurrency")})
@@ -412,12 +419,14 @@ class Rehearsal(Runner):
         self.out["bench"] = bench
         self.out["calls_logs"] = {k: dict(v) for k, v in by_stage_logs.items()}
         self.out["calls_sim"] = dict(sim_calls)
-        self.out["peak"] = {"rss": self.monitor.peak_rss, "pss": self.monitor.peak_pss, "procs": self.monitor.peak_procs,
+        self.out["peak"] = {"rss": self.monitor.peak_rss, "pss": self.monitor.peak_pss,
+                            "procs": self.monitor.peak_procs,
                             "phase": self.monitor.peak_at, "sim_rss": self.monitor.sim_peak_rss,
                             "by_job": sorted(self.monitor.peak_by_job.items(), key=lambda kv: -kv[1])[:8]}
         self.out["cache"] = dir_size(self.cache_dir)
         self.out["cache"]["temp_files"] = count_files(self.cache_dir, temp=True)
-        parq = sorted(((p.stat().st_size, str(p.relative_to(self.wd))) for p in (self.wd / "results").rglob("*.parquet")),
+        parq = sorted(((p.stat().st_size, str(p.relative_to(self.wd)))
+                       for p in (self.wd / "results").rglob("*.parquet")),
                       reverse=True)
         self.out["parquet"] = {"count": len(parq), "bytes": sum(s for s, _ in parq), "largest": parq[:10]}
         s = self.monitor.last_stats or {}

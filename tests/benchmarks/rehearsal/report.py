@@ -1,4 +1,5 @@
-"""The rehearsal's report: its checks, stages, calls, memory and notes as text; an extrapolation when it stopped early."""
+"""The rehearsal's report: its checks, stages, calls, memory and notes as text; an extrapolation when it stopped
+early."""
 
 from __future__ import annotations
 
@@ -17,7 +18,8 @@ def report(reh):
     p("=" * 100)
     p("HEART paper-scale rehearsal against heart.simulation.simulator  (SIMULATED: no number here is a result)")
     p("=" * 100)
-    p(f"workdir {reh.wd}; items: {'all released (300)' if not a.items else a.items}; simulator median latency {a.latency} s, "
+    p(f"workdir {reh.wd}; items: {'all released (300)' if not a.items else a.items}; "
+      f"simulator median latency {a.latency} s, "
       f"sigma {a.sigma}, error rate {a.error_rate}, rpm per model {a.sim_rpm}, time scale {a.time_scale}; "
       f"snakemake --cores {a.cores}; llm.shards {reh.config['llm']['shards']}")
     load = os.getloadavg()
@@ -52,7 +54,8 @@ def report(reh):
             lg = o["calls_logs"].get(st, {})
             calls = sim.get(st)
             rate = f"{calls / v['wall_s']:.1f}" if calls and v["wall_s"] else "-"
-            rows.append([st, v["jobs"], v["unfinished"], hms(v["wall_s"]), hms(v["first"] - reh.t0), hms(v["last"] - reh.t0),
+            rows.append([st, v["jobs"], v["unfinished"], hms(v["wall_s"]), hms(v["first"] - reh.t0),
+                         hms(v["last"] - reh.t0),
                          f"{b['cpu_s']:.0f}" if b else "-", f"{b['max_rss_mb']:.0f}" if b else "-",
                          calls if calls is not None else "-", lg.get("called", "-"), lg.get("cached", "-"), rate])
         p(table(rows, ["stage", "jobs", "not ok", "wall", "from", "to", "bench cpu s", "bench max_rss MB",
@@ -65,7 +68,8 @@ def report(reh):
             rows = []
             for t in o["targets"]:
                 span = t["last"] - t["first"]
-                rows.append([t["rule"], t["target"], t["jobs"], t["not_ok"], hms(t["first"] - reh.t0), hms(t["last"] - reh.t0),
+                rows.append([t["rule"], t["target"], t["jobs"], t["not_ok"], hms(t["first"] - reh.t0),
+                             hms(t["last"] - reh.t0),
                              hms(span), t["sim_calls"], f"{t['sim_calls'] / span:.1f}" if span > 0 else "-",
                              f"{t['bound_per_s']:.1f}" if t["bound_per_s"] else "-", t["rpm"], t["max_concurrency"]])
             p(table(rows, ["rule", "target", "jobs", "not ok", "from", "to", "span", "calls", "calls/s", "bound/s",
@@ -78,7 +82,8 @@ def report(reh):
         main = o.get("main_wall_s")
         p(f"Whole rehearsal (first run to report): {hms(main)}" + (f" ({main:.0f} s)" if main else "")
           + f"; simulator: {o['sim'].get('requests')} requests, {o['sim'].get('successes')} successes, errors "
-          f"{o['sim'].get('errors')}, peak in flight {o['sim'].get('max_in_flight')}, server CPU {o['sim'].get('cpu_s')} s")
+          f"{o['sim'].get('errors')}, peak in flight {o['sim'].get('max_in_flight')}, server CPU "
+          f"{o['sim'].get('cpu_s')} s")
         pk = o["peak"]
         p(f"Peak memory: process tree {gib(pk['rss'])} RSS (PSS {gib(pk['pss'])}) over {pk['procs']} processes, in run "
           f"'{pk['phase']}'; simulator {mib(pk['sim_rss'])}; largest single processes: "
@@ -108,7 +113,8 @@ def report(reh):
         written = k.get("cache_files_after_kill", 0) - o.get("cache_files_before_judging", 0)
         p("")
         p(f"Kill -9: at {k['at_s']:.0f} s into the judging run, {k['judge_successes']} of ~{k['expected']} judge calls "
-          f"answered, {k['in_flight_at_kill']} requests in flight at the simulator ({k.get('answered_after_kill')} answered "
+          f"answered, {k['in_flight_at_kill']} requests in flight at the simulator "
+          f"({k.get('answered_after_kill')} answered "
           f"after the kill); {k.get('new_unique')} distinct answers given in that run, {written} written to the "
           f"cache: {k.get('unpersisted')} answered but never "
           f"persisted; recovery: {' '.join(k.get('recovery') or []) or 'a plain rerun'}; "
@@ -120,7 +126,8 @@ def report(reh):
           f"{n.get('dry_run_s', float('nan')):.1f} s)")
     if "shards" in o:
         s = o["shards"]
-        p(f"llm.shards {s['k']}: {hms(s['wall_s'])}, {s['jobs']} jobs, exit {s['rc']}, {s['calls']} calls at the simulator")
+        p(f"llm.shards {s['k']}: {hms(s['wall_s'])}, {s['jobs']} jobs, exit {s['rc']}, {s['calls']} calls at the "
+          "simulator")
         for line in describe_compare(s["compare"]) if s.get("compare") else []:
             p("  " + line)
     if "replay" in o:

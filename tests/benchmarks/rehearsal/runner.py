@@ -76,7 +76,8 @@ class Runner:
         wd = self.wd
         if not (wd / "Snakefile").is_file() or not (wd / "config" / "rehearsal.yaml").is_file():
             sys.exit(f"{wd}: not a checkout of the workflow (no Snakefile or config/rehearsal.yaml)")
-        tracked = set(subprocess.run(["git", "ls-files", "results"], cwd=wd, capture_output=True, text=True).stdout.split())
+        tracked = set(subprocess.run(["git", "ls-files", "results"], cwd=wd, capture_output=True,
+                                     text=True).stdout.split())
         extra = [p for p in (wd / "results").rglob("*") if p.is_file() and str(p.relative_to(wd)) not in tracked]
         if extra and not (self.dir / "workdir").is_file():
             sys.exit(f"{wd}/results holds {len(extra)} files that are not tracked (e.g. {extra[0]}) and the "
@@ -123,7 +124,8 @@ class Runner:
             for n in limited:
                 self.config["models"][n]["rpm"] = None
             self.notes.append("--rpm none: the models' rpm limits of paper.yaml were lifted (" + ", ".join(
-                f"{n} {v}" for n, v in limited.items()) + " per model); each model is bound by its max_concurrency only")
+                f"{n} {v}" for n, v in limited.items()) + " per model); each model is bound by its "
+                "max_concurrency only")
         batched = sorted(n for n, m in self.config["models"].items() if m.get("batch"))
         if self.a.sync:
             local.setdefault("models", {}).update({n: {**local.get("models", {}).get(n, {}), "batch": None}
@@ -189,7 +191,8 @@ class Runner:
                     r.killed = r.mem_guard = True
                     print(f"  {name}: only {gib(avail)} of memory left on the machine: killing the run", flush=True)
                     self.notes.append(f"{name} was killed by the memory guard: MemAvailable {gib(avail)} < "
-                                      f"--mem-guard {self.a.mem_guard} GiB (peak tree RSS {gib(self.monitor.phase_peaks[name])})")
+                                      f"--mem-guard {self.a.mem_guard} GiB (peak tree RSS "
+                                      f"{gib(self.monitor.phase_peaks[name])})")
                     self.kill(p, signal.SIGKILL)
                 if kill_when is not None and not r.killed and kill_when(r):
                     r.killed = True
@@ -205,7 +208,8 @@ class Runner:
                     last_print = time.time()
                     done = sum(1 for j in r.jobs.values() if j.get("end"))
                     s = self.monitor.last_stats
-                    print(f"  [{hms(time.time() - self.t0)}] {name}: {done} of {sum(r.planned.values()) or '?'} jobs done, "
+                    print(f"  [{hms(time.time() - self.t0)}] {name}: "
+                          f"{done} of {sum(r.planned.values()) or '?'} jobs done, "
                           f"{len([j for j in r.jobs.values() if not j.get('end')])} running"
                           + (f"; simulator {s['successes']} successes, {s['in_flight']} in flight"
                              if s and self.sim is not None else ""),

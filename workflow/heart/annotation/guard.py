@@ -7,7 +7,8 @@ limits per link and per address, and bounded request heads and bodies.
   per client address (every request) and per person's secret link (``/p/<x>``, ``/c/<x>``: their pages and
   posts). A normal person makes a few requests a minute; a flood of one link is cut off after its burst
   while other people go on. A study link (``/s/<x>``) is shared by every participant of a role, who may all
-  arrive at once when a study opens, so only the per-address limit applies to it. Behind a reverse proxy, the client address is the proxy's forwarded one
+  arrive at once when a study opens, so only the per-address limit applies to it. Behind a reverse proxy,
+  the client address is the proxy's forwarded one
   only when the proxy is trusted (``serve --proxy``: uvicorn's proxy-headers handling, which runs before this
   middleware), else the TCP peer's.
 * :class:`BoundedH11Protocol` (uvicorn's HTTP/1.1 protocol) closes a connection that has not sent a whole

@@ -119,7 +119,8 @@ def stand_ins(items: pd.DataFrame, systems, per_context: int) -> pd.DataFrame:
         has_reply = isinstance(r.original_reply, str)
         text = r.original_reply if has_reply else r.history[-1]["text"]
         for system in [*systems, *(["original"] if has_reply else [])]:
-            rows.append({"item_id": r.item_id, "system": system, "source": "dataset" if system == "original" else "model",
+            rows.append({"item_id": r.item_id, "system": system,
+                         "source": "dataset" if system == "original" else "model",
                          "contributor_id": None, "text": text})
     for r in items.itertuples():
         for k in range(per_context):

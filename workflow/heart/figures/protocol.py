@@ -5,7 +5,8 @@ The paper's Figure 7 is a hand-drawn diagram whose caption and text disagree on 
 judges and 18 LLMs in the caption, 15 raters in §4.2, 16 models in Figure 4). Here every number is this
 run's, counted from its tables (items, completions, pairs, judgments, tags), and every box lists the
 Snakemake rules that made that step (the rules of ``workflow/rules/`` with a log file: those that ran), so
-the figure cannot drift from what ran. What is absent (no human judgments, say) is written as absent, never as zero people.
+the figure cannot drift from what ran. What is absent (no human judgments, say) is written as absent, never as
+zero people.
 """
 
 from __future__ import annotations

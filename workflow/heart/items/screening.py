@@ -12,7 +12,8 @@ resource file (``workflow/resources/screening/lexicon.yaml``) read by
 :class:`Lexicon`. The paper's own 280 released regular contexts are the only
 record of what its filters accepted: :func:`calibration` measures a screen
 against them (recall of the released couplets, selectivity over all couplets,
-context lengths), and ``config/screening.yaml`` holds settings calibrated so. :func:`score_couplets` takes any *scorer* with the same
+context lengths), and ``config/screening.yaml`` holds settings calibrated so.
+:func:`score_couplets` takes any *scorer* with the same
 interface (``scorer(couplets) -> DataFrame of scores``), which is the seam for
 an LLM-based screen.
 """

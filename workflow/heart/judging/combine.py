@@ -15,8 +15,9 @@ Combining the two orders (:func:`combine_signed`), documented rule:
 
 The same rule combines each axis over the parsed orders that marked it ("none" counts as 0), except
 that an axis with s == 0 is simply "no clear advantage" (0). An axis that no parsed order marked stays
-unmarked (null): "not marked" is never turned into "no clear advantage". A *flip* is a pair whose two orders name different
-winners (overall, or per axis among the pairs whose axis both orders marked; otherwise null). A letter judge's orders are combined by their
+unmarked (null): "not marked" is never turned into "no clear advantage". A *flip* is a pair whose two
+orders name different winners (overall, or per axis among the pairs whose axis both orders marked;
+otherwise null). A letter judge's orders are combined by their
 margins (:func:`combine_margins`). :func:`judgments` stacks the combined LLM verdicts and the human
 judgments into the statistics' input (rule combine_judgments).
 """

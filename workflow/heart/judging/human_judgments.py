@@ -73,7 +73,8 @@ def read(path) -> pd.DataFrame:
     """
     path = Path(path)
     try:
-        table = records.read_records(path, REQUIRED, OPTIONAL, ids=("rater_id", "item_id", ("shown_a", "shown_b"), "pair_id"))
+        table = records.read_records(path, REQUIRED, OPTIONAL,
+                                     ids=("rater_id", "item_id", ("shown_a", "shown_b"), "pair_id"))
     except records.RecordError as exc:
         raise HumanJudgmentError(str(exc)) from None
     for col in ("choice", "seconds_spent"):  # numbers may be padded with spaces or tabs, nothing else

@@ -214,7 +214,8 @@ def _one_kind_per_judge(table: pd.DataFrame) -> None:
     for r in table.itertuples():
         kind, label = first.setdefault(r.judge, (r.judge_kind, r.record))
         if kind != r.judge_kind:
-            raise JudgmentImportError(f"{r.file}, {records.two_records(label, r.record)}: field 'judge_kind' is {kind!r} "
+            raise JudgmentImportError(f"{r.file}, {records.two_records(label, r.record)}: "
+                                      f"field 'judge_kind' is {kind!r} "
                                       f"and {r.judge_kind!r} for judge {r.judge!r}; give a human rater and "
                                       "an LLM judge different ids")
 
@@ -477,7 +478,8 @@ def convert(table, items: pd.DataFrame | None = None, pairs: pd.DataFrame | None
                           "winner": None if side == 0 else ("a" if side > 0 else "b"),
                           "strength": None if level is None else levels[level],
                           "rationale": r.rationale, "seconds_spent": r.seconds_spent, **axes})
-    verdict_table = pd.DataFrame(verdict_rows, columns=[*verdicts.VERDICT_COLUMNS, *AXIS_COLUMNS, *verdicts.MARGIN_COLUMNS])
+    verdict_table = pd.DataFrame(verdict_rows,
+                                 columns=[*verdicts.VERDICT_COLUMNS, *AXIS_COLUMNS, *verdicts.MARGIN_COLUMNS])
     for col in ("signed", *AXIS_COLUMNS):
         verdict_table[col] = verdict_table[col].astype("Int64")
     for col in verdicts.MARGIN_COLUMNS:  # imported verdicts are verdicts, never letter margins

@@ -40,7 +40,8 @@ def cache_key(spec: ModelSpec, req: Request) -> str:
     return hashlib.sha256(_KEY_JSON.encode(payload).encode()).hexdigest()
 
 
-_KEY_JSON = json.JSONEncoder(sort_keys=True, ensure_ascii=False)  # = json.dumps(..., sort_keys=True, ensure_ascii=False)
+_KEY_JSON = json.JSONEncoder(sort_keys=True,
+                             ensure_ascii=False)  # = json.dumps(..., sort_keys=True, ensure_ascii=False)
 
 
 class ResponseCache:

@@ -49,7 +49,8 @@ def preview(specs: dict[str, ModelSpec], requests_by_stage: dict[str, list[Reque
     """Calls each stage would make, how many are cached, and what they would cost, before paying for any.
 
     Prompt tokens are counted with the gpt-4o tokenizer for every model, on an
-    even sample of at most ~2,000 requests per stage, scaled up (a rough estimate: litellm would fetch other models' tokenizers from a hub, which must
+    even sample of at most ~2,000 requests per stage, scaled up (a rough estimate: litellm would fetch
+    other models' tokenizers from a hub, which must
     not happen before a run or offline); completion tokens are taken at the
     requests' ``max_tokens`` (an upper bound); prices come from litellm's local price map.
 

@@ -50,7 +50,8 @@ class ClusterBootstrap:
     """
 
     def __init__(self, clusters, n_boot: int, seed: int = 0):
-        values = clusters.to_numpy() if isinstance(clusters, (pd.Series, pd.Index)) else clusters  # (not Arrow's iterator)
+        values = (clusters.to_numpy()  # (not Arrow's iterator)
+                  if isinstance(clusters, (pd.Series, pd.Index)) else clusters)
         self.ids = np.unique(np.asarray(list(values)))
         self.counts = counts(len(self.ids), n_boot, seed)
 

@@ -68,12 +68,12 @@ def load_models(path=MODELS_CSV) -> pd.DataFrame:
 def display_names(models: pd.DataFrame, overrides: Mapping | None = None) -> dict[str, str]:
     """System -> the name figures and tables show: the systems every study has
     (:data:`heart.common.vocabulary.SYSTEM_NAMES`), each model of ``models`` by its ``figure_name`` (Figure 4's
-    spelling; else its ``model``), then config ``figures.fig4.display_names`` over both. Unnamed systems keep
-    their key."""
+    spelling; a file without that column, or a row with it empty, names none), then config
+    ``figures.fig4.display_names`` over both. Unnamed systems keep their key."""
     names = dict(SYSTEM_NAMES)
-    column = models["figure_name"] if "figure_name" in models else models["model"]
-    names.update({s: (n if isinstance(n, str) and n.strip() else m)
-                  for s, n, m in zip(models["system"], column, models["model"])})
+    if "figure_name" in models:
+        names.update({s: n for s, n in zip(models["system"], models["figure_name"])
+                      if isinstance(n, str) and n.strip()})
     return {**names, **dict(overrides or {})}
 
 

@@ -74,7 +74,8 @@ def scope_ratings(judgments: pd.DataFrame, systems: list[str], axis: str, subset
                   n_boot: int, seed: int, alpha: float, ci: float,
                   best: str = DERIVED) -> tuple[list[dict], dict]:
     """Rows of one scope and its separability row: every system listed, ``best-human`` next to "human"
-    (``best`` "derived") or in its place, a system of the one fit (``best`` "in_fit"; ``docs/methods/leaderboard.md``)."""
+    (``best`` "derived") or in its place, a system of the one fit (``best`` "in_fit";
+    ``docs/methods/leaderboard.md``)."""
     scope = {"axis": axis, "subset": subset, "source": source}
     in_fit = best == IN_FIT and HUMAN in systems
     listed = ([BEST_HUMAN if s == HUMAN else s for s in systems] if in_fit

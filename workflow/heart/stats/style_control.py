@@ -108,7 +108,8 @@ def separable(X) -> bool:
 
 def fit(X, weights, n_systems: int, alpha: float = bt.DEFAULT_ALPHA, start=None, tol: float = 1e-10,
         max_iter: int = 200) -> np.ndarray:
-    """Penalised weighted logistic regression of "the winner wins" on the design ``X`` (``docs/methods/style-control.md``).
+    """Penalised weighted logistic regression of "the winner wins" on the design ``X``
+    (``docs/methods/style-control.md``).
 
     Maximises ``sum_c w_c log sigmoid(X_c . b) - alpha/2 ||b||^2``; the first ``n_systems`` entries of
     ``b`` are the system strengths (reported centred), the rest the covariate coefficients.

@@ -1,5 +1,6 @@
 """Style features of a completion for the style-controlled ratings: its length in words, and its warmth
-against the versioned lexicon ``workflow/resources/style/warmth.yaml`` (definitions: :mod:`heart.stats.style_control`)."""
+against the versioned lexicon ``workflow/resources/style/warmth.yaml`` (definitions:
+:mod:`heart.stats.style_control`)."""
 
 from __future__ import annotations
 

@@ -73,7 +73,8 @@ def present_list_schema(taxonomy: dict) -> dict:
     set.)"""
     return {"type": "object",
             "properties": {"present": {"type": "array",
-                                       "items": {"type": "integer", "minimum": 1, "maximum": len(strategy_keys(taxonomy))},
+                                       "items": {"type": "integer", "minimum": 1,
+                                                 "maximum": len(strategy_keys(taxonomy))},
                                        "minItems": 1, "maxItems": PRESENT_LIST_MAX}},
             "required": ["present"], "additionalProperties": False}
 

@@ -141,7 +141,8 @@ def store_practice(request: Request, token: str, person_id: str, form):
     with s.connection() as conn:
         state, role = crowd.state(conn, person_id), links.role(conn, person_id)
     items, step = s.texts["practice"].get(role, []), state["practice_step"]
-    if step >= len(items) or not hmac.compare_digest(str(form.get("nonce", "")), s.step_nonce(token, f"practice-{step}")):
+    if step >= len(items) or not hmac.compare_digest(str(form.get("nonce", "")),
+                                                     s.step_nonce(token, f"practice-{step}")):
         return s.redirect(f"/p/{token}")  # an old practice form (reloaded, resubmitted): carry on where they are
     item, kind = items[step], kind_of(role)
     value, error = forms.validate(kind, form, s.strategy_keys)

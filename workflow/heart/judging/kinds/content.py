@@ -102,7 +102,8 @@ def verdict(score_a: float, score_b: float) -> tuple[dict | None, str | None]:
 
 def fit_answers(pairs: pd.DataFrame, results: dict[str, dict], both_orders: bool = True) -> dict[str, dict]:
     """The likelihoods of :func:`requests` as verdict answers, one per ``<pair_id>:<order>`` (what
-    :func:`heart.judging.verdicts.verdict_table` reads): both orders the same verdict (``docs/methods/content-judge.md``); the
+    :func:`heart.judging.verdicts.verdict_table` reads): both orders the same verdict
+    (``docs/methods/content-judge.md``); the
     fits as ``text``, no margins (so :func:`heart.judging.combine.combine` combines the equal signed
     verdicts, unchanged). A reply's scorings serve every row that shows it, so each row's ``latency_s`` is
     its share: a scoring's time divided among the rows that read it (not counted once per row)."""

@@ -21,7 +21,8 @@ def response_schema(rubric: dict, rationale_max_chars: int | None = None) -> dic
     verdict within its token budget.
     """
     mark = {"type": "string", "enum": axis_marks()}
-    rationale = {"type": "string"} if rationale_max_chars is None else {"type": "string", "maxLength": rationale_max_chars}
+    rationale = ({"type": "string"} if rationale_max_chars is None
+                 else {"type": "string", "maxLength": rationale_max_chars})
     return {
         "type": "object",
         "properties": {

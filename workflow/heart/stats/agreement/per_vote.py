@@ -63,14 +63,16 @@ def per_vote_agreement(judgments: pd.DataFrame, n_boot: int = 1000, seed: int = 
                        "note": "; ".join(missing) + ": per-vote agreement cannot be computed"}
                       for judge in (judges or [None]) for ref in (WITH_TIES, WITHOUT_TIES)], AGREEMENT_COLUMNS)
     boot = bootstrap.ClusterBootstrap(j["conversation_id"], n_boot, seed)
-    votes = pd.DataFrame({"pair_id": human["pair_id"].to_numpy(), "conversation_id": human["conversation_id"].to_numpy(),
+    votes = pd.DataFrame({"pair_id": human["pair_id"].to_numpy(),
+                          "conversation_id": human["conversation_id"].to_numpy(),
                           "vote": _labels(human, "human")})
     votes = votes[pd.notna(votes["vote"])]
     rows = []
     for judge in judges:
         mine = llm[llm["judge"] == judge]
         verdict = pd.Series(_labels(mine, "llm"), index=mine["pair_id"].to_numpy())
-        on = votes[votes["pair_id"].isin(verdict.index)].assign(verdict=lambda d: verdict.reindex(d["pair_id"]).to_numpy())
+        on = votes[votes["pair_id"].isin(verdict.index)].assign(
+            verdict=lambda d: verdict.reindex(d["pair_id"]).to_numpy())
         judged = on[pd.notna(on["verdict"])]
         n_no_verdict = len(on) - len(judged)
         for ref in (WITH_TIES, WITHOUT_TIES):
