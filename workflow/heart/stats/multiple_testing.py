@@ -92,12 +92,13 @@ def adjust_within_families(table: pd.DataFrame, p_col: str = "p_value", family_c
 
 
 def collect(tables: dict[str, pd.DataFrame], alpha: float = 0.05) -> pd.DataFrame:
-    """One row per test from the named tables (keys of :data:`SPECS`), BH-adjusted within families."""
+    """One row per test from the named tables (keys of :data:`SPECS`), BH-adjusted within families; the tables
+    in the order of :data:`SPECS`, whatever the order they are given in."""
     unknown = set(tables) - set(SPECS)
     if unknown:
         raise ValueError(f"no test specification for tables {sorted(unknown)}; known: {sorted(SPECS)}")
     parts = []
-    for name, table in tables.items():
+    for name, table in sorted(tables.items(), key=lambda kv: list(SPECS).index(kv[0])):
         if table.empty:
             continue
         keys, estimate, (lo, hi) = SPECS[name]
