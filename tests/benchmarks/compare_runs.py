@@ -1,4 +1,5 @@
-"""Two runs' results/ folders compared: every Parquet table frame-equal, every figure byte-identical.
+"""Two runs' results/ folders compared: every Parquet table frame-equal, every figure and every CSV or LaTeX
+table byte-identical.
 
     .venv/bin/python tests/benchmarks/compare_runs.py BEFORE/results AFTER/results [--ignore latency_s,ttft_s]
 
@@ -16,11 +17,11 @@ from pathlib import Path
 
 import pandas as pd
 
-FIGURES = (".png", ".pdf", ".svg")
+FIGURES = (".png", ".pdf", ".svg", ".csv", ".tex")  # compared byte for byte
 
 
 def compare(before: Path, after: Path, ignore: set[str]) -> tuple[dict[str, int], list[str]]:
-    counts = {"tables equal": 0, "figures identical": 0}
+    counts = {"Parquet tables frame-equal": 0, "figures and CSV/LaTeX tables identical": 0}
     problems = []
     names = {p.relative_to(before) for p in before.rglob("*") if p.is_file()}
     names |= {p.relative_to(after) for p in after.rglob("*") if p.is_file()}
@@ -33,9 +34,9 @@ def compare(before: Path, after: Path, ignore: set[str]) -> tuple[dict[str, int]
             continue
         if name.suffix in FIGURES:
             if a.read_bytes() == b.read_bytes():
-                counts["figures identical"] += 1
+                counts["figures and CSV/LaTeX tables identical"] += 1
             else:
-                problems.append(f"{name}: the figures' bytes differ")
+                problems.append(f"{name}: the bytes differ")
             continue
         fa, fb = (pd.read_parquet(p) for p in (a, b))
         for frame in (fa, fb):
@@ -43,7 +44,7 @@ def compare(before: Path, after: Path, ignore: set[str]) -> tuple[dict[str, int]
         drop = sorted(ignore & set(fa.columns) & set(fb.columns))
         try:
             pd.testing.assert_frame_equal(fa.drop(columns=drop), fb.drop(columns=drop))
-            counts["tables equal"] += 1
+            counts["Parquet tables frame-equal"] += 1
         except AssertionError as exc:
             problems.append(f"{name}: {' '.join(str(exc).split())[:300]}")
     return counts, problems
