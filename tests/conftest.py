@@ -59,7 +59,7 @@ TIERS = ("unit", "dag", "e2e", "local_llm")
 # one worker, so the session's judged workflow is built once) they start at once on the two workers and
 # the short files fill in around them
 LONGEST_FIRST = ("test_workflow_judging.py", "test_workflow_local_llm.py", "test_annotation_browser.py",
-                 "test_workflow_llm.py", "test_workflow.py", "test_release.py", "test_screening.py", "test_llm.py")
+                 "test_workflow_llm.py", "test_workflow.py", "test_release.py", "test_screening.py", "test_engine.py")
 
 
 def pytest_collection_modifyitems(items):

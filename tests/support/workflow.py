@@ -98,6 +98,9 @@ def api_config(wf, base, n=3, concurrency=4, name="api.yaml", replay=None, **mod
     cfg["systems"] = {"remote-a": {"model": "remote", "prompt": "supportive_listener"}}
     cfg["adversarial_items"] = {"n": 0, "seed": 1, "model": "remote"}
     cfg["llm"] = {"replay": replay, "backoff_s": 0.05}
+    # 200 bootstrap replicates and 40 judge subsets (the default's 1,000 and 200 take most of a tiny study's
+    # statistics jobs: every test run of the whole DAG pays for them)
+    cfg["stats"] = {"n_boot": 200, "subsample_reps": 40}
     cfg["judging"] = {"judges": {}}  # completion calls only, unless a test adds judges
     cfg["tagging"] = {"taggers": {}}
     (wf.root / name).write_text(yaml.safe_dump(cfg))

@@ -64,7 +64,7 @@ def test_dry_run_whole_dag(workflow_copy, configfile, model_systems, judges, sha
 def test_paper_config_without_keys_looks_and_names_them(workflow_copy):
     """Looking before paying needs no key: a dry run of the paper's config and the call preview run with none
     set, and say at start-up which are missing (a job that would call a provider stops before its first call:
-    tests/llm/test_llm.py)."""
+    tests/llm/test_engine.py)."""
     no_keys = {k: None for k in PAPER_KEYS}
     proc = workflow_copy.snakemake("-n", "--configfile", "config/paper.yaml", check=False, env=no_keys)
     out = proc.stdout + proc.stderr

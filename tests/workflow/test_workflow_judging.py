@@ -393,7 +393,7 @@ def test_shards_merge_to_the_same_tables_and_share_one_cache(judged_copy, judge_
         shutil.rmtree(wf.root / "results" / stage / "shards")
     shutil.rmtree(wf.root / "resources/llm_cache")
     # without the SYNTHETIC humans, whose replies repeat across items: shards racing for one request may
-    # each pay for it (by design: no locks on a shared filesystem; tests/llm/test_llm.py bounds that race)
+    # each pay for it (by design: no locks on a shared filesystem; tests/llm/test_engine.py bounds that race)
     shutil.rmtree(wf.root / "resources/human")
     edit_config(wf, lambda cfg: cfg["llm"].update(shards=2))
     jobs = wf.jobs(*wf.args, env=KEY_ENV)

@@ -16,11 +16,18 @@ from heart.common import tableio
 pytestmark = pytest.mark.local_llm
 
 
+#: every LLM stage of the default pipeline and what reads them up to Figure 4 (the statistics, tables and figures
+#: after them run in the fake provider's tests: tests/workflow/test_workflow_judging.py)
+LOCAL_TARGETS = ["results/items/items.parquet", "results/completions/systems.parquet", "results/llm/cache.parquet",
+                 "results/judging/judge_quality.parquet", "results/judging/sources.parquet",
+                 "results/tagging/smollm2-tagger.parquet", "results/figures/fig4_leaderboard.png"]
+
+
 def test_default_pipeline_on_the_local_model(workflow_copy):
     wf = workflow_copy
     # the smallest run that still has every stage: 1 regular item, 1 adversarial conversation of the shortest
     # window the validator admits (4 turns: two seeker turns to rewrite)
-    cfg = ["--config", f"esconv={{local_copy: {TINY}}}", "regular_items={n: 1, seed: 1}",
+    cfg = [*LOCAL_TARGETS, "--config", f"esconv={{local_copy: {TINY}}}", "regular_items={n: 1, seed: 1}",
            "adversarial_items={n: 1, max_turns: 4}"]
     wf.snakemake(*cfg)
     r = lambda p: tableio.read_table(wf.root / p)  # noqa: E731
@@ -77,8 +84,8 @@ def test_default_pipeline_on_the_local_model(workflow_copy):
     # the statistics and figures after them)
     assert wf.jobs(*cfg) == {}
     wf.snakemake("results/completions/smollm2-brief.parquet", "results/judging/llm/smollm2-judge.parquet",
-                 "results/tagging/smollm2-tagger.parquet", *cfg, "-R", "generate_completions", "judge_pairs",
-                 "tag_strategies")
+                 "results/tagging/smollm2-tagger.parquet", *cfg[len(LOCAL_TARGETS):], "-R", "generate_completions",
+                 "judge_pairs", "tag_strategies")
     assert r("results/completions/smollm2-brief.parquet")["from_cache"].all()
     assert r("results/judging/llm/smollm2-judge.parquet")["from_cache"].all()
     assert r("results/tagging/smollm2-tagger.parquet")["from_cache"].all()

@@ -120,7 +120,7 @@ async def _call(spec: ModelSpec, req: Request, api_base: str | None, redactor: R
                     parts.append(piece)
                 # litellm closes a cut-off stream with a finish_reason of its own; only a chunk
                 # that came from the provider carries provider_response_model in _hidden_params
-                # (tests/llm/test_llm.py injects a truncated stream to hold this to account)
+                # (tests/llm/test_engine.py injects a truncated stream to hold this to account)
                 if choice.finish_reason is not None and "provider_response_model" in (
                         getattr(chunk, "_hidden_params", None) or {}):
                     finished = True

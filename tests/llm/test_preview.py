@@ -1,0 +1,94 @@
+"""heart.llm.preview: what a config's run would call and cost, priced from litellm's local price map."""
+
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from heart.llm.cache import ResponseCache, cache_key
+from heart.llm.models import ModelSpec
+from heart.llm.preview import preview, preview_summary
+from heart.llm.request import Request
+from support.llm import LOCAL, req
+from heart.common import tableio
+
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def test_preview_marks_unknown_prices_null_never_zero(tmp_path):
+    """Cost per row by what is known: priced from litellm's map, null where it has no price, 0 for a local
+    model or when every call is cached."""
+    specs = {"priced": ModelSpec(name="priced", model="openai/gpt-4o", params={"max_tokens": 50}),
+             "unpriced": ModelSpec(name="unpriced", model="openai/no-such-model-for-heart", params={"max_tokens": 50}),
+             "local": ModelSpec.from_config("local", {**LOCAL, "params": {"max_tokens": 50}})}
+    cache = ResponseCache(tmp_path / "cache")
+    cached = req("already asked", model="priced")
+    cache.put(cache_key(specs["priced"], cached), {"text": "x"})
+    stages = {"s1": [req("one", model="priced"), cached, req("two", model="unpriced"), req("three", model="unpriced"),
+                     req("four", model="local")],
+              "s2": [req("already asked", id="again", model="priced")]}
+    table = preview(specs, stages, cache).set_index(["stage", "model"])
+    assert table["to_call"].to_dict() == {("s1", "local"): 1, ("s1", "priced"): 1, ("s1", "unpriced"): 2,
+                                          ("s2", "priced"): 0}
+    assert table["cost_status"].to_dict() == {("s1", "local"): "local", ("s1", "priced"): "priced",
+                                              ("s1", "unpriced"): "unpriced", ("s2", "priced"): "none to call"}
+    # gpt-4o: $2.50 per 10^6 prompt tokens, $10 per 10^6 completion tokens; one call of at most 50 tokens
+    row = table.loc[("s1", "priced")]
+    assert row["max_completion_tokens"] == 50
+    assert row["est_max_cost_usd"] == pytest.approx(row["est_prompt_tokens"] * 2.5e-6 + 50 * 1e-5)
+    assert pd.isna(table.loc[("s1", "unpriced"), "est_max_cost_usd"])
+    assert table.loc[("s1", "local"), "est_max_cost_usd"] == 0 and table.loc[("s2", "priced"), "est_max_cost_usd"] == 0
+    tableio.write_table(table.reset_index(), tmp_path / "preview.parquet", "llm_preview")
+    written = tableio.read_table(tmp_path / "preview.parquet")
+    assert written["est_max_cost_usd"].isna().tolist() == [False, False, True, False]
+
+
+def preview_rows(*rows):
+    cols = ["stage", "model", "to_call", "cached", "est_max_cost_usd", "cost_status"]
+    return pd.DataFrame([dict(zip(cols, r)) for r in rows])
+
+
+def test_preview_summary_counts_unpriced_calls_instead_of_pricing_them_at_zero():
+    table = preview_rows(("a", "gpt-4o", 1000, 0, 12.5, "priced"), ("b", "gpt-4o", 500, 500, 2.25, "priced"),
+                         ("a", "kimi", 300, 0, None, "unpriced"), ("b", "llama", 200, 0, None, "unpriced"),
+                         ("a", "smollm2", 50, 10, 0.0, "local"), ("c", "kimi", 0, 40, 0.0, "none to call"))
+    # by hand: 1000+500+300+200+50+0 = 2050 to call, 0+500+0+0+10+40 = 550 cached; priced 1000+500 = 1500
+    # calls for 12.5+2.25 = $14.75; 300+200 = 500 unpriced calls of 2 models (kimi's cached row costs nothing)
+    assert preview_summary(table) == (
+        "2,050 calls to make (550 cached); at most $14.75 for the 1,500 priced calls; "
+        "50 calls to local models (nothing to pay); 500 calls (2 models: kimi, llama) unpriced: cost unknown")
+    # every call priced: the bound is the whole cost
+    assert preview_summary(table.iloc[:2]) == "1,500 calls to make (500 cached); at most $14.75"
+    # nothing priced: no dollar figure at all
+    only_unknown = preview_summary(table.iloc[2:3])
+    assert only_unknown == "300 calls to make (0 cached); 300 calls (1 model: kimi) unpriced: cost unknown"
+    assert preview_summary(table.iloc[5:]) == "0 calls to make (40 cached); nothing to pay"
+
+
+def test_preview_prices_both_modes_from_the_price_map_and_counts_shared_prefixes(tmp_path):
+    """A batch model's row is priced in batch mode (half, from the map's batch prices, not assumed), with the
+    synchronous price beside it; a long shared system turn is counted as cacheable prefix for models the map
+    says cache; a mode the map has no cached price for takes no cache discount."""
+    rubric = "Judge the replies by the rubric. " * 300  # ~1,800 tokens: above Claude's 1,024 cacheable minimum
+    specs = {"claude": ModelSpec(name="claude", model="anthropic/claude-sonnet-4-5", params={"max_tokens": 100},
+                                 batch="anthropic"),
+             "o3": ModelSpec(name="o3", model="openai/o3", params={"max_tokens": 100}, batch="openai")}
+    reqs = {m: [Request(id=f"{m}{i}", model=m, template_version="t",
+                        messages=({"role": "system", "content": rubric}, {"role": "user", "content": f"pair {i}"}))
+                for i in range(3)] for m in specs}
+    table = preview(specs, {"judging": reqs["claude"] + reqs["o3"]}, ResponseCache(tmp_path)).set_index("model")
+    claude, o3 = table.loc["claude"], table.loc["o3"]
+    assert claude["mode"] == "batch" and claude["cost_status"] == "priced"
+    tokens = claude["est_prompt_tokens"]
+    # claude-sonnet-4-5: $3 / $15 per 10^6 tokens synchronously, $1.50 / $7.50 in batch (litellm's map)
+    assert claude["est_max_cost_sync_usd"] == pytest.approx(tokens * 3e-6 + 300 * 15e-6)
+    assert claude["est_max_cost_batch_usd"] == pytest.approx(tokens * 1.5e-6 + 300 * 7.5e-6)
+    assert claude["est_max_cost_usd"] == claude["est_max_cost_batch_usd"]
+    # the second and third calls share the whole system turn with the one before them: read from the cache
+    assert claude["est_cache_read_tokens"] > 2 * 1024 and claude["est_shared_prefix_tokens"] > 1024
+    assert claude["est_cost_with_prompt_cache_usd"] < claude["est_max_cost_usd"]
+    # o3's map has no batch price for cached reads: they are priced as fresh input, no discount assumed
+    assert o3["mode"] == "batch" and o3["est_cache_read_tokens"] > 0
+    assert o3["est_cost_with_prompt_cache_usd"] == pytest.approx(o3["est_max_cost_usd"])
+    assert "through batch interfaces" in preview_summary(table.reset_index())
