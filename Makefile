@@ -48,7 +48,7 @@ PORT ?= 8765
 # (the tests run their own nginx; the one the package may start on port 80 is stopped after installing it)
 BROWSER_PACKAGES := chromium chromium-driver nginx
 
-.PHONY: setup venv-build run preview bundle paper test test-fast lint browser annotate rehearsal clean-results
+.PHONY: setup venv-build compile run preview bundle paper test test-fast lint browser annotate rehearsal clean-results
 
 setup: $(STAMP)
 
@@ -77,38 +77,44 @@ venv-build:
 RUN_ARGS = $(if $(CONFIG),--configfile $(CONFIG)) $(if $(ESCONV)$(RELEASE),--config) \
   $(if $(ESCONV),'esconv={local_copy: $(ESCONV)}') $(if $(RELEASE),'release={local_copy: $(RELEASE)}')
 
-run: setup
+run: setup compile
 	$(VENV)/bin/snakemake --cores $(CORES) $(RUN_ARGS) $(SNAKEMAKE_ARGS)
 	$(VENV)/bin/snakemake --cores $(CORES) $(RUN_ARGS) $(SNAKEMAKE_ARGS) --report results/report.html
 
-preview: setup
+preview: setup compile
 	$(VENV)/bin/snakemake results/llm/calls_preview.parquet --cores $(CORES) $(RUN_ARGS) $(SNAKEMAKE_ARGS)
 
-bundle: setup
+bundle: setup compile
 	$(VENV)/bin/snakemake results/bundle --cores $(CORES) $(RUN_ARGS) $(SNAKEMAKE_ARGS)
 
 ARTIFACTS ?=
 PAPER_ARGS = --configfile config/artifacts.yaml --config 'artifacts={path: $(ARTIFACTS)}'
 
-paper: setup
+paper: setup compile
 	@test -n "$(ARTIFACTS)" || { echo "make paper needs ARTIFACTS=/path/to/bundle (a folder made by make bundle)" >&2; exit 2; }
 	$(VENV)/bin/snakemake --cores $(CORES) $(PAPER_ARGS) $(SNAKEMAKE_ARGS)
 	$(VENV)/bin/snakemake --cores $(CORES) $(PAPER_ARGS) $(SNAKEMAKE_ARGS) --report results/report.html
 
 # the code checks first (ruff, snakefmt --check on the rules), then the suite: two workers, a test file's tests on
-# one, the longest files first (tests/conftest.py; xdist would otherwise start the files with the most tests
-# first, and the one-test local-model file last); the 15 slowest tests and the wall time are printed, so that
-# growth is seen when it happens
+# one, the files using the session's judged workflow on one (it is built once), the longest files first
+# (tests/conftest.py; xdist would otherwise start the files with the most tests first, and the one-test
+# local-model file last); the 15 slowest tests and the wall time are printed, so that growth is seen when it
+# happens
 TIMED = start=$$(date +%s); $(1); status=$$?; echo "$(2): $$(( $$(date +%s) - start )) s wall"; exit $$status
 
-test: setup browser
-	@$(call TIMED,$(MAKE) --no-print-directory lint && $(VENV)/bin/python -m pytest -n 2 --dist loadfile \
+test: setup browser compile
+	@$(call TIMED,$(MAKE) --no-print-directory lint && $(VENV)/bin/python -m pytest -n 2 --dist loadgroup \
 	  --no-loadscope-reorder --durations=15 $(PYTEST_ARGS),make test)
 
 # the unit and dag tiers on the project's own fixtures (tests on the real data of ../shared run in make test)
-test-fast: setup
+test-fast: setup compile
 	@$(call TIMED,$(MAKE) --no-print-directory lint && $(VENV)/bin/python -m pytest -n 2 --dist load \
 	  -m "not e2e and not local_llm and not shared_data" $(PYTEST_ARGS),make test-fast)
+
+# the project's code compiled once (compileall writes what is missing or stale): with PYTHONDONTWRITEBYTECODE set,
+# as on the build machines, every job and test process would otherwise compile the modules it imports again
+compile: setup
+	@$(VENV)/bin/python -m compileall -q -j 0 workflow tests
 
 # ruff (pyproject.toml [tool.ruff]) and snakefmt (the rules' format) must find nothing
 lint: setup

@@ -55,18 +55,27 @@ def workflow_copy(tmp_path) -> WorkflowCopy:
 TIERS = ("unit", "dag", "e2e", "local_llm")
 
 
-# the longest files first: under pytest-xdist (``make test``: ``-n 2 --dist loadfile``, a file's tests on
-# one worker, so the session's judged workflow is built once) they start at once on the two workers and
-# the short files fill in around them
+# the longest files first: under pytest-xdist (``make test``: ``-n 2 --dist loadgroup``, a file's tests on one
+# worker, and the judged workflow's files on one) they start at once on the two workers and the short files
+# fill in around them
 LONGEST_FIRST = ("test_workflow_judging.py", "test_workflow_local_llm.py", "test_annotation_browser.py",
                  "test_workflow_llm.py", "test_workflow.py", "test_release.py", "test_screening.py", "test_engine.py")
 
 
+#: the fixtures of the session's judged workflow: the test files that use them run on one worker, which builds
+#: it once (xdist gives each worker its own session)
+JUDGED = {"judged_workflow", "judged_copy"}
+
+
 def pytest_collection_modifyitems(items):
-    """A test without a tier marker is a unit test; the longest files run first."""
+    """A test without a tier marker is a unit test; the files using the judged workflow are one group of tests
+    (``make test``: ``--dist loadgroup``), every other file a group of its own; the longest files run first."""
+    judged_files = {item.path for item in items if JUDGED & set(getattr(item, "fixturenames", ()))}
     for item in items:
         if not any(item.get_closest_marker(t) for t in TIERS):
             item.add_marker(pytest.mark.unit)
+        group = "judged-workflow" if item.path in judged_files else str(item.path)
+        item.add_marker(pytest.mark.xdist_group(group))
     rank = {name: k for k, name in enumerate(LONGEST_FIRST)}
     items.sort(key=lambda item: rank.get(item.path.name, len(rank)))
 

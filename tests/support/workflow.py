@@ -23,7 +23,7 @@ class WorkflowCopy:
         for name in ("Snakefile", "workflow", "config", "envs", "profiles"):
             src = REPO / name
             if src.is_dir():
-                shutil.copytree(src, root / name, ignore=shutil.ignore_patterns("__pycache__"))
+                shutil.copytree(src, root / name)  # with __pycache__: every job of the copy reads compiled code
             else:
                 shutil.copy2(src, root / name)
 
