@@ -49,6 +49,27 @@ def site(request: Request) -> "Site":
     return request.app.state.site
 
 
+def guarded_post(router, path: str, coordinator: bool):
+    """Register ``handler(request, token, person_id, form)`` as the POST of ``path`` behind
+    :meth:`Site.guarded_post` (a worker's link, or the coordinator's when ``coordinator``)."""
+    def register(handler):
+        async def endpoint(request: Request, token: str):
+            return await site(request).guarded_post(request, token, coordinator, handler)
+        endpoint.__name__ = f"post_{handler.__name__}"
+        router.add_api_route(path, endpoint, methods=["POST"], response_class=HTMLResponse)
+        return handler
+    return register
+
+
+def coordinator_page(request: Request, token: str, render):
+    """The coordinator's page ``render(site, conn)`` draws, or Not found for any other link."""
+    s = site(request)
+    if s.holder(token, coordinator=True) is None:
+        return s.not_found(request)
+    with s.connection() as conn:
+        return render(s, conn)
+
+
 class Site:
     """One store (created by ``heart-annotate init``) with its key, taxonomy, study texts and templates."""
 

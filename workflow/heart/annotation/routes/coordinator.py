@@ -9,37 +9,28 @@ from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse
 
 from heart.annotation import dashboard, store
-from heart.annotation.pages import completion_id, coordinator_csrf, site
+from heart.annotation.pages import completion_id, coordinator_csrf, coordinator_page, guarded_post, site
 
 router = APIRouter()
 
 
 @router.get("/c/{token}", response_class=HTMLResponse)
 def coordinator(request: Request, token: str):
-    s = site(request)
-    if s.holder(token, coordinator=True) is None:
-        return s.not_found(request)
-    with s.connection() as conn:
-        report = dashboard.report(conn, s.key)
-    return s.page(request, "coordinator.html", token=token, base=s.base_url, **report)
+    def render(s, conn):
+        return s.page(request, "coordinator.html", token=token, base=s.base_url, **dashboard.report(conn, s.key))
+    return coordinator_page(request, token, render)
 
 
 @router.get("/c/{token}/adjudicate", response_class=HTMLResponse)
 def adjudicate_page(request: Request, token: str):
-    s = site(request)
-    if s.holder(token, coordinator=True) is None:
-        return s.not_found(request)
-    with s.connection() as conn:
+    def render(s, conn):
         queue = dashboard.disagreements(conn, s.strategy_keys, completion_id)
-    return s.page(request, "adjudicate.html", token=token, case=queue[0] if queue else None,
-                  remaining=len(queue), nonce=coordinator_csrf(s.key, token), strategies=s.strategies)
+        return s.page(request, "adjudicate.html", token=token, case=queue[0] if queue else None,
+                      remaining=len(queue), nonce=coordinator_csrf(s.key, token), strategies=s.strategies)
+    return coordinator_page(request, token, render)
 
 
-@router.post("/c/{token}/adjudicate", response_class=HTMLResponse)
-async def adjudicate_post(request: Request, token: str):
-    return await site(request).guarded_post(request, token, True, store_adjudication)
-
-
+@guarded_post(router, "/c/{token}/adjudicate", coordinator=True)
 def store_adjudication(request: Request, token: str, person_id: str, form):
     s = site(request)
     with s.connection() as conn:

@@ -10,7 +10,7 @@ from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse
 
 from heart.annotation import crowd, db, forms, links, store
-from heart.annotation.pages import CHOICES, site
+from heart.annotation.pages import CHOICES, guarded_post, site
 from heart.judging.human_judgments import qc_passed
 
 router = APIRouter()
@@ -66,11 +66,6 @@ def kept_form(form) -> dict:
     return {k: (form.getlist(k) if k == "strategy" else str(v)) for k, v in form.items()}
 
 
-@router.post("/p/{token}/answer", response_class=HTMLResponse)
-async def post_answer(request: Request, token: str):
-    return await site(request).guarded_post(request, token, False, store_answer)
-
-
 def _refused_serve(request, token, person_id, conn, serve_row):
     """Why a served page cannot take its answer now (the study stopped, the task withdrawn, the page too
     old), as the response to give; None when it can."""
@@ -86,6 +81,7 @@ def _refused_serve(request, token, person_id, conn, serve_row):
     return None
 
 
+@guarded_post(router, "/p/{token}/answer", coordinator=False)
 def store_answer(request: Request, token: str, person_id: str, form):
     s = site(request)
     nonce = str(form.get("nonce", ""))
@@ -113,11 +109,7 @@ def store_answer(request: Request, token: str, person_id: str, form):
     return s.redirect(f"/p/{token}")
 
 
-@router.post("/p/{token}/consent", response_class=HTMLResponse)
-async def post_consent(request: Request, token: str):
-    return await site(request).guarded_post(request, token, False, store_consent)
-
-
+@guarded_post(router, "/p/{token}/consent", coordinator=False)
 def store_consent(request: Request, token: str, person_id: str, form):
     s = site(request)
     if not hmac.compare_digest(str(form.get("nonce", "")), s.step_nonce(token, "consent")):
@@ -131,11 +123,7 @@ def store_consent(request: Request, token: str, person_id: str, form):
     return s.redirect(f"/p/{token}")
 
 
-@router.post("/p/{token}/practice", response_class=HTMLResponse)
-async def post_practice(request: Request, token: str):
-    return await site(request).guarded_post(request, token, False, store_practice)
-
-
+@guarded_post(router, "/p/{token}/practice", coordinator=False)
 def store_practice(request: Request, token: str, person_id: str, form):
     s = site(request)
     with s.connection() as conn:
