@@ -103,7 +103,7 @@ paper: setup compile
 TIMED = start=$$(date +%s); $(1); status=$$?; echo "$(2): $$(( $$(date +%s) - start )) s wall"; exit $$status
 
 test: setup browser compile
-	@$(call TIMED,$(MAKE) --no-print-directory lint && $(VENV)/bin/python -m pytest -n 2 --dist loadgroup \
+	@$(call TIMED,$(MAKE) --no-print-directory lint && $(VENV)/bin/python -m pytest -n 2 --dist loadscope \
 	  --no-loadscope-reorder --durations=15 $(PYTEST_ARGS),make test)
 
 # the unit and dag tiers on the project's own fixtures (tests on the real data of ../shared run in make test)

@@ -55,29 +55,46 @@ def workflow_copy(tmp_path) -> WorkflowCopy:
 TIERS = ("unit", "dag", "e2e", "local_llm")
 
 
-# the longest files first: under pytest-xdist (``make test``: ``-n 2 --dist loadgroup``, a file's tests on one
+# the longest files first: under pytest-xdist (``make test``: ``-n 2 --dist loadscope``, a file's tests on one
 # worker, and the judged workflow's files on one) they start at once on the two workers and the short files
 # fill in around them
 LONGEST_FIRST = ("test_workflow_judging.py", "test_workflow_local_llm.py", "test_annotation_browser.py",
                  "test_workflow_llm.py", "test_workflow.py", "test_release.py", "test_screening.py", "test_engine.py")
 
 
-#: the fixtures of the session's judged workflow: the test files that use them run on one worker, which builds
-#: it once (xdist gives each worker its own session)
+#: the fixtures of the session's judged workflow, and the test files that use them: they run on one worker, which
+#: builds it once (xdist gives each worker its own session); a test holds this list to the fixtures' users
 JUDGED = {"judged_workflow", "judged_copy"}
+JUDGED_FILES = {"test_workflow_judging.py", "test_workflow_batch.py", "test_bundle_round_trip.py"}
 
 
 def pytest_collection_modifyitems(items):
-    """A test without a tier marker is a unit test; the files using the judged workflow are one group of tests
-    (``make test``: ``--dist loadgroup``), every other file a group of its own; the longest files run first."""
-    judged_files = {item.path for item in items if JUDGED & set(getattr(item, "fixturenames", ()))}
+    """A test without a tier marker is a unit test; the longest files run first."""
     for item in items:
         if not any(item.get_closest_marker(t) for t in TIERS):
             item.add_marker(pytest.mark.unit)
-        group = "judged-workflow" if item.path in judged_files else str(item.path)
-        item.add_marker(pytest.mark.xdist_group(group))
+        if JUDGED & set(getattr(item, "fixturenames", ())) and item.path.name not in JUDGED_FILES:
+            raise pytest.UsageError(f"{item.nodeid} uses the judged workflow: add {item.path.name} to "
+                                    "tests/conftest.py's JUDGED_FILES, so that its file runs on the worker that "
+                                    "built it")
     rank = {name: k for k, name in enumerate(LONGEST_FIRST)}
     items.sort(key=lambda item: rank.get(item.path.name, len(rank)))
+
+
+def pytest_xdist_make_scheduler(config, log):
+    """``--dist loadscope`` by test file, the judged workflow's files one scope (pytest-xdist's own
+    ``loadgroup`` cannot group under pytest 9: it renames node ids, which pytest 9 no longer lets it do,
+    pytest-dev/pytest-xdist#1386)."""
+    if config.getvalue("dist") != "loadscope":
+        return None
+    from xdist.scheduler import LoadScopeScheduling
+
+    class ByFile(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            path = nodeid.split("::", 1)[0]
+            return "judged-workflow" if path.rsplit("/", 1)[-1] in JUDGED_FILES else path
+
+    return ByFile(config, log)
 
 
 # --- the session's judged workflow: one fake provider, one build ----------------------------------
