@@ -82,7 +82,11 @@ def test_the_run_from_the_bundle_calls_nothing_and_says_it_read_the_bundle(round
     for rule in ("generate_completions", "judge_pairs", "judge_qc", "tag_strategies", "ingest_esconv"):
         assert f"rule {rule}:" not in out
     assert "API keys not set" not in out
-    assert (fresh.root / "results/report.html").stat().st_size > 100_000
+    report = (fresh.root / "results/report.html").read_text()
+    assert len(report) > 100_000
+    # issue 40: every system imported left the report's systems list empty, and docutils said so in the report
+    assert "Unexpected indentation" not in report and "System Message" not in report
+    assert "remote-a, remote-b plus" in report  # the systems the bundle imported
 
 
 def test_statistics_tables_are_frame_equal_and_figures_the_same(round_trip):

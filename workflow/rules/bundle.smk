@@ -6,11 +6,10 @@
 
 if ARTIFACTS:
 
-    # a table from the bundle wins over the rule that would make it by calling a model (those rules are
-    # never scheduled: nothing is left for them to make)
+    # a table from the bundle wins over the rule that would make it from model calls (the rules that call a
+    # provider are not even defined here: completions.smk, judging.smk, tagging.smk)
     ruleorder: bundle_pairs > design_pairs
     ruleorder: bundle_verdicts > merge_judgments
-    ruleorder: bundle_checks > judge_qc
     ruleorder: bundle_tags > merge_tags
 
     rule bundle_items:
@@ -31,6 +30,7 @@ if ARTIFACTS:
         input:
             table=f"{ARTIFACTS}/pairs.parquet",
             item_table="results/items/items.parquet",
+            completions=COMPLETIONS,
         output:
             "results/judging/pairs.parquet",
         log:
@@ -59,8 +59,9 @@ if ARTIFACTS:
             "../scripts/bundle_table.py"
 
     rule bundle_checks:
+        # absent only where the study ran none (judging.qc.kinds: []; else the start-up check names the file)
         input:
-            table=f"{ARTIFACTS}/judge_checks.parquet",
+            table=optional_file(f"{ARTIFACTS}/judge_checks.parquet"),
         output:
             "results/judging/qc/{judge}.parquet",
         log:

@@ -1,34 +1,37 @@
 # Stage 3 — next-turn completions per system -> results/completions/<system>.parquet
 
 
-rule generate_completions:
-    input:
-        item_table="results/items/items.parquet",
-        prompt=lambda wc: workflow.source_path(
-            f"../resources/prompts/completion/{config['systems'][wc.system]['prompt']}.md"
-        ),
-        replay=replay_input(),
-    output:
-        "results/completions/shards/{system}/{shard}.parquet",
-    log:
-        "logs/completions/{system}/{shard}.log",
-    benchmark:
-        "benchmarks/completions/{system}/{shard}.tsv"
-    # one shard of the items (llm.shards); merge_completions joins the shards
-    wildcard_constraints:
-        system="|".join(map(re.escape, MODEL_SYSTEMS)) or "(?!)",
-    conda:
-        "../../envs/llm.yaml"
-    resources:
-        local_llm=lambda wc: uses_local_model(config["systems"][wc.system]["model"]),
-    params:
-        system=lambda wc: wc.system,
-        shard=lambda wc: wc.shard,
-        prompt_name=lambda wc: config["systems"][wc.system]["prompt"],
-        model=lambda wc: model_params(config["systems"][wc.system]["model"]),
-        llm=ENGINE,
-    script:
-        "../scripts/generate_completions.py"
+# a rule that calls a provider is not defined in a run from a bundle (ARTIFACTS): such a run can never pay
+if not ARTIFACTS:
+
+    rule generate_completions:
+        input:
+            item_table="results/items/items.parquet",
+            prompt=lambda wc: workflow.source_path(
+                f"../resources/prompts/completion/{config['systems'][wc.system]['prompt']}.md"
+            ),
+            replay=replay_input(),
+        output:
+            "results/completions/shards/{system}/{shard}.parquet",
+        log:
+            "logs/completions/{system}/{shard}.log",
+        benchmark:
+            "benchmarks/completions/{system}/{shard}.tsv"
+        # one shard of the items (llm.shards); merge_completions joins the shards
+        wildcard_constraints:
+            system="|".join(map(re.escape, MODEL_SYSTEMS)) or "(?!)",
+        conda:
+            "../../envs/llm.yaml"
+        resources:
+            local_llm=lambda wc: uses_local_model(config["systems"][wc.system]["model"]),
+        params:
+            system=lambda wc: wc.system,
+            shard=lambda wc: wc.shard,
+            prompt_name=lambda wc: config["systems"][wc.system]["prompt"],
+            model=lambda wc: model_params(config["systems"][wc.system]["model"]),
+            llm=ENGINE,
+        script:
+            "../scripts/generate_completions.py"
 
 
 rule merge_completions:

@@ -41,63 +41,66 @@ else:
         script:
             "../scripts/design_pairs.py"
 
-    rule judge_pairs:
-        # one shard of the pairs, by their item (llm.shards); merge_judgments joins the shards
-        input:
-            pair_table="results/judging/pairs.parquet",
-            item_table="results/items/items.parquet",
-            completions=COMPLETIONS,
-            rubric=rubric_file(),
-            prompt=lambda wc: judge_prompt(wc.judge),
-            replay=replay_input(),
-        output:
-            "results/judging/shards/{judge}/{shard}.parquet",
-        log:
-            "logs/judging/{judge}/{shard}.log",
-        benchmark:
-            "benchmarks/judging/{judge}/{shard}.tsv"
-        conda:
-            "../../envs/llm.yaml"
-        resources:
-            local_llm=lambda wc: uses_local_model(judge_of(wc.judge).model),
-        params:
-            judge=lambda wc: judge_of(wc.judge).as_params(),  # heart.judging.judge.Judge, as a plain dict
-            model=lambda wc: model_params(judge_of(wc.judge).model),
-            shard=lambda wc: wc.shard,
-            families=system_families(),
-            exclude_own_family=config["judging"]["exclude_own_family"],
-            both_orders=config["judging"]["both_orders"],
-            llm=ENGINE,
-        script:
-            "../scripts/judge_pairs.py"
+    # the rules that call a provider are not defined in a run from a bundle (ARTIFACTS): such a run can never pay
+    if not ARTIFACTS:
 
-    rule judge_qc:
-        # known-answer pairs (the real reply vs an unhelpful one, or vs another conversation's), both orders
-        input:
-            item_table="results/items/items.parquet",
-            replies=workflow.source_path("../resources/annotation/qc_replies.yaml"),
-            rubric=rubric_file(),
-            prompt=lambda wc: judge_prompt(wc.judge),
-            replay=replay_input(),
-        output:
-            "results/judging/qc/{judge}.parquet",
-        log:
-            "logs/judging/qc/{judge}.log",
-        benchmark:
-            "benchmarks/judging/qc/{judge}.tsv"
-        conda:
-            "../../envs/llm.yaml"
-        resources:
-            local_llm=lambda wc: uses_local_model(judge_of(wc.judge).model),
-        params:
-            judge=lambda wc: judge_of(wc.judge).for_quality_checks().as_params(),
-            model=lambda wc: model_params(judge_of(wc.judge).model),
-            shard="1of1",
-            seed=config["judging"]["seed"],
-            kinds=config["judging"]["qc"]["kinds"],
-            llm=ENGINE,
-        script:
-            "../scripts/judge_qc.py"
+        rule judge_pairs:
+            # one shard of the pairs, by their item (llm.shards); merge_judgments joins the shards
+            input:
+                pair_table="results/judging/pairs.parquet",
+                item_table="results/items/items.parquet",
+                completions=COMPLETIONS,
+                rubric=rubric_file(),
+                prompt=lambda wc: judge_prompt(wc.judge),
+                replay=replay_input(),
+            output:
+                "results/judging/shards/{judge}/{shard}.parquet",
+            log:
+                "logs/judging/{judge}/{shard}.log",
+            benchmark:
+                "benchmarks/judging/{judge}/{shard}.tsv"
+            conda:
+                "../../envs/llm.yaml"
+            resources:
+                local_llm=lambda wc: uses_local_model(judge_of(wc.judge).model),
+            params:
+                judge=lambda wc: judge_of(wc.judge).as_params(),  # heart.judging.judge.Judge, as a plain dict
+                model=lambda wc: model_params(judge_of(wc.judge).model),
+                shard=lambda wc: wc.shard,
+                families=system_families(),
+                exclude_own_family=config["judging"]["exclude_own_family"],
+                both_orders=config["judging"]["both_orders"],
+                llm=ENGINE,
+            script:
+                "../scripts/judge_pairs.py"
+
+        rule judge_qc:
+            # known-answer pairs (the real reply vs an unhelpful one, or vs another conversation's), both orders
+            input:
+                item_table="results/items/items.parquet",
+                replies=workflow.source_path("../resources/annotation/qc_replies.yaml"),
+                rubric=rubric_file(),
+                prompt=lambda wc: judge_prompt(wc.judge),
+                replay=replay_input(),
+            output:
+                "results/judging/qc/{judge}.parquet",
+            log:
+                "logs/judging/qc/{judge}.log",
+            benchmark:
+                "benchmarks/judging/qc/{judge}.tsv"
+            conda:
+                "../../envs/llm.yaml"
+            resources:
+                local_llm=lambda wc: uses_local_model(judge_of(wc.judge).model),
+            params:
+                judge=lambda wc: judge_of(wc.judge).for_quality_checks().as_params(),
+                model=lambda wc: model_params(judge_of(wc.judge).model),
+                shard="1of1",
+                seed=config["judging"]["seed"],
+                kinds=config["judging"]["qc"]["kinds"],
+                llm=ENGINE,
+            script:
+                "../scripts/judge_qc.py"
 
     rule judge_quality:
         input:

@@ -1,30 +1,33 @@
 # Stage 5 — support-strategy tagging of every completion -> results/tagging/
 
 
-rule tag_strategies:
-    # the completions of one shard (split by reply text, llm.shards); merge_tags joins the shards
-    input:
-        completions=COMPLETIONS,
-        taxonomy=taxonomy_file(),
-        prompt=lambda wc: tagger_prompt(wc.tagger),
-        replay=replay_input(),
-    output:
-        "results/tagging/shards/{tagger}/{shard}.parquet",
-    log:
-        "logs/tagging/{tagger}/{shard}.log",
-    benchmark:
-        "benchmarks/tagging/{tagger}/{shard}.tsv"
-    conda:
-        "../../envs/llm.yaml"
-    resources:
-        local_llm=lambda wc: uses_local_model(tagger_of(wc.tagger).model),
-    params:
-        tagger=lambda wc: tagger_of(wc.tagger).as_params(),  # heart.tagging.tagger.Tagger, as a plain dict
-        model=lambda wc: model_params(tagger_of(wc.tagger).model),
-        shard=lambda wc: wc.shard,
-        llm=ENGINE,
-    script:
-        "../scripts/tag_strategies.py"
+# a rule that calls a provider is not defined in a run from a bundle (ARTIFACTS): such a run can never pay
+if not ARTIFACTS:
+
+    rule tag_strategies:
+        # the completions of one shard (split by reply text, llm.shards); merge_tags joins the shards
+        input:
+            completions=COMPLETIONS,
+            taxonomy=taxonomy_file(),
+            prompt=lambda wc: tagger_prompt(wc.tagger),
+            replay=replay_input(),
+        output:
+            "results/tagging/shards/{tagger}/{shard}.parquet",
+        log:
+            "logs/tagging/{tagger}/{shard}.log",
+        benchmark:
+            "benchmarks/tagging/{tagger}/{shard}.tsv"
+        conda:
+            "../../envs/llm.yaml"
+        resources:
+            local_llm=lambda wc: uses_local_model(tagger_of(wc.tagger).model),
+        params:
+            tagger=lambda wc: tagger_of(wc.tagger).as_params(),  # heart.tagging.tagger.Tagger, as a plain dict
+            model=lambda wc: model_params(tagger_of(wc.tagger).model),
+            shard=lambda wc: wc.shard,
+            llm=ENGINE,
+        script:
+            "../scripts/tag_strategies.py"
 
 
 rule merge_tags:

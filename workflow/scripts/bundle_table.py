@@ -11,7 +11,16 @@ with logged(snakemake.log[0], snakemake) as log:
         known["item_id"] = tableio.read_table(i.item_table)["item_id"]
     if i.get("pair_table"):
         known["pair_id"] = tableio.read_table(i.pair_table)["pair_id"]
-    table = load.table(i.table, p.table, where=p.get("where"), known=known)
+    if not i.get("table"):  # judge_checks.parquet of a study that ran no quality checks (judging.qc.kinds: [])
+        table = tableio.empty_like(p.table)
+        log.info("%s: no rows: the bundle holds no %s table (its study ran none)", snakemake.output[0], p.table)
+    else:
+        table = load.table(i.table, p.table, where=p.get("where"), known=known)
+        # the cross-references a schema cannot hold: pairs -> completions, verdicts -> pairs, one row per order
+        if p.table == "pairs":
+            load.check_pairs(i.table, table, tableio.read_tables(i.completions, "completions"))
+        elif p.table == "judge_verdicts":
+            load.check_verdicts(i.table, table, tableio.read_table(i.pair_table) if i.get("pair_table") else None)
+        log.info("%s: %d rows of %s from the bundle%s", snakemake.output[0], len(table), i.table,
+                 f" ({p.where})" if p.get("where") else "")
     tableio.write_table(table, snakemake.output[0], p.table, provenance.collect(snakemake))
-    log.info("%s: %d rows of %s from the bundle%s", snakemake.output[0], len(table), i.table,
-             f" ({p.where})" if p.get("where") else "")

@@ -14,11 +14,13 @@ import json
 from pathlib import Path
 
 import pandas as pd
+import pyarrow.parquet as pq
 import yaml
 
-from heart.bundle.export import FORMAT
+from heart.bundle.export import FILES, FORMAT
 from heart.common import tableio
 from heart.common.atomic import sha256_file
+from heart.common.config import schema_default
 
 
 class BundleError(ValueError):
@@ -58,6 +60,50 @@ def manifest(folder) -> dict:
     return found
 
 
+#: the files every bundle holds, and those its study's settings ask for (setting -> file): a run from a bundle
+#: never makes what is missing by calling a model (those rules are not even defined in such a run)
+ALWAYS = ("items.parquet", "completions.parquet", "pairs.parquet", "study.yaml")
+
+
+def required_files(study: dict) -> dict[str, str]:
+    """File -> the setting of ``study`` (a bundle's study.yaml) that asks for it."""
+    need = {name: "every bundle" for name in ALWAYS}  # (the message says so for these)
+    judges = sorted((study.get("judging") or {}).get("judges") or {})
+    if judges:
+        need["llm_verdicts.parquet"] = f"judging.judges ({', '.join(judges)})"
+        kinds = ((study.get("judging") or {}).get("qc") or {}).get("kinds", schema_default("judging.qc.kinds"))
+        if kinds:
+            need["judge_checks.parquet"] = (f"judging.qc.kinds {list(kinds)} for judging.judges "
+                                            f"({', '.join(judges)})")
+    taggers = sorted((study.get("tagging") or {}).get("taggers") or {})
+    if taggers:
+        need["strategy_tags.parquet"] = f"tagging.taggers ({', '.join(taggers)})"
+    return need
+
+
+def check_files(folder: Path, found: dict, study: dict) -> None:
+    """Every file the study's settings ask for is in the manifest, and every data file in the folder is listed
+    (a file left out of the manifest is never read unchecked).
+
+    Raises
+    ------
+    BundleError
+        Naming the file and the setting that asks for it, or the unlisted file.
+    """
+    listed = set(found["files"])
+    for name, setting in required_files(study).items():
+        if name not in listed:
+            why = ("every bundle holds" if name in ALWAYS else
+                   f"the study's {setting} (study.yaml) asks for; a run from a bundle calls no model to make it")
+            raise BundleError(f"{folder / 'manifest.json'}: lists no {name}, which {why}. Add {name} (and list it "
+                              "in the manifest)" + ("" if name in ALWAYS else ", or change the setting in study.yaml"))
+    unlisted = sorted(p.name for p in folder.iterdir() if p.is_file() and p.name in FILES and p.name not in listed)
+    if unlisted:
+        raise BundleError(f"{folder / 'manifest.json'}: {', '.join(unlisted)} in the folder but not listed in the "
+                          "manifest (field 'files'): a file is read only with its sha256 checked; list it, or "
+                          "remove it")
+
+
 def run_config(folder) -> dict:
     """The config of a run from bundle ``folder``: its ``study.yaml`` with every system imported from the
     bundle's completions, and the human files, spot-check labels and model metadata its own."""
@@ -66,6 +112,7 @@ def run_config(folder) -> dict:
     if "study.yaml" not in found["files"]:
         raise BundleError(f"{folder / 'manifest.json'}: lists no study.yaml (the study's settings)")
     study = yaml.safe_load((folder / "study.yaml").read_text(encoding="utf-8")) or {}
+    check_files(folder, found, study)
     models = study.get("models", {})
     systems = {name: {"path": str(folder / "completions.parquet"), "family": models.get(s.get("model"), {})
                       .get("family")} for name, s in study.get("systems", {}).items()}
@@ -77,7 +124,18 @@ def run_config(folder) -> dict:
     config["human_judgments"] = {**study.get("human_judgments", {}), "path": str(folder / "human_judgments.jsonl")}
     config["tagging"] = {**study.get("tagging", {}), "spot_checks": str(folder / "strategy_labels.jsonl")}
     config["imported_judgments"] = {"path": str(folder / "imported_judgments.jsonl")}
+    if "judge_checks.parquet" in found["files"] and not _rows(folder / "judge_checks.parquet"):
+        # the study's judges ran no quality check that the bundle holds: the run (its report) says none ran
+        config["judging"] = {**study.get("judging", {}), "qc": {**study.get("judging", {}).get("qc", {}), "kinds": []}}
     return config
+
+
+def _rows(path: Path) -> int:
+    """The rows of Parquet file ``path``, from its footer."""
+    try:
+        return pq.read_metadata(path).num_rows
+    except (OSError, ValueError) as exc:  # pyarrow's ArrowInvalid is a ValueError
+        raise BundleError(f"{path}: cannot be read as a Parquet file ({exc})") from None
 
 
 def table(path, name: str, where: dict | None = None, known: dict | None = None) -> pd.DataFrame:
@@ -104,3 +162,47 @@ def table(path, name: str, where: dict | None = None, known: dict | None = None)
             raise BundleError(f"{path}, row {row + 1}: field {column!r} is {frame.at[row, column]!r}, which the "
                               f"bundle's other tables do not have ({int(bad.sum())} such rows)")
     return frame.reset_index(drop=True)
+
+
+def _first_bad(path, frame: pd.DataFrame, bad: pd.Series, field: str, why: str) -> None:
+    """Raise for the first row of ``frame`` where ``bad`` holds, naming file, row (1-based) and field."""
+    if bad.any():
+        row = int(bad.to_numpy().nonzero()[0][0])
+        raise BundleError(f"{path}, row {row + 1}: field {field!r} is {frame[field].iloc[row]!r}: {why} "
+                          f"({int(bad.sum())} such rows)")
+
+
+def check_pairs(path, pairs: pd.DataFrame, completions: pd.DataFrame) -> None:
+    """Every pair's two completions exist for its item: a system nobody wrote (a typo), a writer whose file
+    is not in the bundle, the dataset's reply on an item that has none (an adversarial one) are named."""
+    from heart.judging.pairs import completion_ref
+
+    have = set(zip(completions["item_id"], map(completion_ref, completions["system"], completions["contributor_id"])))
+    for side in ("a", "b"):
+        refs = pd.Series(list(map(completion_ref, pairs[f"system_{side}"], pairs[f"contributor_{side}"])),
+                         index=pairs.index)
+        bad = pd.Series([(i, r) not in have for i, r in zip(pairs["item_id"], refs)], index=pairs.index)
+        _first_bad(path, pairs, bad, f"system_{side}", "the bundle has no completion of it for the pair's item "
+                   "(completions.parquet, human_completions.jsonl; the dataset's reply exists on regular items only)")
+
+
+def check_verdicts(path, verdicts: pd.DataFrame, pairs: pd.DataFrame | None = None) -> None:
+    """Each (pair, judge, shown order) is there at most once (a repeated row would count as a third order);
+    with ``pairs``, each verdict shows one of its pair's two systems as A, the one its order says."""
+    twice = verdicts["order"].notna() & verdicts.duplicated(["pair_id", "judge", "order"], keep="first")
+    _first_bad(path, verdicts, twice, "order", "the same judge's verdict on this pair in this shown order is "
+               "already in an earlier row; keep one")
+    if pairs is None:
+        return
+    ref_a = dict(zip(pairs["pair_id"], pairs["system_a"]))  # shown_a names the system (a writer's: "human")
+    ref_b = dict(zip(pairs["pair_id"], pairs["system_b"]))
+    known = verdicts["shown_a"].notna()
+    bad = known & pd.Series([s not in (ref_a.get(p), ref_b.get(p)) for p, s in zip(verdicts["pair_id"],
+                                                                                     verdicts["shown_a"])],
+                            index=verdicts.index)
+    _first_bad(path, verdicts, bad, "shown_a", "not one of its pair's two systems (pairs.parquet)")
+    expected = pd.Series([ref_a.get(p) if o == "AB" else ref_b.get(p) if o == "BA" else s
+                          for p, o, s in zip(verdicts["pair_id"], verdicts["order"], verdicts["shown_a"])],
+                         index=verdicts.index)
+    _first_bad(path, verdicts, known & verdicts["order"].notna() & (expected != verdicts["shown_a"]), "order",
+               "does not match field 'shown_a' (AB shows the pair's system_a as A)")
