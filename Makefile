@@ -6,6 +6,7 @@
 #                    (no Snakemake run, no model, not the real data of ../shared)
 #   make bundle      this config's run exported as one folder, the data release (results/bundle/, with its README)
 #   make paper ARTIFACTS=<folder>  every figure and table and the report from a bundle: no model call, no key
+#                    (make check-bundle ARTIFACTS=<folder> first: every file and cross-reference, what it holds)
 #   make preview     what a config's run would call and cost, per stage and model (no key needed, no call made)
 #   make annotate    make the human tasks and serve the annotation pages (docs/human-data.md)
 #   make clean-results  remove everything the workflow made (results/, logs/, benchmarks/), keeping the
@@ -48,7 +49,7 @@ PORT ?= 8765
 # (the tests run their own nginx; the one the package may start on port 80 is stopped after installing it)
 BROWSER_PACKAGES := chromium chromium-driver nginx
 
-.PHONY: setup venv-build compile run preview bundle paper test test-fast lint browser annotate rehearsal clean-results
+.PHONY: setup venv-build compile run preview bundle paper check-bundle test test-fast lint browser annotate rehearsal clean-results
 
 setup: $(STAMP)
 
@@ -88,10 +89,14 @@ bundle: setup compile
 	$(VENV)/bin/snakemake results/bundle --cores $(CORES) $(RUN_ARGS) $(SNAKEMAKE_ARGS)
 
 ARTIFACTS ?=
+# every file and cross-reference of the bundle checked before any job (python -m heart.bundle check)
+check-bundle: setup compile
+	@test -n "$(ARTIFACTS)" || { echo "make $@ needs ARTIFACTS=/path/to/bundle (a folder made by make bundle)" >&2; exit 2; }
+	PYTHONPATH=workflow $(VENV)/bin/python -m heart.bundle check "$(ARTIFACTS)"
+
 PAPER_ARGS = --configfile config/artifacts.yaml --config 'artifacts={path: $(ARTIFACTS)}'
 
-paper: setup compile
-	@test -n "$(ARTIFACTS)" || { echo "make paper needs ARTIFACTS=/path/to/bundle (a folder made by make bundle)" >&2; exit 2; }
+paper: check-bundle
 	$(VENV)/bin/snakemake --cores $(CORES) $(PAPER_ARGS) $(SNAKEMAKE_ARGS)
 	$(VENV)/bin/snakemake --cores $(CORES) $(PAPER_ARGS) $(SNAKEMAKE_ARGS) --report results/report.html
 

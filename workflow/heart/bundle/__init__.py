@@ -9,5 +9,7 @@ The modules, by the rules they serve:
   :mod:`.datasheet` -- the folder's README (what each file is, licences, what was removed);
 * :mod:`.load` (``make paper ARTIFACTS=<folder>``: ``config/artifacts.yaml``; rules bundle_items,
   bundle_pairs, bundle_verdicts, bundle_checks, bundle_tags) -- the folder checked against its manifest,
-  its study settings as the run's config, and its tables as the workflow's own.
+  its study settings as the run's config, and its tables as the workflow's own;
+* :mod:`.check` (``python -m heart.bundle check <folder>``, ``make check-bundle``, first in ``make paper``) --
+  every file and cross-reference checked before a run, and what the bundle holds.
 """

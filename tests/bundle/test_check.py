@@ -1,0 +1,78 @@
+"""python -m heart.bundle check: a bundle's files and cross-references checked before a run from it, and what it
+holds said (on a SIMULATED bundle of the paper's study shape, 30 items)."""
+
+import json
+import shutil
+
+import pytest
+import yaml
+
+from heart import WORKFLOW_DIR
+from heart.bundle import check, load
+from heart.bundle.__main__ import main
+from heart.common import tableio
+from heart.common.atomic import sha256_file
+from heart.common.config import validate_config
+from heart.simulation import paper_bundle
+from heart.stats import external
+from heart.tables import paper_comparison
+from support import REPO
+
+
+@pytest.fixture(scope="module")
+def bundle(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("sim")
+    config = yaml.safe_load((REPO / "config/paper.yaml").read_text())
+    validate_config(config, source="config/paper.yaml")
+    truth = paper_comparison.figure4_elo(paper_comparison.load(WORKFLOW_DIR / "resources/paper/headline_numbers.yaml"),
+                                         external.load_models())
+    paper_bundle.write(tmp / "bundle", config, truth.rename({"best-human": "human"}), tmp, n_items=30)
+    return tmp / "bundle"
+
+
+def _edited(bundle, tmp_path, name, change):
+    """A copy of ``bundle`` with table ``name`` changed by ``change`` and the manifest's sha256 updated."""
+    copy = tmp_path / "bundle"
+    shutil.copytree(bundle, copy)
+    schema = {"pairs.parquet": "pairs", "llm_verdicts.parquet": "judge_verdicts"}[name]
+    tableio.write_table(change(tableio.read_table(copy / name)), copy / name, schema)
+    manifest = json.loads((copy / "manifest.json").read_text())
+    manifest["files"][name]["sha256"] = sha256_file(copy / name)
+    (copy / "manifest.json").write_text(json.dumps(manifest))
+    return copy
+
+
+def test_a_sound_bundle_is_summed_up_with_what_will_be_absent(bundle, capsys):
+    summary = check.check(bundle)
+    assert summary["items"] == {"regular": 10, "adversarial": 20} and len(summary["systems"]) == 18
+    assert set(summary["verdicts"]) == {f"{j}-judge {o}" for j in ("o3", "claude-4.5-sonnet", "gemini-2.5-pro")
+                                        for o in ("AB", "BA")}
+    assert sum(summary["verdicts"].values()) == 3 * summary["pairs"]  # each pair once per judge, one order
+    assert set(summary["absent"]) == {"human ratings", "strategy spot-check labels", "judge quality checks",
+                                      "strategy tags"}
+    assert main(["check", str(bundle)]) == 0
+    out = capsys.readouterr().out
+    assert "a bundle make paper can run" in out and "verdicts o3-judge AB: " in out
+    assert "absent: human ratings -- no human judgment" in out
+
+
+def test_a_misspelt_system_in_a_pair_stops_the_check_with_file_row_and_field(bundle, tmp_path, capsys):
+    def typo(pairs):
+        pairs.loc[3, "system_b"] = "gpt-6"
+        return pairs
+
+    broken = _edited(bundle, tmp_path, "pairs.parquet", typo)
+    with pytest.raises(load.BundleError, match=r"pairs.parquet, row 4: field 'system_b' is 'gpt-6'"):
+        check.check(broken)
+    assert main(["check", str(broken)]) == 1
+    assert "row 4: field 'system_b' is 'gpt-6'" in capsys.readouterr().err
+
+
+def test_a_duplicated_verdict_stops_the_check(bundle, tmp_path):
+    import pandas as pd
+
+    broken = _edited(bundle, tmp_path, "llm_verdicts.parquet",
+                     lambda v: pd.concat([v, v.iloc[[5]]], ignore_index=True))
+    with pytest.raises(load.BundleError, match=r"llm_verdicts.parquet, row \d+: field 'order' is '(AB|BA)': the same "
+                                               "judge's verdict on this pair"):
+        check.check(broken)

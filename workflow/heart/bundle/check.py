@@ -1,0 +1,91 @@
+"""A bundle checked before anything runs from it (``python -m heart.bundle check <folder>``, ``make check-bundle
+ARTIFACTS=<folder>``, and first in ``make paper``): the manifest and the files the study asks for
+(:func:`heart.bundle.load.run_config`), every table against its schema and the ids of the others, and the
+cross-references no schema holds -- pairs to completions, verdicts to pairs (once per shown order), tags to
+items. The first problem stops it, named by file, row and field; a clean bundle gets a summary of what it
+holds and of what the outputs will say is absent, and why.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pandas as pd
+
+from heart.bundle import load
+from heart.completions import imported
+
+
+def _completions(folder: Path, items: pd.DataFrame) -> pd.DataFrame:
+    """Every completion the bundle holds, as (item_id, system, contributor_id): the models' (completions.parquet),
+    the dataset's reply where its item has one, the writers' (human_completions.jsonl, if listed)."""
+    models = pd.read_parquet(folder / "completions.parquet", columns=["item_id", "system"])
+    original = items.loc[items["original_reply"].notna(), ["item_id"]].assign(system="original")
+    parts = [models.assign(contributor_id=None), original.assign(contributor_id=None)]
+    human = folder / "human_completions.jsonl"
+    if human.is_file():
+        writers, _ = imported.import_humans(human, items)  # as rule human_completions reads it (violations out)
+        parts.append(writers[["item_id", "contributor_id"]].assign(system="human"))
+    return pd.concat(parts, ignore_index=True)
+
+
+def check(folder) -> dict:
+    """Check bundle ``folder`` (raises :class:`heart.bundle.load.BundleError` at the first problem) and return
+    what it holds: counts per table, verdicts per judge and shown order, and the absent parts with why."""
+    folder = Path(folder).resolve()
+    config = load.run_config(folder)
+    files = set(load.manifest(folder)["files"])
+    items = load.table(folder / "items.parquet", "items")
+    completions = _completions(folder, items)
+    unknown = ~completions["item_id"].isin(set(items["item_id"]))
+    if unknown.any():
+        raise load.BundleError(f"{folder / 'completions.parquet'}: item_id {completions['item_id'][unknown].iloc[0]!r} "
+                               f"is not in items.parquet ({int(unknown.sum())} such completions)")
+    pairs = load.table(folder / "pairs.parquet", "pairs", known={"item_id": items["item_id"]})
+    load.check_pairs(folder / "pairs.parquet", pairs, completions)
+    summary = {"items": items["subset"].value_counts().to_dict(),
+               "systems": sorted(set(completions["system"])), "pairs": len(pairs), "verdicts": {}, "absent": {}}
+    if "llm_verdicts.parquet" in files:
+        verdicts = load.table(folder / "llm_verdicts.parquet", "judge_verdicts", known={"pair_id": pairs["pair_id"]})
+        load.check_verdicts(folder / "llm_verdicts.parquet", verdicts, pairs)
+        summary["verdicts"] = {f"{j} {o}": int(n) for (j, o), n in
+                               verdicts.groupby(["judge", verdicts["order"].fillna("order not known")]).size().items()}
+    if "judge_checks.parquet" in files:
+        checks = load.table(folder / "judge_checks.parquet", "judge_verdicts")
+        load.check_verdicts(folder / "judge_checks.parquet", checks)
+        summary["quality_check_verdicts"] = len(checks)
+    if "strategy_tags.parquet" in files:
+        tags = load.table(folder / "strategy_tags.parquet", "strategy_tags", known={"item_id": items["item_id"]})
+        summary["tags"] = tags.groupby("tagger").size().to_dict()
+        if tags.empty and config["tagging"]["taggers"]:
+            summary["absent_tags"] = True
+    absent = {
+        "human completions": ("human_completions.jsonl", "no human writer's reply: Best Human and every human "
+                              "row say absent"),
+        "human ratings": ("human_judgments.jsonl", "no human judgment: agreement with people and the human "
+                          "columns of the judge board say absent"),
+        "strategy spot-check labels": ("strategy_labels.jsonl", "no human label: the taggers' F1 says absent"),
+    }
+    summary["absent"] = {what: why for what, (name, why) in absent.items() if name not in files}
+    if not config["judging"]["judges"]:
+        summary["absent"]["LLM verdicts"] = "the study names no LLM judge (judging.judges)"
+    elif not config["judging"]["qc"]["kinds"]:
+        summary["absent"]["judge quality checks"] = "the judges ran none (judging.qc.kinds: [] or an empty table)"
+    if not config["tagging"]["taggers"]:
+        summary["absent"]["strategy tags"] = "the study names no tagger (tagging.taggers)"
+    elif summary.pop("absent_tags", False):
+        summary["absent"]["strategy tags"] = "strategy_tags.parquet holds no row: no strategy statistic to compute"
+    return summary
+
+
+def describe(summary: dict) -> str:
+    """The summary as the lines ``check`` prints."""
+    lines = [f"items: {', '.join(f'{n} {s}' for s, n in sorted(summary['items'].items()))}",
+             f"systems ({len(summary['systems'])}): {', '.join(summary['systems'])}",
+             f"pairs: {summary['pairs']}"]
+    lines += [f"verdicts {key}: {n}" for key, n in sorted(summary["verdicts"].items())]
+    if "quality_check_verdicts" in summary:
+        lines.append(f"quality-check verdicts: {summary['quality_check_verdicts']}")
+    lines += [f"tags by {tagger}: {n}" for tagger, n in sorted(summary.get("tags", {}).items())]
+    lines += [f"absent: {what} -- {why}" for what, why in summary["absent"].items()]
+    return "\n".join(lines)
