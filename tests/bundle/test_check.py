@@ -76,3 +76,35 @@ def test_a_duplicated_verdict_stops_the_check(bundle, tmp_path):
     with pytest.raises(load.BundleError, match=r"llm_verdicts.parquet, row \d+: field 'order' is '(AB|BA)': the same "
                                                "judge's verdict on this pair"):
         check.check(broken)
+
+
+def test_a_study_that_leaves_sections_out_gets_their_defaults(bundle, tmp_path):
+    """A hand-written study.yaml need not say what the schema's defaults say (no tagging section, no qc)."""
+    copy = tmp_path / "bundle"
+    shutil.copytree(bundle, copy)
+    study = yaml.safe_load((copy / "study.yaml").read_text())
+    study.pop("tagging", None)
+    study["judging"].pop("qc", None)
+    (copy / "study.yaml").write_text(yaml.safe_dump(study))
+    manifest = json.loads((copy / "manifest.json").read_text())
+    manifest["files"]["study.yaml"]["sha256"] = sha256_file(copy / "study.yaml")
+    (copy / "manifest.json").write_text(json.dumps(manifest))
+    summary = check.check(copy)
+    assert summary["absent"]["strategy tags"] == "the study names no tagger (tagging.taggers)"
+
+
+def test_an_imported_system_with_its_own_contributors_keeps_them_in_the_bundle():
+    """Pairs name an imported system's contributors (pseudonymous); the bundle's completions must too."""
+    import pandas as pd
+
+    from heart.bundle import export
+
+    completions = pd.DataFrame({"item_id": ["i1", "i1", "i1"], "system": ["polaris", "polaris", "gpt-4o"],
+                                "source": ["model"] * 3, "contributor_id": ["s2", "s1", None],
+                                "model": [None, None, "openai/gpt-4o"], "text": ["a", "b", "c"],
+                                **{c: [None] * 3 for c in export.IMPORTED_NUMBERS}})
+    public = export._public_completions(completions, {"s1": "writer-001", "s2": "writer-002"}).to_pandas()
+    named = public.set_index("text")["contributor_id"]
+    assert named[["a", "b"]].tolist() == ["writer-002", "writer-001"] and pd.isna(named["c"])
+    # a study of models alone keeps the format it had: no contributor column
+    assert "contributor_id" not in export._public_completions(completions.iloc[[2]], {}).column_names

@@ -13,15 +13,17 @@ from pathlib import Path
 import pandas as pd
 
 from heart.bundle import load
+from heart.common.config import schema_default
 from heart.completions import imported
 
 
 def _completions(folder: Path, items: pd.DataFrame) -> pd.DataFrame:
     """Every completion the bundle holds, as (item_id, system, contributor_id): the models' (completions.parquet),
     the dataset's reply where its item has one, the writers' (human_completions.jsonl, if listed)."""
-    models = pd.read_parquet(folder / "completions.parquet", columns=["item_id", "system"])
+    models = pd.read_parquet(folder / "completions.parquet")
+    models = models.reindex(columns=["item_id", "system", "contributor_id"])  # contributor_id: optional
     original = items.loc[items["original_reply"].notna(), ["item_id"]].assign(system="original")
-    parts = [models.assign(contributor_id=None), original.assign(contributor_id=None)]
+    parts = [models, original.assign(contributor_id=None)]
     human = folder / "human_completions.jsonl"
     if human.is_file():
         writers, _ = imported.import_humans(human, items)  # as rule human_completions reads it (violations out)
@@ -57,7 +59,7 @@ def check(folder) -> dict:
     if "strategy_tags.parquet" in files:
         tags = load.table(folder / "strategy_tags.parquet", "strategy_tags", known={"item_id": items["item_id"]})
         summary["tags"] = tags.groupby("tagger").size().to_dict()
-        if tags.empty and config["tagging"]["taggers"]:
+        if tags.empty and (config.get("tagging") or {}).get("taggers"):
             summary["absent_tags"] = True
     absent = {
         "human completions": ("human_completions.jsonl", "no human writer's reply: Best Human and every human "
@@ -67,11 +69,12 @@ def check(folder) -> dict:
         "strategy spot-check labels": ("strategy_labels.jsonl", "no human label: the taggers' F1 says absent"),
     }
     summary["absent"] = {what: why for what, (name, why) in absent.items() if name not in files}
-    if not config["judging"]["judges"]:
+    judging = config.get("judging") or {}  # the study's settings as written: a key left out has its default
+    if not judging.get("judges"):
         summary["absent"]["LLM verdicts"] = "the study names no LLM judge (judging.judges)"
-    elif not config["judging"]["qc"]["kinds"]:
+    elif not (judging.get("qc") or {}).get("kinds", schema_default("judging.qc.kinds")):
         summary["absent"]["judge quality checks"] = "the judges ran none (judging.qc.kinds: [] or an empty table)"
-    if not config["tagging"]["taggers"]:
+    if not (config.get("tagging") or {}).get("taggers"):
         summary["absent"]["strategy tags"] = "the study names no tagger (tagging.taggers)"
     elif summary.pop("absent_tags", False):
         summary["absent"]["strategy tags"] = "strategy_tags.parquet holds no row: no strategy statistic to compute"

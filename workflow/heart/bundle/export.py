@@ -102,10 +102,13 @@ def _write_jsonl(frame: pd.DataFrame, path: Path) -> None:
             out.write(json.dumps({k: v for k, v in row.items() if v not in ("", None)}, ensure_ascii=False) + "\n")
 
 
-def _public_completions(completions: pd.DataFrame) -> pd.DataFrame:
+def _public_completions(completions: pd.DataFrame, writers: dict) -> pd.DataFrame:
     model = completions[completions["source"].eq("model")]
     columns = {"item_id": pa.string(), "system": pa.string(), "model": pa.string(), "text": pa.string(),
                **{c: pa.float64() for c in IMPORTED_NUMBERS}}
+    if model["contributor_id"].notna().any():  # an imported system with several contributors per item
+        columns["contributor_id"] = pa.string()   # (the pairs name them: the bundle must too)
+        model = model.assign(contributor_id=pseudonyms.rename(model["contributor_id"], writers))
     out = model.reindex(columns=list(columns)).sort_values(["system", "item_id"], ignore_index=True)
     return pa.Table.from_pandas(out, schema=pa.schema(columns), preserve_index=False)
 
@@ -179,7 +182,7 @@ def write(folder, *, items: pd.DataFrame, completions: pd.DataFrame, pairs: pd.D
     try:
         rows = {}
         tableio.write_table(items, tmp / "items.parquet", "items", provenance)
-        public = _public_completions(completions)
+        public = _public_completions(completions, writers)
         pq.write_table(public, tmp / "completions.parquet")
         tableio.write_table(pairs_out, tmp / "pairs.parquet", "pairs", provenance)
         v = verdicts.assign(pair_id=verdicts["pair_id"].map(pair_ids),
