@@ -108,3 +108,21 @@ def test_an_imported_system_with_its_own_contributors_keeps_them_in_the_bundle()
     assert named[["a", "b"]].tolist() == ["writer-002", "writer-001"] and pd.isna(named["c"])
     # a study of models alone keeps the format it had: no contributor column
     assert "contributor_id" not in export._public_completions(completions.iloc[[2]], {}).column_names
+
+
+def test_a_folder_made_by_hand_gets_its_manifest_and_is_then_checked(bundle, tmp_path, capsys):
+    """--write-manifest: the authors' own folder (here the simulated bundle without its manifest, plus a note of
+    theirs) gets a manifest listing every bundle file with its sha256 and rows; the check then runs on it."""
+    copy = tmp_path / "bundle"
+    shutil.copytree(bundle, copy)
+    original = json.loads((copy / "manifest.json").read_text())
+    (copy / "manifest.json").unlink()
+    (copy / "notes.txt").write_text("how we made these files")
+    assert main(["check", str(copy), "--write-manifest"]) == 0
+    out = capsys.readouterr().out
+    assert f"{len(original['files'])} files listed; not bundle files, left out: notes.txt" in out
+    assert "a bundle make paper can run" in out
+    written = json.loads((copy / "manifest.json").read_text())
+    assert {n: (f["sha256"], f["rows"]) for n, f in written["files"].items()} == {
+        n: (f["sha256"], f["rows"]) for n, f in original["files"].items()}
+    assert written["label"] is None  # a label (SIMULATED) is the author's to give, not the tool's

@@ -92,3 +92,36 @@ def describe(summary: dict) -> str:
     lines += [f"tags by {tagger}: {n}" for tagger, n in sorted(summary.get("tags", {}).items())]
     lines += [f"absent: {what} -- {why}" for what, why in summary["absent"].items()]
     return "\n".join(lines)
+
+
+def write_manifest(folder) -> dict:
+    """Write ``manifest.json`` for a bundle folder made by hand: every bundle file in it (names of
+    :data:`heart.bundle.export.FILES`; other files are left out and named) with its sha256, bytes, rows
+    (Parquet: from its footer; JSON Lines: its non-empty lines) and what it holds. An existing manifest is
+    replaced; the label stays as it was (None for a new one). Returns the manifest, with ``not_listed``: the
+    folder's other files (not written to it)."""
+    import json
+
+    from heart.bundle.export import FILES, FORMAT
+    from heart.common.atomic import atomic_path, sha256_file
+
+    folder = Path(folder)
+    if not folder.is_dir():
+        raise load.BundleError(f"{folder}: not a folder")
+    old = folder / "manifest.json"
+    label = json.loads(old.read_text(encoding="utf-8")).get("label") if old.is_file() else None
+    manifest = {"format": FORMAT, "label": label, "files": {}}
+    for path in sorted(p for p in folder.iterdir() if p.is_file() and p.name in FILES):
+        if path.suffix == ".parquet":
+            rows = load._rows(path)
+        elif path.suffix == ".jsonl":
+            rows = sum(1 for line in path.read_text(encoding="utf-8").splitlines() if line.strip())
+        else:
+            rows = None
+        manifest["files"][path.name] = {"sha256": sha256_file(path), "bytes": path.stat().st_size, "rows": rows,
+                                        "what": FILES[path.name]}
+    with atomic_path(old) as tmp:
+        Path(tmp).write_text(json.dumps(manifest, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+    others = sorted(p.name for p in folder.iterdir() if p.is_file() and p.name not in FILES
+                    and p.name not in ("manifest.json", "README.md"))
+    return {**manifest, "not_listed": others}
