@@ -5,10 +5,10 @@ import json
 
 import pytest
 
-from heart.bundle import export, load, pseudonyms
+from heart.bundle import load, pseudonyms
 from heart.bundle.study import study_settings
 from heart.common import tableio
-from heart.common.atomic import sha256_file
+from support.bundle import placeholder_bundle, relist
 
 
 def test_pseudonyms_keep_the_order_of_the_ids_they_replace():
@@ -38,26 +38,15 @@ def _relist(folder, name, frame, schema):
     """``frame`` written as bundle file ``name`` (a table of the workflow's ``schema``), the manifest's sha256
     of it updated."""
     tableio.write_table(frame, folder / name, schema)
-    manifest = json.loads((folder / "manifest.json").read_text())
-    manifest["files"][name]["sha256"] = sha256_file(folder / name)
-    (folder / "manifest.json").write_text(json.dumps(manifest))
+    relist(folder, name)
 
 
 STUDY = "systems: {s: {model: m, prompt: p}}\nmodels: {m: {model: x, family: f}}\n"
 
 
 def _bundle(tmp_path, study=STUDY, names=("items.parquet", "completions.parquet", "pairs.parquet")):
-    """A folder with ``study`` as its study.yaml and placeholder files ``names`` (run_config reads neither
-    table), all listed in its manifest with their sha256."""
-    folder = tmp_path / "bundle"
-    folder.mkdir()
-    (folder / "study.yaml").write_text(study)
-    for name in names:
-        (folder / name).write_text("placeholder")
-    files = {name: {"sha256": sha256_file(folder / name), "bytes": 1, "rows": None, "what": ""}
-             for name in ("study.yaml", *names)}
-    (folder / "manifest.json").write_text(json.dumps({"format": export.FORMAT, "files": files}))
-    return folder
+    """A bundle folder of placeholders (run_config reads no table), listed in its manifest."""
+    return placeholder_bundle(tmp_path / "bundle", study, names)
 
 
 def test_a_run_from_a_bundle_imports_every_system_and_reads_its_human_files(tmp_path):

@@ -11,12 +11,12 @@ from heart import WORKFLOW_DIR
 from heart.bundle import check, load
 from heart.bundle.__main__ import main
 from heart.common import tableio
-from heart.common.atomic import sha256_file
 from heart.common.config import validate_config
 from heart.simulation import paper_bundle
 from heart.stats import external
 from heart.tables import paper_comparison
 from support import REPO
+from support.bundle import relist
 
 
 @pytest.fixture(scope="module")
@@ -36,9 +36,7 @@ def _edited(bundle, tmp_path, name, change):
     shutil.copytree(bundle, copy)
     schema = {"pairs.parquet": "pairs", "llm_verdicts.parquet": "judge_verdicts"}[name]
     tableio.write_table(change(tableio.read_table(copy / name)), copy / name, schema)
-    manifest = json.loads((copy / "manifest.json").read_text())
-    manifest["files"][name]["sha256"] = sha256_file(copy / name)
-    (copy / "manifest.json").write_text(json.dumps(manifest))
+    relist(copy, name)
     return copy
 
 
@@ -86,9 +84,7 @@ def test_a_study_that_leaves_sections_out_gets_their_defaults(bundle, tmp_path):
     study.pop("tagging", None)
     study["judging"].pop("qc", None)
     (copy / "study.yaml").write_text(yaml.safe_dump(study))
-    manifest = json.loads((copy / "manifest.json").read_text())
-    manifest["files"]["study.yaml"]["sha256"] = sha256_file(copy / "study.yaml")
-    (copy / "manifest.json").write_text(json.dumps(manifest))
+    relist(copy, "study.yaml")
     summary = check.check(copy)
     assert summary["absent"]["strategy tags"] == "the study names no tagger (tagging.taggers)"
 

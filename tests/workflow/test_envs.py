@@ -21,6 +21,7 @@ import yaml
 from packaging.version import InvalidVersion, Version
 
 from support import REPO
+from support.bundle import placeholder_bundle
 
 ENVS = REPO / "envs"
 CHANNELS = ["conda-forge", "nodefaults"]
@@ -197,17 +198,9 @@ PROBE_CONFIGS = ({}, {"items": {"source": "release"}}, {"analysis_only": {"judgm
 def _probe_bundle(folder: Path) -> None:
     """The least bundle a run from artifacts loads: a manifest listing an empty study.yaml and the files every
     bundle holds (placeholders: loading the workflow reads none of them)."""
-    from heart.bundle.export import FORMAT
     from heart.bundle.load import ALWAYS
-    from heart.common.atomic import sha256_file
 
-    folder.mkdir()
-    (folder / "study.yaml").write_text("{}\n")
-    for name in ALWAYS:
-        if name != "study.yaml":
-            (folder / name).write_text("placeholder")
-    files = {name: {"sha256": sha256_file(folder / name), "bytes": 3, "rows": None, "what": ""} for name in ALWAYS}
-    (folder / "manifest.json").write_text(json.dumps({"format": FORMAT, "files": files}))
+    placeholder_bundle(folder, "{}\n", [name for name in ALWAYS if name != "study.yaml"])
 
 
 def rule_conda_problems(root: Path) -> list[str]:

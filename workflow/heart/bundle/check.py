@@ -13,7 +13,6 @@ from pathlib import Path
 import pandas as pd
 
 from heart.bundle import load
-from heart.common.config import schema_default
 from heart.completions import imported
 
 
@@ -35,32 +34,31 @@ def check(folder) -> dict:
     """Check bundle ``folder`` (raises :class:`heart.bundle.load.BundleError` at the first problem) and return
     what it holds: counts per table, verdicts per judge and shown order, and the absent parts with why."""
     folder = Path(folder).resolve()
-    config = load.run_config(folder)
-    files = set(load.manifest(folder)["files"])
+    found = load.manifest(folder)  # every file's sha256, once
+    config, files = load.run_config(folder, found), set(found["files"])
     items = load.table(folder / "items.parquet", "items")
     completions = _completions(folder, items)
     unknown = ~completions["item_id"].isin(set(items["item_id"]))
     if unknown.any():
         raise load.BundleError(f"{folder / 'completions.parquet'}: item_id {completions['item_id'][unknown].iloc[0]!r} "
                                f"is not in items.parquet ({int(unknown.sum())} such completions)")
-    pairs = load.table(folder / "pairs.parquet", "pairs", known={"item_id": items["item_id"]})
-    load.check_pairs(folder / "pairs.parquet", pairs, completions)
+    pairs = load.table(folder / "pairs.parquet", "pairs", known={"item_id": items["item_id"]},
+                       check=lambda p: load.check_pairs(folder / "pairs.parquet", p, completions))
     summary = {"items": items["subset"].value_counts().to_dict(),
                "systems": sorted(set(completions["system"])), "pairs": len(pairs), "verdicts": {}, "absent": {}}
     if "llm_verdicts.parquet" in files:
-        verdicts = load.table(folder / "llm_verdicts.parquet", "judge_verdicts", known={"pair_id": pairs["pair_id"]})
-        load.check_verdicts(folder / "llm_verdicts.parquet", verdicts, pairs)
+        path = folder / "llm_verdicts.parquet"
+        verdicts = load.table(path, "judge_verdicts", known={"pair_id": pairs["pair_id"]},
+                              check=lambda v: load.check_verdicts(path, v, pairs))
         summary["verdicts"] = {f"{j} {o}": int(n) for (j, o), n in
                                verdicts.groupby(["judge", verdicts["order"].fillna("order not known")]).size().items()}
     if "judge_checks.parquet" in files:
-        checks = load.table(folder / "judge_checks.parquet", "judge_verdicts")
-        load.check_verdicts(folder / "judge_checks.parquet", checks)
+        path = folder / "judge_checks.parquet"
+        checks = load.table(path, "judge_verdicts", check=lambda v: load.check_verdicts(path, v))
         summary["quality_check_verdicts"] = len(checks)
     if "strategy_tags.parquet" in files:
         tags = load.table(folder / "strategy_tags.parquet", "strategy_tags", known={"item_id": items["item_id"]})
         summary["tags"] = tags.groupby("tagger").size().to_dict()
-        if tags.empty and (config.get("tagging") or {}).get("taggers"):
-            summary["absent_tags"] = True
     absent = {
         "human completions": ("human_completions.jsonl", "no human writer's reply: Best Human and every human "
                               "row say absent"),
@@ -69,14 +67,14 @@ def check(folder) -> dict:
         "strategy spot-check labels": ("strategy_labels.jsonl", "no human label: the taggers' F1 says absent"),
     }
     summary["absent"] = {what: why for what, (name, why) in absent.items() if name not in files}
-    judging = config.get("judging") or {}  # the study's settings as written: a key left out has its default
-    if not judging.get("judges"):
+    # the study's settings as written: a key left out has its default
+    if not (config.get("judging") or {}).get("judges"):
         summary["absent"]["LLM verdicts"] = "the study names no LLM judge (judging.judges)"
-    elif not (judging.get("qc") or {}).get("kinds", schema_default("judging.qc.kinds")):
+    elif not load.qc_kinds(config):
         summary["absent"]["judge quality checks"] = "the judges ran none (judging.qc.kinds: [] or an empty table)"
     if not (config.get("tagging") or {}).get("taggers"):
         summary["absent"]["strategy tags"] = "the study names no tagger (tagging.taggers)"
-    elif summary.pop("absent_tags", False):
+    elif not sum(summary.get("tags", {}).values()):
         summary["absent"]["strategy tags"] = "strategy_tags.parquet holds no row: no strategy statistic to compute"
     return summary
 

@@ -65,13 +65,19 @@ def manifest(folder) -> dict:
 ALWAYS = ("items.parquet", "completions.parquet", "pairs.parquet", "study.yaml")
 
 
+def qc_kinds(study: dict) -> list:
+    """The quality-check kinds of ``study`` (a bundle's study.yaml, or its run config), the schema's default
+    where it says none."""
+    return ((study.get("judging") or {}).get("qc") or {}).get("kinds", schema_default("judging.qc.kinds"))
+
+
 def required_files(study: dict) -> dict[str, str]:
     """File -> the setting of ``study`` (a bundle's study.yaml) that asks for it."""
     need = {name: "every bundle" for name in ALWAYS}  # (the message says so for these)
     judges = sorted((study.get("judging") or {}).get("judges") or {})
     if judges:
         need["llm_verdicts.parquet"] = f"judging.judges ({', '.join(judges)})"
-        kinds = ((study.get("judging") or {}).get("qc") or {}).get("kinds", schema_default("judging.qc.kinds"))
+        kinds = qc_kinds(study)
         if kinds:
             need["judge_checks.parquet"] = (f"judging.qc.kinds {list(kinds)} for judging.judges "
                                             f"({', '.join(judges)})")
@@ -104,11 +110,12 @@ def check_files(folder: Path, found: dict, study: dict) -> None:
                           "remove it")
 
 
-def run_config(folder) -> dict:
+def run_config(folder, found: dict | None = None) -> dict:
     """The config of a run from bundle ``folder``: its ``study.yaml`` with every system imported from the
-    bundle's completions, and the human files, spot-check labels and model metadata its own."""
+    bundle's completions, and the human files, spot-check labels and model metadata its own. ``found``: its
+    :func:`manifest`, when the caller has checked it already."""
     folder = Path(folder).resolve()
-    found = manifest(folder)
+    found = manifest(folder) if found is None else found
     if "study.yaml" not in found["files"]:
         raise BundleError(f"{folder / 'manifest.json'}: lists no study.yaml (the study's settings)")
     study = yaml.safe_load((folder / "study.yaml").read_text(encoding="utf-8")) or {}
@@ -138,29 +145,29 @@ def _rows(path: Path) -> int:
         raise BundleError(f"{path}: cannot be read as a Parquet file ({exc})") from None
 
 
-def table(path, name: str, where: dict | None = None, known: dict | None = None) -> pd.DataFrame:
+def table(path, name: str, where: dict | None = None, known: dict | None = None, check=None) -> pd.DataFrame:
     """Table ``name`` (a workflow schema) from bundle file ``path``, its rows where ``where`` holds
-    (column -> value); ``known`` maps a column to the values it may take (pair ids, item ids).
+    (column -> value); ``known`` maps a column to the values it may take (pair ids, item ids), and ``check``
+    (``check(frame)``, e.g. :func:`check_verdicts`) holds what no schema can. Both see the whole file, so a
+    row is named by its place in the file.
 
     Raises
     ------
     BundleError
-        A column missing or of the wrong type (the schema check names it), or a row whose value in a
-        ``known`` column is unknown (named by row and field).
+        A column missing or of the wrong type (the schema check names it), a row whose value in a ``known``
+        column is unknown, or what ``check`` finds (named by row and field).
     """
     frame = tableio.read_table(path)
     try:
         tableio.to_arrow(frame, name)
     except tableio.TableSchemaError as exc:
         raise BundleError(f"{path}: {exc}") from None
+    for column, values in (known or {}).items():
+        _first_bad(path, frame, ~frame[column].isin(set(values)), column, "not in the bundle's other tables")
+    if check is not None:
+        check(frame)
     for column, value in (where or {}).items():
         frame = frame[frame[column] == value]
-    for column, values in (known or {}).items():
-        bad = ~frame[column].isin(set(values))
-        if bad.any():
-            row = int(frame.index[bad.to_numpy()][0])
-            raise BundleError(f"{path}, row {row + 1}: field {column!r} is {frame.at[row, column]!r}, which the "
-                              f"bundle's other tables do not have ({int(bad.sum())} such rows)")
     return frame.reset_index(drop=True)
 
 
