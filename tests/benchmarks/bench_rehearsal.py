@@ -49,7 +49,8 @@ import sys
 import time
 import traceback
 
-from rehearsal.common import TARGETS, gib, hms
+from rehearsal import checks
+from rehearsal.common import TARGETS, hms
 from rehearsal.phases import Rehearsal
 from rehearsal.report import extrapolate, report
 
@@ -133,20 +134,13 @@ def main():
                     rep = after[-1].sim_after["repeated_successes"] - after[0].sim_before["repeated_successes"]
                     dups = sum(v for key, v in reh.out["cross_shard_duplicates"].items()
                                if key.startswith(("judging/", "tagging/")))
-                    lost = k.get("unpersisted", 0)
                     k.update(repeated=rep, cross_shard_duplicates=dups)
                     reh.out["repeated_after_kill"] = rep
-                    # the literal target was 0; answers in flight at the kill cannot be: the provider answers
-                    # them (and bills them) after the job is gone, or the job dies between reading an answer and
-                    # writing it, so a rerun must ask again. Everything else must be 0.
-                    rest = rep - lost - dups
-                    reh.checks.append(("kill -9 mid-judging + rerun: calls repeated", str(rep),
-                                       "only answers in flight at the kill", "-"))  # judged by the rows below
-                    reh.checks.append(("  in flight at the kill: answered after it, or read but not yet written",
-                                       str(lost), "(no client can store these)", "-"))
-                    reh.checks.append(("  identical requests called by two shards", str(dups), "0",
-                                       "PASS" if dups == 0 else "FAIL"))
-                    reh.checks.append(("  beyond those", str(rest), "<= 0", "PASS" if rest <= 0 else "FAIL"))
+                    # the literal target was 0; what a kill can make a rerun repeat cannot be: the provider
+                    # answers it after the job is gone, or the job dies between reading an answer and writing it
+                    # (rehearsal.checks.may_repeat, per mode). Everything else must be 0.
+                    reh.checks.extend(checks.kill_rows(k, rep, dups, batch=not args.sync))
+                reh.checks.append(checks.recovery_row(reh.out["kill"].get("recovery") or []))
             if not args.sync and "kill" in reh.out:
                 s = reh.sim_stats() or {}
                 reh.out["batch"] = {k: s.get(k) for k in ("batch_requests", "batch_resubmitted", "batch_retried",
@@ -175,14 +169,10 @@ def main():
             reh.out["sim_final"] = reh.sim_stats()
         reh.sim = reh.monitor.sim = None
         rep = (reh.out.get("sim_final") or {}).get("repeated_successes")
-        lost = (reh.out.get("kill") or {}).get("unpersisted", 0)
-        reh.checks.append(("repeated calls at the simulator", f"{rep} (all runs; {lost} in flight at the kill)",
-                           "0 beyond those in flight at the kill",
-                           "PASS" if rep is not None and rep - lost <= 0 else "FAIL"))
-        reh.checks.append(("peak memory, process tree",
-                           f"{gib(reh.monitor.peak_rss)} RSS, {gib(reh.monitor.peak_pss)} PSS",
-                           f"<= {gib(TARGETS['peak_bytes'])}", "PASS" if reh.monitor.peak_rss <= TARGETS["peak_bytes"]
-                           else "FAIL"))
+        reh.checks.append(checks.repeated_row(rep, reh.out.get("kill"), batch=not args.sync))
+        m = reh.monitor
+        reh.checks.append(checks.memory_row({"rss": m.peak_rss, "pss": m.peak_pss, "phase": m.peak_at,
+                                             "sim_rss": m.sim_peak_rss}))
         if not args.skip_replay and "main_failed" not in reh.out:
             reh.replay(reference)
     except BaseException:

@@ -221,8 +221,12 @@ def describe_compare(cmp, limit=25, columns=RUN_COLUMNS):
     return lines
 
 
-def summary(cmp):
-    return (f"{cmp['equal']} equal, {len(cmp['differ'])} differ, {len(cmp['missing'])} missing, "
+def summary(cmp, columns=RUN_COLUMNS):
+    """Counts: equal, differing only in the allowed ``columns`` (how a row was obtained), differing otherwise,
+    missing, extra."""
+    allowed = sum(legit(d, columns) for d in cmp["differ"].values())
+    return (f"{cmp['equal']} equal, {allowed} differ only in {'/'.join(columns)}, "
+            f"{len(cmp['differ']) - allowed} differ otherwise, {len(cmp['missing'])} missing, "
             f"{len(cmp['extra'])} extra")
 
 

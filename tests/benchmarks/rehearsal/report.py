@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 from collections import defaultdict
 
+from rehearsal.checks import may_repeat
 from rehearsal.common import gib, hms, mib, table
 from rehearsal.compare import describe_compare, stage_walls
 
@@ -85,8 +86,9 @@ def report(reh):
           f"{o['sim'].get('errors')}, peak in flight {o['sim'].get('max_in_flight')}, server CPU "
           f"{o['sim'].get('cpu_s')} s")
         pk = o["peak"]
-        p(f"Peak memory: process tree {gib(pk['rss'])} RSS (PSS {gib(pk['pss'])}) over {pk['procs']} processes, in run "
-          f"'{pk['phase']}'; simulator {mib(pk['sim_rss'])}; largest single processes: "
+        p(f"Peak memory: the workflow's process tree (snakemake and its jobs) {gib(pk['rss'])} RSS "
+          f"(PSS {gib(pk['pss'])}) over {pk['procs']} processes, in run "
+          f"'{pk['phase']}'; the simulator, a process beside it: {mib(pk['sim_rss'])}; largest single processes: "
           + ", ".join(f"{n} {mib(v)}" for n, v in pk["by_job"][:6]))
         c = o["cache"]
         p(f"Response cache {reh.cache_dir.relative_to(reh.wd)}: {c['files']} files, {mib(c['bytes'])} "
@@ -110,14 +112,16 @@ def report(reh):
           + ", ".join(f"{k} {v}" for k, v in o["cross_shard_duplicates"].items()))
     if "kill" in o:
         k = o["kill"]
+        batch = not a.sync
         written = k.get("cache_files_after_kill", 0) - o.get("cache_files_before_judging", 0)
+        allowed, why = may_repeat(k, batch)
         p("")
         p(f"Kill -9: at {k['at_s']:.0f} s into the judging run, {k['judge_successes']} of ~{k['expected']} judge calls "
-          f"answered, {k['in_flight_at_kill']} requests in flight at the simulator "
-          f"({k.get('answered_after_kill')} answered "
-          f"after the kill); {k.get('new_unique')} distinct answers given in that run, {written} written to the "
-          f"cache: {k.get('unpersisted')} answered but never "
-          f"persisted; recovery: {' '.join(k.get('recovery') or []) or 'a plain rerun'}; "
+          f"answered synchronously" + (f", {k.get('batch_requests_at_kill')} requests out in batches" if batch else "")
+          + f", {k['in_flight_at_kill']} synchronous requests open at the simulator "
+          f"({k.get('answered_after_kill')} answered after the kill); {written} answers written to the cache in "
+          "that run" + ("" if batch else f" of {k.get('new_unique')} distinct answers given") + f"; a rerun may "
+          f"repeat {allowed} ({why}); recovery: {' then '.join(k.get('recovery') or []) or 'a plain rerun'}; "
           f"repeated successes over the killed run and its rerun: {k.get('repeated')} "
           f"({k.get('cross_shard_duplicates')} identical requests called by two judging/tagging shards)")
     if "noop" in o:
