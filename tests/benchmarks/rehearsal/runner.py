@@ -91,7 +91,13 @@ class Runner:
         # a fresh start: everything a run leaves behind, and nothing else
         base = yaml.safe_load((wd / "config" / "paper.yaml").read_text())
         over = yaml.safe_load((wd / "config" / "rehearsal.yaml").read_text())
-        self.config = merge(base, over)
+        # the configs say only what differs from the schema's defaults: the workdir's schema fills them in
+        if str(wd / "workflow") not in sys.path:
+            sys.path.insert(0, str(wd / "workflow"))
+        from heart.common.config import validate_config
+
+        self.config = validate_config(merge(base, over), schema_path=wd / "workflow/schemas/config.schema.yaml",
+                                      source="config/paper.yaml + config/rehearsal.yaml")
         cache = self.config["llm"]["cache_dir"]
         for rel in ("logs", "benchmarks", ".snakemake", cache, ".rehearsal"):
             shutil.rmtree(wd / rel, ignore_errors=True)

@@ -11,11 +11,9 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
-from scipy import stats
 
 from heart.common import records
 from heart.common.vocabulary import SYSTEM_NAMES
-from heart.stats.factors import fisher_ci
 from heart import WORKFLOW_DIR
 
 TEST_FAMILY = "external_correlates"
@@ -134,6 +132,11 @@ def _row(test: str, x: str, y: str, method: str, xs: pd.Series, ys: pd.Series, c
         return {**row, "status": "insufficient", "note": "; ".join(s for s in (why, note) if s)}
     if xs.nunique() < 2 or ys.nunique() < 2:
         return {**row, "status": "degenerate", "note": "; ".join(s for s in ("a variable is constant", note) if s)}
+    # scipy here, not at the top: the figure and table jobs read the models table from this module
+    from scipy import stats
+
+    from heart.stats.factors import fisher_ci
+
     if method == "pearson":
         res = stats.pearsonr(xs, ys)
         est, p = float(res.statistic), float(res.pvalue)

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import numpy as np
 import pandas as pd
-from scipy.special import expit
 
 from heart.common.vocabulary import AXES
 from heart.stats.best_human import BEST_HUMAN, HUMAN
@@ -51,7 +50,7 @@ def percentiles(scope: pd.DataFrame) -> pd.Series:
         if systems[i] == BEST_HUMAN:
             others &= systems != HUMAN
         if others.any():
-            out[i] = 100.0 * float(expit(theta[i] - theta[others]).mean())
+            out[i] = 100.0 * float((1.0 / (1.0 + np.exp(theta[others] - theta[i]))).mean())  # logistic
     return pd.Series(out, index=pd.Index(systems, name="system"), name="percentile")
 
 
