@@ -122,3 +122,52 @@ def test_a_folder_made_by_hand_gets_its_manifest_and_is_then_checked(bundle, tmp
     assert {n: (f["sha256"], f["rows"]) for n, f in written["files"].items()} == {
         n: (f["sha256"], f["rows"]) for n, f in original["files"].items()}
     assert written["label"] is None  # a label (SIMULATED) is the author's to give, not the tool's
+
+
+def _with_ratings(bundle, tmp_path, records):
+    """A copy of ``bundle`` with a human ratings file of ``records`` (JSON Lines, written by hand) listed."""
+    copy = tmp_path / "bundle"
+    shutil.copytree(bundle, copy)
+    (copy / "human_judgments.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records))
+    check.write_manifest(copy)
+    return copy
+
+
+def _rating(pair, rater, **change):
+    return {"rater_id": rater, "item_id": pair["item_id"], "shown_a": pair["system_a"], "shown_b": pair["system_b"],
+            "choice": 2, "seconds_spent": 30, **change}
+
+
+def test_human_ratings_name_a_pair_of_the_bundle_once_per_rater(bundle, tmp_path):
+    pairs = tableio.read_table(bundle / "pairs.parquet")
+    one, two = pairs.iloc[0], pairs.iloc[1]
+    sound = _with_ratings(bundle, tmp_path / "a", [_rating(one, "r1"), _rating(one, "r2", shown_a=one["system_b"],
+                                                                             shown_b=one["system_a"], choice=4),
+                                                   _rating(two, "r1")])
+    assert check.check(sound)["human_ratings"] == 3
+    typo = _with_ratings(bundle, tmp_path / "b", [_rating(one, "r1"), _rating(two, "r1", shown_b="gpt-6")])
+    with pytest.raises(load.BundleError, match=r"human_judgments.jsonl, line 2: fields 'item_id', 'shown_a', "
+                                               r"'shown_b' .* name no pair of pairs.parquet"):
+        check.check(typo)
+    twice = _with_ratings(bundle, tmp_path / "c", [_rating(one, "r1"), _rating(two, "r2"),
+                                                   _rating(one, "r1", choice=5)])
+    with pytest.raises(load.BundleError, match=r"lines 1 and 3: .*rater 'r1' judged the same pair"):
+        check.check(twice)
+
+
+def test_a_tag_of_a_completion_the_bundle_lacks_stops_the_check(bundle, tmp_path):
+    import pandas as pd
+
+    copy = tmp_path / "bundle"
+    shutil.copytree(bundle, copy)
+    completions = pd.read_parquet(copy / "completions.parquet")
+    row = completions.iloc[0]
+    tags = pd.DataFrame([{"item_id": row["item_id"], "system": system, "contributor_id": None, "tagger": "t",
+                          "strategy": "question", "label": "present", "probability": None, "evidence": None,
+                          "parse_ok": True, "parse_error": None, "cache_key": "k", "from_cache": False,
+                          "neutralised_tokens": 0} for system in (row["system"], "gpt-6")])
+    tableio.write_table(tags, copy / "strategy_tags.parquet", "strategy_tags")
+    check.write_manifest(copy)
+    with pytest.raises(load.BundleError, match=r"strategy_tags.parquet, row 2: field 'system' is 'gpt-6': the "
+                                               "bundle has no such completion"):
+        check.check(copy)

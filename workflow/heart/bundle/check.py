@@ -1,9 +1,10 @@
 """A bundle checked before anything runs from it (``python -m heart.bundle check <folder>``, ``make check-bundle
 ARTIFACTS=<folder>``, and first in ``make paper``): the manifest and the files the study asks for
 (:func:`heart.bundle.load.run_config`), every table against its schema and the ids of the others, and the
-cross-references no schema holds -- pairs to completions, verdicts to pairs (once per shown order), tags to
-items. The first problem stops it, named by file, row and field; a clean bundle gets a summary of what it
-holds and of what the outputs will say is absent, and why.
+cross-references no schema holds -- pairs to completions, verdicts to pairs (once per shown order), human
+ratings to pairs (a rater once per shown pair), tags to completions. The first problem stops it, named by file,
+row and field; a clean bundle gets a summary of what it holds and of what the outputs will say is absent, and
+why.
 """
 
 from __future__ import annotations
@@ -57,8 +58,12 @@ def check(folder) -> dict:
         checks = load.table(path, "judge_verdicts", check=lambda v: load.check_verdicts(path, v))
         summary["quality_check_verdicts"] = len(checks)
     if "strategy_tags.parquet" in files:
-        tags = load.table(folder / "strategy_tags.parquet", "strategy_tags", known={"item_id": items["item_id"]})
+        path = folder / "strategy_tags.parquet"
+        tags = load.table(path, "strategy_tags", known={"item_id": items["item_id"]},
+                          check=lambda t: load.check_tags(path, t, completions))
         summary["tags"] = tags.groupby("tagger").size().to_dict()
+    if "human_judgments.jsonl" in files:
+        summary["human_ratings"] = load.check_ratings(folder / "human_judgments.jsonl", items, pairs)
     absent = {
         "human completions": ("human_completions.jsonl", "no human writer's reply: Best Human and every human "
                               "row say absent"),
@@ -88,6 +93,8 @@ def describe(summary: dict) -> str:
     if "quality_check_verdicts" in summary:
         lines.append(f"quality-check verdicts: {summary['quality_check_verdicts']}")
     lines += [f"tags by {tagger}: {n}" for tagger, n in sorted(summary.get("tags", {}).items())]
+    if "human_ratings" in summary:
+        lines.append(f"human ratings: {summary['human_ratings']} (quality-check rows aside)")
     lines += [f"absent: {what} -- {why}" for what, why in summary["absent"].items()]
     return "\n".join(lines)
 

@@ -213,3 +213,41 @@ def check_verdicts(path, verdicts: pd.DataFrame, pairs: pd.DataFrame | None = No
                          index=verdicts.index)
     _first_bad(path, verdicts, known & verdicts["order"].notna() & (expected != verdicts["shown_a"]), "order",
                "does not match field 'shown_a' (AB shows the pair's system_a as A)")
+
+
+def check_tags(path, tags: pd.DataFrame, completions: pd.DataFrame) -> None:
+    """Every tag names a completion the bundle holds: its item, system and writer (a tag of a completion that
+    is not there, or of the right system on the wrong item, would be counted as that system's strategy)."""
+    from heart.judging.pairs import completion_ref
+
+    have = set(zip(completions["item_id"], map(completion_ref, completions["system"], completions["contributor_id"])))
+    contributors = tags["contributor_id"] if "contributor_id" in tags else pd.Series(None, index=tags.index)
+    bad = pd.Series([(i, completion_ref(s, c)) not in have for i, s, c in zip(tags["item_id"], tags["system"],
+                                                                               contributors)], index=tags.index)
+    _first_bad(path, tags, bad, "system", "the bundle has no such completion for the row's item_id "
+               "(completions.parquet, the dataset's reply, human_completions.jsonl)")
+
+
+def check_ratings(path, items: pd.DataFrame, pairs: pd.DataFrame) -> int:
+    """The human ratings file as rule human_judgments reads it (:func:`heart.judging.human_judgments.read`):
+    each rating's item (its id or release key) and shown completions name a pair of the bundle, a rater judges
+    a shown pair of an item once; quality-check rows (``qc_expected``) are not pairs. Returns the ratings."""
+    from heart.judging import human_judgments as hj
+    from heart.judging import pairs as pairs_mod
+
+    try:
+        table = hj.resolve_items(hj.read(path), items, path)
+    except (hj.HumanJudgmentError, ValueError) as exc:
+        raise BundleError(str(exc)) from None
+    known = set(pairs["pair_id"])
+    rated = table[table["qc_expected"].isna() | table["qc_expected"].eq("")]
+    for r in rated.itertuples():
+        pid = pairs_mod.pair_id(r.item_id, r.shown_a, r.shown_b)
+        if pid not in known:
+            raise BundleError(f"{path}, line {r.line}: fields 'item_id', 'shown_a', 'shown_b' ({r.item_id}: "
+                              f"{r.shown_a} vs {r.shown_b}) name no pair of pairs.parquet (a completion is "
+                              "'<system>' or 'human#<contributor_id>'; a typo in a name, or a pair nobody judged)")
+        if not pd.isna(r.pair_id) and r.pair_id != pid:
+            raise BundleError(f"{path}, line {r.line}: field 'pair_id' is {r.pair_id!r} but item {r.item_id} with "
+                              f"{r.shown_a} vs {r.shown_b} is pair {pid}")
+    return len(rated)
