@@ -99,7 +99,8 @@ def test_a_bundle_table_refers_only_to_what_the_bundle_has(tmp_path):
     (STUDY + "judging: {judges: {j: {model: m}}}\n", "judge_checks.parquet",
      r"judging.qc.kinds \['unhelpful', 'other-conversation'\] for judging.judges \(j\)"),
     (STUDY + "judging: {judges: {j: {model: m}}, qc: {kinds: []}}\n", None, None),
-    (STUDY + "tagging: {taggers: {t: {model: m}}}\n", "strategy_tags.parquet", r"tagging.taggers \(t\)"),
+    (STUDY + "tagging: {taggers: {t: {model: m}}}\n", "strategy_tags.parquet or strategy_tags.jsonl",
+     r"tagging.taggers \(t\)"),
 ])
 def test_a_file_the_study_asks_for_is_named_with_its_setting_and_never_made_by_a_model(tmp_path, study, missing,
                                                                                       setting):
@@ -218,7 +219,11 @@ def test_a_verdict_shows_its_own_pair_in_the_order_it_says_once():
 
 
 def test_a_bundle_without_a_table_every_bundle_holds_is_named(tmp_path):
-    folder = _bundle(tmp_path, names=("items.parquet", "completions.parquet"))
-    with pytest.raises(load.BundleError, match=r"lists no pairs.parquet, which every bundle holds. Add pairs.parquet "
-                                               r"\(and list it in the manifest\)$"):
+    folder = _bundle(tmp_path, names=("items.parquet", "pairs.parquet"))
+    with pytest.raises(load.BundleError, match=r"lists no completions.parquet or completions.jsonl, which every "
+                                               r"bundle holds. Add it \(and list it in the manifest: python -m heart."
+                                               r"bundle check --write-manifest <folder>; docs/bundle-format.md\)$"):
         load.run_config(folder)
+    # the pairs are not asked of a bundle: they are derived from what was judged
+    (tmp_path / "derived").mkdir()
+    assert load.run_config(_bundle(tmp_path / "derived", names=("items.jsonl", "completions.jsonl")))

@@ -198,9 +198,9 @@ PROBE_CONFIGS = ({}, {"items": {"source": "release"}}, {"analysis_only": {"judgm
 def _probe_bundle(folder: Path) -> None:
     """The least bundle a run from artifacts loads: a manifest listing an empty study.yaml and the files every
     bundle holds (placeholders: loading the workflow reads none of them)."""
-    from heart.bundle.load import ALWAYS
+    from heart.bundle.load import ALWAYS, SLOTS
 
-    placeholder_bundle(folder, "{}\n", [name for name in ALWAYS if name != "study.yaml"])
+    placeholder_bundle(folder, "{}\n", [SLOTS[slot][0] for slot in ALWAYS if slot != "study"])
 
 
 def rule_conda_problems(root: Path) -> list[str]:

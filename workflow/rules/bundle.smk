@@ -14,7 +14,8 @@ if ARTIFACTS:
 
     rule bundle_items:
         input:
-            table=f"{ARTIFACTS}/items.parquet",
+            # items.parquet, or items.jsonl in the public format (docs/bundle-format.md)
+            table=BUNDLE["items"],
         output:
             "results/items/items.parquet",
         log:
@@ -28,7 +29,11 @@ if ARTIFACTS:
 
     rule bundle_pairs:
         input:
-            table=f"{ARTIFACTS}/pairs.parquet",
+            # pairs.parquet where the bundle has it; else the pairs are derived from the public verdicts and the
+            # human ratings (what was judged)
+            table=BUNDLE["pairs"],
+            verdicts=[] if BUNDLE["pairs"] else [p for p in BUNDLE["llm_verdicts"] if p.endswith(".jsonl")],
+            ratings=[] if BUNDLE["pairs"] else BUNDLE["human_judgments"],
             item_table="results/items/items.parquet",
             completions=COMPLETIONS,
         output:
@@ -44,7 +49,9 @@ if ARTIFACTS:
 
     rule bundle_verdicts:
         input:
-            table=f"{ARTIFACTS}/llm_verdicts.parquet",
+            # llm_verdicts.parquet (exact: the answers as received), or llm_verdicts.jsonl (the public format)
+            table=BUNDLE["llm_verdicts"],
+            item_table="results/items/items.parquet",
             pair_table="results/judging/pairs.parquet",
         output:
             "results/judging/llm/{judge}.parquet",
@@ -76,8 +83,10 @@ if ARTIFACTS:
 
     rule bundle_tags:
         input:
-            table=f"{ARTIFACTS}/strategy_tags.parquet",
+            # strategy_tags.parquet, or strategy_tags.jsonl (the public format)
+            table=BUNDLE["strategy_tags"],
             item_table="results/items/items.parquet",
+            completions=COMPLETIONS,
         output:
             "results/tagging/{tagger}.parquet",
         log:

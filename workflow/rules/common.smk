@@ -36,6 +36,13 @@ def bundle_config(path):
         raise StartupError(str(exc)) from None
 
 
+def bundle_parts(path):
+    """Each part of a bundle -> [the file it is read from] ([]: none) (heart.bundle.load.parts)."""
+    from heart.bundle import load
+
+    return load.parts(path)
+
+
 try:
     start_config(
         config,
@@ -47,6 +54,8 @@ try:
 except StartupError as exc:
     raise WorkflowError(str(exc)) from None
 ARTIFACTS = (config.get("artifacts") or {}).get("path")
+# the file each part of a bundle is read from: the workflow's own table or the public format (heart.bundle.load)
+BUNDLE = bundle_parts(ARTIFACTS) if ARTIFACTS else {}
 
 
 def esconv_input():
@@ -83,10 +92,10 @@ def release_inputs(wildcards=None):
 RELEASED_ITEMS = config["items"]["source"] == "release"
 # config analysis_only: only the statistics and figures, on a table of judgments made elsewhere
 ANALYSIS_ONLY = "analysis_only" in config
-# model metadata (Table 1, the external correlations): the paper's, or an analysis-only run's own
+# model metadata (Table 1, the external correlations): the paper's, or an analysis-only run's or a bundle's own
 MODELS_CSV = (
     (ANALYSIS_ONLY and config["analysis_only"].get("models"))
-    or (ARTIFACTS and str(Path(ARTIFACTS) / "models.csv"))
+    or (ARTIFACTS and BUNDLE["models"] and BUNDLE["models"][0])
     or workflow.source_path("../resources/external/models.csv")
 )
 # a rehearsal against heart.simulation.simulator (config/rehearsal.yaml): its figures, tables and report say so

@@ -14,21 +14,33 @@ from pathlib import Path
 import pandas as pd
 
 from heart.bundle import load
+from heart.common.records import RecordError, record_label
 from heart.completions import imported
 
 
-def _completions(folder: Path, items: pd.DataFrame) -> pd.DataFrame:
-    """Every completion the bundle holds, as (item_id, system, contributor_id): the models' (completions.parquet),
-    the dataset's reply where its item has one, the writers' (human_completions.jsonl, if listed)."""
-    models = pd.read_parquet(folder / "completions.parquet")
-    models = models.reindex(columns=["item_id", "system", "contributor_id"])  # contributor_id: optional
+def _completions(folder: Path, parts: dict, items: pd.DataFrame, config: dict) -> pd.DataFrame:
+    """Every completion the bundle holds, as (item_id, system, contributor_id), read as the run reads them: each
+    imported system's rows of the completions file (rule import_completions; a row it would leave out is an
+    error here), the dataset's reply where its item has one, the writers' (human_completions.jsonl, if listed)."""
+    path = parts["completions"][0]
+    tables = []
+    for system in sorted(config.get("imported_systems") or {}):
+        try:
+            table, violations = imported.import_system(path, items, system)
+        except (RecordError, imported.CompletionImportError) as exc:
+            raise load.BundleError(str(exc)) from None
+        if len(violations):
+            v = violations.iloc[0]
+            raise load.BundleError(f"{path}, {record_label(path, v['line'])}: system {system!r}, item "
+                                   f"{v['item_id']!r}: {v['problem']} ({len(violations)} such rows)")
+        tables.append(table[["item_id", "system", "contributor_id"]])
     original = items.loc[items["original_reply"].notna(), ["item_id"]].assign(system="original")
-    parts = [models, original.assign(contributor_id=None)]
+    parts_ = [*tables, original.assign(contributor_id=None)]
     human = folder / "human_completions.jsonl"
     if human.is_file():
         writers, _ = imported.import_humans(human, items)  # as rule human_completions reads it (violations out)
-        parts.append(writers[["item_id", "contributor_id"]].assign(system="human"))
-    return pd.concat(parts, ignore_index=True)
+        parts_.append(writers[["item_id", "contributor_id"]].assign(system="human"))
+    return pd.concat(parts_, ignore_index=True)
 
 
 def check(folder) -> dict:
@@ -37,30 +49,25 @@ def check(folder) -> dict:
     folder = Path(folder).resolve()
     found = load.manifest(folder)  # every file's sha256, once
     config, files = load.run_config(folder, found), set(found["files"])
-    items = load.table(folder / "items.parquet", "items")
-    completions = _completions(folder, items)
-    unknown = ~completions["item_id"].isin(set(items["item_id"]))
-    if unknown.any():
-        raise load.BundleError(f"{folder / 'completions.parquet'}: item_id {completions['item_id'][unknown].iloc[0]!r} "
-                               f"is not in items.parquet ({int(unknown.sum())} such completions)")
-    pairs = load.table(folder / "pairs.parquet", "pairs", known={"item_id": items["item_id"]},
-                       check=lambda p: load.check_pairs(folder / "pairs.parquet", p, completions))
-    summary = {"items": items["subset"].value_counts().to_dict(),
-               "systems": sorted(set(completions["system"])), "pairs": len(pairs), "verdicts": {}, "absent": {}}
-    if "llm_verdicts.parquet" in files:
-        path = folder / "llm_verdicts.parquet"
-        verdicts = load.table(path, "judge_verdicts", known={"pair_id": pairs["pair_id"]},
-                              check=lambda v: load.check_verdicts(path, v, pairs))
+    parts = load.parts(folder)
+    items = load.read_items(parts["items"][0])
+    completions = _completions(folder, parts, items, config)
+    verdicts_file = (parts["llm_verdicts"] or [None])[0]
+    pairs = load.read_pairs(items, completions, pairs_path=(parts["pairs"] or [None])[0],
+                            verdicts_path=verdicts_file, ratings_path=(parts["human_judgments"] or [None])[0])
+    summary = {"items": items["subset"].value_counts().to_dict(), "systems": sorted(set(completions["system"])),
+               "pairs": len(pairs), "pairs_from": "pairs.parquet" if parts["pairs"] else "derived from the verdicts "
+               "and ratings", "verdicts": {}, "absent": {}}
+    if verdicts_file:
+        verdicts = load.read_verdicts(verdicts_file, items, pairs)
         summary["verdicts"] = {f"{j} {o}": int(n) for (j, o), n in
                                verdicts.groupby(["judge", verdicts["order"].fillna("order not known")]).size().items()}
     if "judge_checks.parquet" in files:
         path = folder / "judge_checks.parquet"
         checks = load.table(path, "judge_verdicts", check=lambda v: load.check_verdicts(path, v))
         summary["quality_check_verdicts"] = len(checks)
-    if "strategy_tags.parquet" in files:
-        path = folder / "strategy_tags.parquet"
-        tags = load.table(path, "strategy_tags", known={"item_id": items["item_id"]},
-                          check=lambda t: load.check_tags(path, t, completions))
+    if parts["strategy_tags"]:
+        tags = load.read_tags(parts["strategy_tags"][0], items, completions)
         summary["tags"] = tags.groupby("tagger").size().to_dict()
     if "human_judgments.jsonl" in files:
         summary["human_ratings"] = load.check_ratings(folder / "human_judgments.jsonl", items, pairs)
@@ -88,7 +95,7 @@ def describe(summary: dict) -> str:
     """The summary as the lines ``check`` prints."""
     lines = [f"items: {', '.join(f'{n} {s}' for s, n in sorted(summary['items'].items()))}",
              f"systems ({len(summary['systems'])}): {', '.join(summary['systems'])}",
-             f"pairs: {summary['pairs']}"]
+             f"pairs: {summary['pairs']} ({summary['pairs_from']})"]
     lines += [f"verdicts {key}: {n}" for key, n in sorted(summary["verdicts"].items())]
     if "quality_check_verdicts" in summary:
         lines.append(f"quality-check verdicts: {summary['quality_check_verdicts']}")

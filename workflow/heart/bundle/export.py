@@ -45,11 +45,15 @@ FORMAT = "heart-bundle/1"
 #: file -> what it holds (the manifest and the datasheet say it; a file the run has no data for is left out)
 FILES = {
     "items.parquet": "the evaluation items (workflow/schemas/tables/items.schema.yaml)",
+    "items.jsonl": "the evaluation items in the public format: subset, history, key, the dataset's reply "
+                   "(docs/bundle-format.md; a bundle holds this or items.parquet)",
     "completions.parquet": "every model system's completions: item_id, system, model, text, ttft_s, latency_s, "
                            "cost_usd (the imported_systems format, resources/imported/README.md)",
+    "completions.jsonl": "the same, as JSON Lines (a bundle holds this or completions.parquet)",
     "human_completions.jsonl": "human completions: item_id, contributor_id (pseudonymous writer), text, ... "
                                "(the human completions file, resources/human/README.md)",
-    "pairs.parquet": "the compared pairs of completions (pairs.schema.yaml)",
+    "pairs.parquet": "the compared pairs of completions (pairs.schema.yaml; optional: derived from the verdicts "
+                     "and ratings where absent)",
     "llm_verdicts.parquet": "every LLM judge's verdict per pair and shown order: winner, strength, signed axis "
                             "marks, rationale, the answer as received (judge_verdicts.schema.yaml)",
     "llm_verdicts.jsonl": "the same verdicts in the public judgment format (resources/imported/README.md: item, "
@@ -61,6 +65,8 @@ FILES = {
                              "seconds_spent, ... (the human judgments file, resources/human/README.md)",
     "imported_judgments.jsonl": "pairwise judgments the run imported from elsewhere (resources/imported/README.md)",
     "strategy_tags.parquet": "every completion's 15-strategy tags by each LLM tagger (strategy_tags.schema.yaml)",
+    "strategy_tags.jsonl": "the tags in the public format: item_id, system, contributor_id, tagger, strategy, label, "
+                           "probability, evidence (docs/bundle-format.md)",
     "strategy_labels.jsonl": "the human spot-check labels of strategies (resources/human/README.md)",
     "models.csv": "model metadata: family, the paper's Elo and win rate, Artificial Analysis index, TTFT "
                   "(workflow/resources/external/README.md)",

@@ -21,6 +21,7 @@ from heart.bundle.export import FILES, FORMAT
 from heart.common import tableio
 from heart.common.atomic import sha256_file
 from heart.common.config import schema_default
+from heart.judging.pairs import completion_ref
 
 
 class BundleError(ValueError):
@@ -60,9 +61,38 @@ def manifest(folder) -> dict:
     return found
 
 
-#: the files every bundle holds, and those its study's settings ask for (setting -> file): a run from a bundle
+#: a part of a bundle and the files that may hold it, the one read first first: the workflow's own table (an
+#: exported bundle's, exact) or the public format (docs/bundle-format.md); pairs are derived from the verdicts
+#: and ratings where a bundle has no pairs.parquet
+SLOTS = {
+    "items": ("items.parquet", "items.jsonl"),
+    "completions": ("completions.parquet", "completions.jsonl"),
+    "pairs": ("pairs.parquet",),
+    "llm_verdicts": ("llm_verdicts.parquet", "llm_verdicts.jsonl"),
+    "judge_checks": ("judge_checks.parquet",),
+    "strategy_tags": ("strategy_tags.parquet", "strategy_tags.jsonl"),
+    "study": ("study.yaml",),
+}
+#: the parts every bundle holds, and those its study's settings ask for (setting -> part): a run from a bundle
 #: never makes what is missing by calling a model (those rules are not even defined in such a run)
-ALWAYS = ("items.parquet", "completions.parquet", "pairs.parquet", "study.yaml")
+ALWAYS = ("items", "completions", "study")
+
+
+def pick(listed, slot: str) -> str | None:
+    """The file of ``slot`` (:data:`SLOTS`) a bundle whose manifest lists ``listed`` is read from, or None."""
+    return next((name for name in SLOTS[slot] if name in listed), None)
+
+
+def parts(folder) -> dict[str, list[str]]:
+    """Part -> [the path it is read from] ([] when the bundle has none) of bundle ``folder``, whose manifest
+    the run's start has checked: :data:`SLOTS`, the human ratings (``human_judgments``) and the model metadata
+    (``models``; the workflow's own where the bundle has none)."""
+    folder = Path(folder)
+    listed = json.loads((folder / "manifest.json").read_text(encoding="utf-8"))["files"]
+    out = {slot: [str(folder / name)] if (name := pick(listed, slot)) else [] for slot in SLOTS}
+    for name in ("human_judgments.jsonl", "models.csv"):
+        out[name.split(".")[0]] = [str(folder / name)] if name in listed else []
+    return out
 
 
 def qc_kinds(study: dict) -> list:
@@ -72,18 +102,18 @@ def qc_kinds(study: dict) -> list:
 
 
 def required_files(study: dict) -> dict[str, str]:
-    """File -> the setting of ``study`` (a bundle's study.yaml) that asks for it."""
-    need = {name: "every bundle" for name in ALWAYS}  # (the message says so for these)
+    """Part (:data:`SLOTS`) -> the setting of ``study`` (a bundle's study.yaml) that asks for it."""
+    need = {slot: "every bundle" for slot in ALWAYS}  # (the message says so for these)
     judges = sorted((study.get("judging") or {}).get("judges") or {})
     if judges:
-        need["llm_verdicts.parquet"] = f"judging.judges ({', '.join(judges)})"
+        need["llm_verdicts"] = f"judging.judges ({', '.join(judges)})"
         kinds = qc_kinds(study)
         if kinds:
-            need["judge_checks.parquet"] = (f"judging.qc.kinds {list(kinds)} for judging.judges "
-                                            f"({', '.join(judges)})")
+            need["judge_checks"] = (f"judging.qc.kinds {list(kinds)} for judging.judges "
+                                    f"({', '.join(judges)})")
     taggers = sorted((study.get("tagging") or {}).get("taggers") or {})
     if taggers:
-        need["strategy_tags.parquet"] = f"tagging.taggers ({', '.join(taggers)})"
+        need["strategy_tags"] = f"tagging.taggers ({', '.join(taggers)})"
     return need
 
 
@@ -97,12 +127,15 @@ def check_files(folder: Path, found: dict, study: dict) -> None:
         Naming the file and the setting that asks for it, or the unlisted file.
     """
     listed = set(found["files"])
-    for name, setting in required_files(study).items():
-        if name not in listed:
-            why = ("every bundle holds" if name in ALWAYS else
+    for slot, setting in required_files(study).items():
+        if pick(listed, slot) is None:
+            name = " or ".join(SLOTS[slot])
+            why = ("every bundle holds" if slot in ALWAYS else
                    f"the study's {setting} (study.yaml) asks for; a run from a bundle calls no model to make it")
-            raise BundleError(f"{folder / 'manifest.json'}: lists no {name}, which {why}. Add {name} (and list it "
-                              "in the manifest)" + ("" if name in ALWAYS else ", or change the setting in study.yaml"))
+            raise BundleError(f"{folder / 'manifest.json'}: lists no {name}, which {why}. Add it (and list it "
+                              "in the manifest: python -m heart.bundle check --write-manifest <folder>; "
+                              "docs/bundle-format.md)" + ("" if slot in ALWAYS else
+                                                          ", or change the setting in study.yaml"))
     unlisted = sorted(p.name for p in folder.iterdir() if p.is_file() and p.name in FILES and p.name not in listed)
     if unlisted:
         raise BundleError(f"{folder / 'manifest.json'}: {', '.join(unlisted)} in the folder but not listed in the "
@@ -121,9 +154,10 @@ def run_config(folder, found: dict | None = None) -> dict:
     study = yaml.safe_load((folder / "study.yaml").read_text(encoding="utf-8")) or {}
     check_files(folder, found, study)
     models = study.get("models", {})
-    systems = {name: {"path": str(folder / "completions.parquet"), "family": models.get(s.get("model"), {})
-                      .get("family")} for name, s in study.get("systems", {}).items()}
-    systems |= {name: {"path": str(folder / "completions.parquet"), "family": s.get("family")}
+    completions = str(folder / pick(found["files"], "completions"))
+    systems = {name: {"path": completions, "family": models.get(s.get("model"), {}).get("family")}
+               for name, s in study.get("systems", {}).items()}
+    systems |= {name: {"path": completions, "family": s.get("family")}
                 for name, s in study.get("imported_systems", {}).items()}
     config = {**study, "artifacts": {"path": str(folder)}, "systems": {}, "imported_systems": systems}
     config["human_completions"] = {**study.get("human_completions", {}),
@@ -179,12 +213,15 @@ def _first_bad(path, frame: pd.DataFrame, bad: pd.Series, field: str, why: str) 
                           f"({int(bad.sum())} such rows)")
 
 
+def _refs(completions: pd.DataFrame) -> set:
+    """(item_id, completion reference) of every completion."""
+    return set(zip(completions["item_id"], map(completion_ref, completions["system"], completions["contributor_id"])))
+
+
 def check_pairs(path, pairs: pd.DataFrame, completions: pd.DataFrame) -> None:
     """Every pair's two completions exist for its item: a system nobody wrote (a typo), a writer whose file
     is not in the bundle, the dataset's reply on an item that has none (an adversarial one) are named."""
-    from heart.judging.pairs import completion_ref
-
-    have = set(zip(completions["item_id"], map(completion_ref, completions["system"], completions["contributor_id"])))
+    have = _refs(completions)
     for side in ("a", "b"):
         refs = pd.Series(list(map(completion_ref, pairs[f"system_{side}"], pairs[f"contributor_{side}"])),
                          index=pairs.index)
@@ -218,9 +255,7 @@ def check_verdicts(path, verdicts: pd.DataFrame, pairs: pd.DataFrame | None = No
 def check_tags(path, tags: pd.DataFrame, completions: pd.DataFrame) -> None:
     """Every tag names a completion the bundle holds: its item, system and writer (a tag of a completion that
     is not there, or of the right system on the wrong item, would be counted as that system's strategy)."""
-    from heart.judging.pairs import completion_ref
-
-    have = set(zip(completions["item_id"], map(completion_ref, completions["system"], completions["contributor_id"])))
+    have = _refs(completions)
     contributors = tags["contributor_id"] if "contributor_id" in tags else pd.Series(None, index=tags.index)
     bad = pd.Series([(i, completion_ref(s, c)) not in have for i, s, c in zip(tags["item_id"], tags["system"],
                                                                                contributors)], index=tags.index)
@@ -251,3 +286,93 @@ def check_ratings(path, items: pd.DataFrame, pairs: pd.DataFrame) -> int:
             raise BundleError(f"{path}, line {r.line}: field 'pair_id' is {r.pair_id!r} but item {r.item_id} with "
                               f"{r.shown_a} vs {r.shown_b} is pair {pid}")
     return len(rated)
+
+
+# --- a bundle's parts as the workflow's tables (rules bundle_items, bundle_pairs, bundle_verdicts, bundle_tags
+# and the checker read them the same way) -----------------------------------------------------------------
+
+def _public(call, *args):
+    from heart.bundle.public import PublicFormatError
+    from heart.common.records import RecordError
+    from heart.judging.human_judgments import HumanJudgmentError
+    from heart.judging.judgment_import import JudgmentImportError
+
+    try:
+        return call(*args)
+    except (PublicFormatError, RecordError, HumanJudgmentError, JudgmentImportError) as exc:
+        raise BundleError(str(exc)) from None
+
+
+def read_items(path) -> pd.DataFrame:
+    """The bundle's items (``items.parquet``, or ``items.jsonl`` in the public format), checked against the
+    items schema."""
+    from heart.bundle import public
+
+    path = Path(path)
+    if path.suffix == ".parquet":
+        return table(path, "items")
+    items = _public(public.read_items, path)
+    try:
+        tableio.to_arrow(items, "items")
+    except tableio.TableSchemaError as exc:
+        raise BundleError(f"{path}: {exc}") from None
+    return items
+
+
+def read_pairs(items: pd.DataFrame, completions: pd.DataFrame, pairs_path=None, verdicts_path=None,
+               ratings_path=None) -> pd.DataFrame:
+    """The bundle's pairs: ``pairs.parquet`` where it has one (checked against the completions), else derived
+    from what was judged: the LLM verdicts of ``llm_verdicts.jsonl`` and the human ratings (each completion
+    they name checked against the bundle's completions first, so a misspelt system names its record)."""
+    from heart.bundle import public
+    from heart.judging import judgment_import as ji
+
+    if pairs_path is not None:
+        return table(pairs_path, "pairs", known={"item_id": items["item_id"]},
+                     check=lambda p: check_pairs(pairs_path, p, completions))
+    judged = []
+    if verdicts_path is not None and Path(verdicts_path).suffix == ".jsonl":
+        verdicts = _public(public.read_verdicts, verdicts_path, items)
+        _public(ji.check_completions, verdicts[ji.TABLE_COLUMNS], items, completions)
+        judged.append(verdicts)
+    if ratings_path is not None:
+        rated = _public(public.rating_records, ratings_path, items)
+        have = _refs(completions)
+        for r in rated.itertuples():
+            for side in ("a", "b"):
+                ref = completion_ref(getattr(r, f"system_{side}"), getattr(r, f"contributor_{side}"))
+                if (r.item_id, ref) not in have:
+                    raise BundleError(f"{ratings_path}, line {r.line}: field 'shown_{side}' is {ref!r}: the bundle "
+                                      f"has no such completion of item {r.item_id} (a completion is '<system>' or "
+                                      "'human#<contributor_id>')")
+        judged.append(rated)
+    return public.derive_pairs(items, *judged)
+
+
+def read_verdicts(path, items: pd.DataFrame, pairs: pd.DataFrame) -> pd.DataFrame:
+    """The bundle's LLM verdicts, every judge's (``llm_verdicts.parquet``, or ``llm_verdicts.jsonl`` in the
+    public judgment format), each on a pair of ``pairs`` and once per shown order."""
+    from heart.bundle import public
+
+    path = Path(path)
+    if path.suffix == ".parquet":
+        return table(path, "judge_verdicts", known={"pair_id": pairs["pair_id"]},
+                     check=lambda v: check_verdicts(path, v, pairs))
+    records = _public(public.read_verdicts, path, items)
+    verdicts = _public(public.verdict_table, records, items, pairs)
+    check_verdicts(path, verdicts, pairs)
+    return verdicts
+
+
+def read_tags(path, items: pd.DataFrame, completions: pd.DataFrame) -> pd.DataFrame:
+    """The bundle's strategy tags (``strategy_tags.parquet``, or ``.jsonl`` in the public format), each of a
+    completion the bundle holds."""
+    from heart.bundle import public
+
+    path = Path(path)
+    if path.suffix == ".parquet":
+        return table(path, "strategy_tags", known={"item_id": items["item_id"]},
+                     check=lambda t: check_tags(path, t, completions))
+    tags = _public(public.read_tags, path, items)
+    check_tags(path, tags, completions)
+    return tags
