@@ -35,6 +35,7 @@ def _copy(tmp_path, base, drop=(), study=None):
     """The example bundle in ``tmp_path`` with files ``drop`` left out, its study changed by ``study(cfg)``, every
     model pointed at ``base`` (a key variable nobody set), and its manifest written again."""
     folder = tmp_path / "bundle"
+    folder.parent.mkdir(parents=True, exist_ok=True)
     shutil.copytree(EXAMPLE, folder)
     for name in drop:
         (folder / name).unlink()
@@ -158,3 +159,31 @@ def test_an_item_id_that_is_not_the_historys_hash_is_named(tmp_path):
                                                r"history's id is '[0-9a-f]{16}'; leave item_id out"):
         check.check(bundle)
     assert pd.notna(load.read_items(EXAMPLE / "items.jsonl")["item_id"]).all()
+
+
+def test_a_verdict_by_a_judge_the_study_does_not_name_is_named(tmp_path):
+    bundle = _copy(tmp_path, "http://127.0.0.1:9/v1")
+    text = (bundle / "llm_verdicts.jsonl").read_text().splitlines()
+    text[4] = text[4].replace('"judge": "judge-x"', '"judge": "judge-z"')
+    (bundle / "llm_verdicts.jsonl").write_text("\n".join(text) + "\n")
+    check.write_manifest(bundle)
+    with pytest.raises(load.BundleError, match=r"llm_verdicts.jsonl, line 5: field 'judge' is 'judge-z', not a judge "
+                                               r"of study.yaml \(judging.judges: judge-x\)"):
+        check.check(bundle)
+
+
+def test_a_judge_on_its_own_familys_pair_is_named_unless_the_study_allows_it(tmp_path):
+    """Paper §9.6: a judge never judges its own family's output (judging.exclude_own_family, on by default)."""
+    def same_family(cfg):
+        cfg["models"]["judge-model"]["family"] = "lab-b"  # beta's
+
+    bundle = _copy(tmp_path / "a", "http://127.0.0.1:9/v1", study=same_family)
+    with pytest.raises(load.BundleError, match=r"llm_verdicts.jsonl, line 1: judge 'judge-x' \(family 'lab-b'\) "
+                                               r"judged a pair holding its own family's output \(alpha vs beta\)"):
+        check.check(bundle)
+
+    def allowed(cfg):
+        same_family(cfg)
+        cfg["judging"]["exclude_own_family"] = False
+
+    assert check.check(_copy(tmp_path / "b", "http://127.0.0.1:9/v1", study=allowed))["pairs"] == 11

@@ -9,11 +9,13 @@ why.
 
 from __future__ import annotations
 
+import copy
 from pathlib import Path
 
 import pandas as pd
 
 from heart.bundle import load
+from heart.common.config import ConfigError, validate_config
 from heart.common.records import RecordError, record_label
 from heart.completions import imported
 
@@ -49,6 +51,11 @@ def check(folder) -> dict:
     folder = Path(folder).resolve()
     found = load.manifest(folder)  # every file's sha256, once
     config, files = load.run_config(folder, found), set(found["files"])
+    # the study's settings as the run reads them: checked against the schema, its defaults filled in
+    try:
+        study = validate_config(copy.deepcopy(config), source=str(folder / "study.yaml"))
+    except ConfigError as exc:
+        raise load.BundleError(str(exc)) from None
     parts = load.parts(folder)
     items = load.read_items(parts["items"][0])
     completions = _completions(folder, parts, items, config)
@@ -59,7 +66,7 @@ def check(folder) -> dict:
                "pairs": len(pairs), "pairs_from": "pairs.parquet" if parts["pairs"] else "derived from the verdicts "
                "and ratings", "verdicts": {}, "absent": {}}
     if verdicts_file:
-        verdicts = load.read_verdicts(verdicts_file, items, pairs)
+        verdicts = load.read_verdicts(verdicts_file, items, pairs, study)
         summary["verdicts"] = {f"{j} {o}": int(n) for (j, o), n in
                                verdicts.groupby(["judge", verdicts["order"].fillna("order not known")]).size().items()}
     if "judge_checks.parquet" in files:

@@ -2,9 +2,11 @@
 manifest, its study settings made the run's config, its tables made the workflow's own.
 
 In such a run no model is called: every system's completions are imported (``imported_systems``, from
-``completions.parquet``), the human files are the bundle's, and the rules that would call a judge or a
-tagger are replaced by rules that take their tables from the bundle (bundle_items, bundle_pairs,
-bundle_verdicts, bundle_checks, bundle_tags). Everything after them -- combining the orders, the human
+``completions.jsonl`` or ``.parquet``), the human files are the bundle's, and the rules that would call a judge
+or a tagger are replaced by rules that take their tables from the bundle (bundle_items, bundle_pairs,
+bundle_verdicts, bundle_checks, bundle_tags): each part in its public format (:mod:`heart.bundle.public`,
+docs/bundle-format.md) or as the workflow's own table, the pairs derived from what was judged where the bundle
+has none. Everything after them -- combining the orders, the human
 ratings' quality control, the statistics, figures, tables and the report -- runs as in the study.
 """
 
@@ -57,7 +59,9 @@ def manifest(folder) -> dict:
         digest = sha256_file(file)
         if digest != entry.get("sha256"):
             raise BundleError(f"{file}: sha256 is {digest}, the manifest says {entry.get('sha256')} (field "
-                              f"'files.{name}.sha256'): the file changed after export; restore it, or export again")
+                              f"'files.{name}.sha256'): the file changed after the manifest was written; restore it, "
+                              "or export again (a bundle written by hand: python -m heart.bundle check "
+                              "--write-manifest <folder>)")
     return found
 
 
@@ -343,25 +347,70 @@ def read_pairs(items: pd.DataFrame, completions: pd.DataFrame, pairs_path=None, 
                 ref = completion_ref(getattr(r, f"system_{side}"), getattr(r, f"contributor_{side}"))
                 if (r.item_id, ref) not in have:
                     raise BundleError(f"{ratings_path}, line {r.line}: field 'shown_{side}' is {ref!r}: the bundle "
-                                      f"has no such completion of item {r.item_id} (a completion is '<system>' or "
-                                      "'human#<contributor_id>')")
+                                      f"has no such completion of item {_named(items, r.item_id)} (a completion is "
+                                      "'<system>' or 'human#<contributor_id>')")
         judged.append(rated)
     return public.derive_pairs(items, *judged)
 
 
-def read_verdicts(path, items: pd.DataFrame, pairs: pd.DataFrame) -> pd.DataFrame:
+def _named(items: pd.DataFrame, item_id: str) -> str:
+    """An item as its file names it: its key (and id), else its id."""
+    keys = items.set_index("item_id")["release_key"] if "release_key" in items else {}
+    key = keys.get(item_id) if len(keys) else None
+    return f"{key!r} ({item_id})" if isinstance(key, str) else repr(item_id)
+
+
+def read_verdicts(path, items: pd.DataFrame, pairs: pd.DataFrame, study: dict | None = None) -> pd.DataFrame:
     """The bundle's LLM verdicts, every judge's (``llm_verdicts.parquet``, or ``llm_verdicts.jsonl`` in the
-    public judgment format), each on a pair of ``pairs`` and once per shown order."""
+    public judgment format), each on a pair of ``pairs`` and once per shown order; with ``study`` (the run's
+    config, defaults filled), each by one of its judges and, under ``judging.exclude_own_family``, never on a
+    pair holding the judge's own family's output (:func:`check_judges`)."""
     from heart.bundle import public
 
     path = Path(path)
     if path.suffix == ".parquet":
-        return table(path, "judge_verdicts", known={"pair_id": pairs["pair_id"]},
-                     check=lambda v: check_verdicts(path, v, pairs))
+        verdicts = table(path, "judge_verdicts", known={"pair_id": pairs["pair_id"]},
+                         check=lambda v: check_verdicts(path, v, pairs))
+        if study is not None:
+            systems = pairs.set_index("pair_id")[["system_a", "system_b"]]
+            named = verdicts[["judge"]].join(systems, on=verdicts["pair_id"])
+            check_judges(named, study, [f"{path}, row {k + 1}" for k in range(len(named))])
+        return verdicts
     records = _public(public.read_verdicts, path, items)
+    if study is not None:
+        check_judges(records, study, [f"{r.file}, {r.record}" for r in records.itertuples()])
     verdicts = _public(public.verdict_table, records, items, pairs)
     check_verdicts(path, verdicts, pairs)
     return verdicts
+
+
+def check_judges(verdicts: pd.DataFrame, study: dict, where: list[str]) -> None:
+    """Every verdict (``judge``, ``system_a``, ``system_b``) is by a judge of ``study`` (judging.judges) and,
+    under ``judging.exclude_own_family``, on no pair holding its own model family's output (paper §9.6).
+    ``where`` names each row (file and line or row)."""
+    from heart.judging.material import eligible
+
+    judges = study["judging"]["judges"]
+    unknown = ~verdicts["judge"].isin(set(judges))
+    if unknown.any():
+        k = int(unknown.to_numpy().nonzero()[0][0])
+        raise BundleError(f"{where[k]}: field 'judge' is {verdicts['judge'].iloc[k]!r}, not a judge of study.yaml "
+                          f"(judging.judges: {', '.join(sorted(judges)) or 'none'}); name it there with its model "
+                          f"({int(unknown.sum())} such records)")
+    families = {s: c["family"] or s for s, c in study["imported_systems"].items()}
+    families |= {s: study["models"][c["model"]]["family"] for s, c in study["systems"].items()}
+    families |= {"original": "dataset", "human": "human"}
+    exclude = study["judging"]["exclude_own_family"]
+    for judge, spec in judges.items():
+        family = study["models"].get(spec["model"], {}).get("family")
+        mine = verdicts["judge"].eq(judge)
+        own = mine & ~eligible(verdicts, family, families, exclude)
+        if own.any():
+            k = int(own.to_numpy().nonzero()[0][0])
+            raise BundleError(f"{where[k]}: judge {judge!r} (family {family!r}) judged a pair holding its own "
+                              f"family's output ({verdicts['system_a'].iloc[k]} vs {verdicts['system_b'].iloc[k]}), "
+                              "which judging.exclude_own_family (true by default) leaves out; remove those records, "
+                              "or set judging.exclude_own_family: false in study.yaml")
 
 
 def read_tags(path, items: pd.DataFrame, completions: pd.DataFrame) -> pd.DataFrame:

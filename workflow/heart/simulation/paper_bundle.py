@@ -25,6 +25,7 @@ from heart.bundle.study import study_settings
 from heart.common import tableio
 from heart.common.vocabulary import AXIS_COLUMNS
 from heart.completions.generate import static_rows
+from heart.judging import material
 from heart.judging import pairs as pairs_mod
 from heart.simulation import simulate
 
@@ -63,10 +64,12 @@ def completions(item_table: pd.DataFrame, models: list[str]) -> pd.DataFrame:
     return pd.concat(parts, ignore_index=True)
 
 
-def verdicts(pairs: pd.DataFrame, elo: pd.Series, judges: list[str], seed: int = 0) -> pd.DataFrame:
-    """Each judge's verdict on every pair in one random shown order (judge_verdicts.schema.yaml): system_a
-    wins with its Bradley–Terry probability at ``elo`` (:func:`heart.simulation.simulate.win_probability`);
-    strength 3, every axis marked for the winner (+-2)."""
+def verdicts(pairs: pd.DataFrame, elo: pd.Series, judges: list[str], seed: int = 0,
+             eligible: dict | None = None) -> pd.DataFrame:
+    """Each judge's verdict on every pair it may judge (``eligible``: judge -> mask of ``pairs``; default all) in
+    one random shown order (judge_verdicts.schema.yaml): system_a wins with its Bradley–Terry probability at
+    ``elo`` (:func:`heart.simulation.simulate.win_probability`); strength 3, every axis marked for the winner
+    (+-2)."""
     rng = np.random.default_rng(seed)
     missing = sorted((set(pairs["system_a"]) | set(pairs["system_b"])) - set(elo.index))
     if missing:
@@ -85,7 +88,8 @@ def verdicts(pairs: pd.DataFrame, elo: pd.Series, judges: list[str], seed: int =
             "rationale": "SIMULATED", "raw_text": "SIMULATED", "cache_key": "simulated", "from_cache": False,
             "neutralised_tokens": 0, "latency_s": None, "cost_usd": None,
             **{col: np.where(a_wins, 2, -2) for col in AXIS_COLUMNS},
-            "margin": None, **{f"margin_{c[-1]}": None for c in AXIS_COLUMNS}}))
+            "margin": None, **{f"margin_{c[-1]}": None for c in AXIS_COLUMNS}})[
+                np.asarray((eligible or {}).get(judge, np.ones(len(pairs), dtype=bool)), dtype=bool)])
     out = pd.concat(frames, ignore_index=True)
     for col in ("signed", *AXIS_COLUMNS):
         out[col] = out[col].astype("Int64")
@@ -108,9 +112,16 @@ def write(folder, config: dict, elo: pd.Series, tmp, n_items: int = 300, seed: i
     human = comp[comp["source"].eq("human")][["item_id", "contributor_id", "text"]]
     human_file = tmp / "human_completions.csv"
     human.to_csv(human_file, index=False)
+    # a judge never judges its own family's output (judging.exclude_own_family, paper §9.6), as in the study
+    families = {s: config["models"][c["model"]]["family"] for s, c in config["systems"].items()}
+    families |= {s: c["family"] for s, c in config["imported_systems"].items()} | {"original": "dataset",
+                                                                                   "human": "human"}
+    mine = {j: material.eligible(pair_table, config["models"][spec["model"]]["family"], families,
+                                 config["judging"]["exclude_own_family"]).to_numpy()
+            for j, spec in config["judging"]["judges"].items()}
     # no known-answer checks and no strategy tags: the run from the bundle says they are absent
     return export.write(folder, items=item_table, completions=comp, pairs=pair_table,
-                        verdicts=verdicts(pair_table, elo, sorted(config["judging"]["judges"]), seed),
+                        verdicts=verdicts(pair_table, elo, sorted(config["judging"]["judges"]), seed, mine),
                         checks=tableio.empty_like("judge_verdicts"), tags=tableio.empty_like("strategy_tags"),
                         files={"human_completions": human_file},
                         models_csv=WORKFLOW_DIR / "resources/external/models.csv", study=study_settings(config))
