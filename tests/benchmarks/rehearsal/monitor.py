@@ -84,6 +84,7 @@ class Monitor(threading.Thread):
         self.halt = threading.Event()
         self.lock = threading.Lock()
         self.peak_rss = self.peak_pss = self.peak_procs = 0
+        self.peak_parts: list[tuple[str, int]] = []
         self.peak_at = None
         self.peak_by_job = defaultdict(int)  # job script -> largest single-process RSS
         self.sim_peak_rss = 0
@@ -124,6 +125,8 @@ class Monitor(threading.Thread):
         if total > self.peak_rss:
             self.peak_rss, self.peak_at, self.peak_procs = total, self.phase, len(pids)
             self.peak_pss = max(self.peak_pss, sum(_pss(p) for p in pids))
+            # what made the peak: each process's RSS at that moment, by job
+            self.peak_parts = sorted(((_job_name(p), r) for p, r in rss.items()), key=lambda x: -x[1])
         self.phase_peaks[self.phase] = max(self.phase_peaks[self.phase], total)
         for pid, r in rss.items():
             name = _job_name(pid)

@@ -432,7 +432,8 @@ class Rehearsal(Runner):
         self.out["peak"] = {"rss": self.monitor.peak_rss, "pss": self.monitor.peak_pss,
                             "procs": self.monitor.peak_procs,
                             "phase": self.monitor.peak_at, "sim_rss": self.monitor.sim_peak_rss,
-                            "by_job": sorted(self.monitor.peak_by_job.items(), key=lambda kv: -kv[1])[:8]}
+                            "by_job": sorted(self.monitor.peak_by_job.items(), key=lambda kv: -kv[1])[:8],
+                            "parts": self.monitor.peak_parts}
         self.out["cache"] = dir_size(self.cache_dir)
         self.out["cache"]["temp_files"] = count_files(self.cache_dir, temp=True)
         parq = sorted(((p.stat().st_size, str(p.relative_to(self.wd)))

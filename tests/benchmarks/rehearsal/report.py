@@ -90,6 +90,8 @@ def report(reh):
           f"(PSS {gib(pk['pss'])}) over {pk['procs']} processes, in run "
           f"'{pk['phase']}'; the simulator, a process beside it: {mib(pk['sim_rss'])}; largest single processes: "
           + ", ".join(f"{n} {mib(v)}" for n, v in pk["by_job"][:6]))
+        if pk.get("parts"):
+            p("  at the peak: " + ", ".join(f"{n} {mib(v)}" for n, v in pk["parts"]))
         c = o["cache"]
         p(f"Response cache {reh.cache_dir.relative_to(reh.wd)}: {c['files']} files, {mib(c['bytes'])} "
           f"({mib(c['disk_bytes'])} on disk); {c.get('temp_files')} temporary files left by killed writes")
