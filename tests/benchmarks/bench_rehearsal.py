@@ -72,6 +72,9 @@ def main():
     ap.add_argument("--cores", type=int, default=10,
                     help="snakemake --cores: concurrent jobs (each LLM job holds ~300 MB: "
                     "10 keeps the run under 4 GiB)")
+    ap.add_argument("--mem-budget-mb", type=int, default=3700, help="snakemake --resources mem_mb: the jobs' "
+                    "declared memory (profiles/default/config.yaml) at once, at most (0: no budget; Snakemake's own "
+                    "process comes on top: 3,700 keeps the whole tree under the 4 GiB target)")
     ap.add_argument("--replay-cores", type=int, default=8, help="--cores of the replay run (every LLM job of a "
                     "replay loads the whole replay file)")
     ap.add_argument("--prioritize", default="auto", help="auto: --prioritize the judge whose shards take longest "

@@ -355,3 +355,24 @@ def test_a_toy_batch_protocol_registered_by_one_entry_answers_through_the_journa
     assert [(r["protocol"], r["state"]) for r in records] == [("toy", "collected")]
     again = run_requests({"j": toy}, reqs, ResponseCache(tmp_path), batch=FAST)
     assert all(a["from_cache"] for a in again.values()) and len(ToyBatches.desk) == 1  # nothing sent again
+
+
+def test_an_answer_already_stored_is_not_stored_again_by_a_job_adopting_its_batch(tmp_path):
+    """The rehearsal's replay found judge_qc's rows with another latency than the cache's: a judging job of the same
+    model adopted the quality checks' batch later and stored its answers again, with its own (later) turnaround.
+    The first stored answer stays: the table rows that read it and a replay of the cache agree."""
+    from heart.common.redaction import Redactor
+    from heart.llm.batch import _BatchRun
+
+    cache = ResponseCache(tmp_path)
+    req = judge_requests(1)[0]
+    body = {"choices": [{"message": {"content": json.dumps({"winner": "A"})}}], "usage": {}}
+    stored = {"model": "openai/sim-judge", "text": "first", "latency_s": 37.2, "mode": "batch", "batch_id": "b1"}
+    cache.put("k1", stored)
+    s = ModelSpec(name="j", model="openai/sim-judge", api_base="http://127.0.0.1:9/v1", batch="openai")
+    run = _BatchRun(s, [req], {req.id: "k1"}, cache, Journal(tmp_path), Redactor(),
+                    progress=type("P", (), {"update": lambda self, n: None})(), wire=None)
+    record = {"token": "t1", "keys": ["k1"], "created": time.time() - 108.4, "batch_id": "b1", "meta": {},
+              "schemas": {}}
+    run.store(record, {"k1": body}, {}, {"status": "completed"})
+    assert cache.get("k1") == stored and run.answered["k1"]["latency_s"] == 37.2

@@ -171,7 +171,10 @@ class Runner:
                 sys.exit(f"port {self.a.port} on 127.0.0.1 cannot be bound: {exc}")
 
     def snakemake_cmd(self, targets=("all",), flags=(), overlays=()):
-        return [self.snakemake, *targets, "--cores", str(self.a.cores), *flags,
+        # the memory budget binds the jobs' declared mem_mb (profiles/default/config.yaml); the whole top-level
+        # `resources` of the profile is replaced by a command line's, so local_llm is given again
+        budget = ["--resources", "local_llm=1", f"mem_mb={self.a.mem_budget_mb}"] if self.a.mem_budget_mb else []
+        return [self.snakemake, *targets, "--cores", str(self.a.cores), *budget, *flags,
                 "--configfile", *self.overlays, *overlays]
 
     def run(self, name, cmd, kill_when=None, deadline=None, quiet=False):

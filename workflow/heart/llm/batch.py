@@ -184,12 +184,17 @@ class _BatchRun:
                     continue
                 reqs = [Request(id=key, model=spec.name, messages=(), template_version=meta[0],
                                 schema=record["schemas"].get(meta[1]))]
-            try:
-                entry = entry_from(spec, reqs[0], body, turnaround, record["batch_id"], self.redactor)
-            except Exception as exc:  # noqa: BLE001 - an unusable answer is not stored, it is asked again
-                failed[key] = f"{type(exc).__name__}: {exc}"
-                continue
-            self.cache.put(key, entry)
+            # an answer already stored (the job that asked for it, or another job of this model that adopted the
+            # same batch) stays as stored: stored again, its turnaround would be this later job's, and a replay
+            # would no longer give the table rows that read it first
+            entry = self.cache.get(key)
+            if entry is None:
+                try:
+                    entry = entry_from(spec, reqs[0], body, turnaround, record["batch_id"], self.redactor)
+                except Exception as exc:  # noqa: BLE001 - an unusable answer is not stored, it is asked again
+                    failed[key] = f"{type(exc).__name__}: {exc}"
+                    continue
+                self.cache.put(key, entry)
             if key in self.wanted:
                 self.answered[key] = entry
                 self.progress.update(len(reqs))
