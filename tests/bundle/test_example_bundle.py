@@ -186,3 +186,25 @@ def test_a_judge_on_its_own_familys_pair_is_named_unless_the_study_allows_it(tmp
         cfg["judging"]["exclude_own_family"] = False
 
     assert check.check(_copy(tmp_path / "b", "http://127.0.0.1:9/v1", study=allowed))["pairs"] == 11
+
+
+@pytest.mark.e2e
+def test_the_pairs_a_judge_left_to_its_own_family_are_counted_as_the_study_counted_them(tmp_path, fake_llm):
+    """sources.parquet's n_excluded_family of a run from a bundle is the study's (it read 0 before: the count came
+    from the judging job's own provenance)."""
+    _, base = fake_llm
+
+    def judge_of_lab_b(cfg):
+        cfg["models"]["judge-model"]["family"] = "lab-b"  # beta's: its pairs with beta are not its to judge
+
+    bundle = _copy(tmp_path, base, study=judge_of_lab_b)
+    records = [line for line in (bundle / "llm_verdicts.jsonl").read_text().splitlines() if '"beta"' not in line]
+    (bundle / "llm_verdicts.jsonl").write_text("\n".join(records) + "\n")
+    check.write_manifest(bundle)
+    summary = check.check(bundle)  # the pairs with beta come from the people's ratings
+    wf, _ = _paper(tmp_path, bundle, "results/judging/sources.parquet")
+    pairs = tableio.read_table(wf.root / "results/judging/pairs.parquet")
+    with_beta = int(pairs[["system_a", "system_b"]].eq("beta").any(axis=1).sum())
+    sources = tableio.read_table(wf.root / "results/judging/sources.parquet").set_index("judge")
+    assert with_beta == 2 and summary["pairs"] == len(pairs)
+    assert sources.loc["judge-x", "n_excluded_family"] == with_beta

@@ -62,6 +62,10 @@ if ARTIFACTS:
         params:
             table="judge_verdicts",
             where=lambda wc: {"judge": wc.judge},
+            # the pairs the design left out for the judge's own family (sources.parquet's n_excluded_family)
+            family=lambda wc: judge_families()[wc.judge],
+            families=system_families(),
+            exclude_own_family=config["judging"]["exclude_own_family"],
         script:
             "../scripts/bundle_table.py"
 

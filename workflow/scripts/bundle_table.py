@@ -4,6 +4,7 @@ judged where the bundle has none), checked against its schema and against the ta
 from heart.bundle import load
 from heart.common import provenance, tableio
 from heart.common.runtime import logged
+from heart.judging import material
 
 
 def one(name):
@@ -14,6 +15,7 @@ def one(name):
 
 with logged(snakemake.log[0], snakemake) as log:
     i, p = snakemake.input, snakemake.params
+    extra = {}  # provenance beyond the rule's: what the design left out
     items = tableio.read_table(i.item_table) if i.get("item_table") else None
     completions = tableio.read_tables(i.completions, "completions") if i.get("completions") else None
     if p.table == "pairs":
@@ -31,7 +33,10 @@ with logged(snakemake.log[0], snakemake) as log:
         elif p.table == "strategy_tags":
             table = load.read_tags(source, items, completions)
         elif i.get("pair_table"):  # the LLM verdicts: each on a pair of the run, once per shown order
-            table = load.read_verdicts(source, items, tableio.read_table(i.pair_table))
+            pair_table = tableio.read_table(i.pair_table)
+            table = load.read_verdicts(source, items, pair_table)
+            keep = material.eligible(pair_table, p.family, p.families, p.exclude_own_family)
+            extra = {"n_excluded_family": int((~keep).sum())}
         else:  # the quality checks' verdicts: pairs of their own (known-answer checks), once per shown order
             table = load.table(source, p.table, check=lambda v: load.check_verdicts(source, v))
     for column, value in (p.get("where") or {}).items():
@@ -39,4 +44,4 @@ with logged(snakemake.log[0], snakemake) as log:
     if source:
         log.info("%s: %d rows from %s%s", snakemake.output[0], len(table), source,
                  f" ({p.where})" if p.get("where") else "")
-    tableio.write_table(table, snakemake.output[0], p.table, provenance.collect(snakemake))
+    tableio.write_table(table, snakemake.output[0], p.table, {**provenance.collect(snakemake), **extra})
