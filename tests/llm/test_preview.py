@@ -7,7 +7,7 @@ import pytest
 
 from heart.llm.cache import ResponseCache, cache_key
 from heart.llm.models import ModelSpec
-from heart.llm.preview import preview, preview_summary
+from heart.llm.preview import common_prefix_length, preview, preview_summary
 from heart.llm.request import Request
 from support.llm import LOCAL, req
 from heart.common import tableio
@@ -92,3 +92,17 @@ def test_preview_prices_both_modes_from_the_price_map_and_counts_shared_prefixes
     assert o3["mode"] == "batch" and o3["est_cache_read_tokens"] > 0
     assert o3["est_cost_with_prompt_cache_usd"] == pytest.approx(o3["est_max_cost_usd"])
     assert "through batch interfaces" in preview_summary(table.reset_index())
+
+
+def test_common_prefix_length_is_os_path_commonprefix():
+    import os
+    import random
+
+    rng = random.Random(7)
+    cases = [("", ""), ("a", ""), ("abc", "abc"), ("abc", "abd"), ("abc", "abcdef"), ("x" * 5000, "x" * 4999 + "y")]
+    for _ in range(500):  # long shared heads (a judge's rubric) with the difference anywhere
+        head = "".join(rng.choice("ab\u00e9\x1e") for _ in range(rng.randrange(0, 300)))
+        cases.append((head + "".join(rng.choice("ab") for _ in range(rng.randrange(0, 5))),
+                      head + "".join(rng.choice("ab") for _ in range(rng.randrange(0, 5)))))
+    for a, b in cases:
+        assert common_prefix_length(a, b) == len(os.path.commonprefix([a, b])), (a, b)

@@ -116,6 +116,7 @@ def design(completions: pd.DataFrame, items: pd.DataFrame, seed: int, sample: di
     for item_id, group in comp.groupby("item_id", sort=True):
         refs = sorted(((completion_ref(r.system, r.contributor_id), r) for r in group.itertuples()),
                       key=lambda x: x[0])
+        cluster, subset = meta.at[item_id, "cluster"], meta.at[item_id, "subset"]  # once per item, not per pair
         # a pair holds a model, and two systems (two completions of one system rate nothing)
         for (ref_1, c1), (ref_2, c2) in itertools.combinations(refs, 2):
             if "model" not in (c1.source, c2.source) or c1.system == c2.system:
@@ -126,8 +127,7 @@ def design(completions: pd.DataFrame, items: pd.DataFrame, seed: int, sample: di
             first, second = (c1, c2) if unit(seed, "order", pid) < 0.5 else (c2, c1)
             rows.append({
                 "pair_id": pid, "item_id": item_id,
-                "conversation_id": meta.at[item_id, "cluster"],
-                "subset": meta.at[item_id, "subset"],
+                "conversation_id": cluster, "subset": subset,
                 "system_a": first.system, "contributor_a": first.contributor_id,
                 "system_b": second.system, "contributor_b": second.contributor_id,
                 "kind": kind,

@@ -30,8 +30,32 @@ def json_messages(instructions: str, material: dict, indent: int | None = None) 
     starts nothing; :func:`prepare` then breaks chat-template control tokens, so no text can open, close
     or add a turn. (``indent`` is part of each stage's request, so of its cache keys: keep it per stage.)
     """
-    return ({"role": "system", "content": instructions},
-            {"role": "user", "content": json.dumps(material, ensure_ascii=False, indent=indent)})
+    text = json.dumps(material, ensure_ascii=False) if indent is None else indented_json(material, indent)
+    return ({"role": "system", "content": instructions}, {"role": "user", "content": text})
+
+
+#: json's own string encoder (C) with ensure_ascii=False: a str as json.dumps writes it
+_quoted = json.encoder.encode_basestring
+
+
+def indented_json(value, indent: int, depth: int = 0) -> str:
+    """``json.dumps(value, ensure_ascii=False, indent=indent)``, the same text: json's indented encoder runs in
+    Python (a judging stage's ~85,000 prompts spent half a minute in it); here only the containers are walked in
+    Python and every string and number is encoded by json's C encoder."""
+    if type(value) is str:
+        return _quoted(value)
+    if isinstance(value, dict) and value and all(type(k) is str for k in value):
+        pad = "\n" + " " * (indent * (depth + 1))
+        body = ("," + pad).join(f"{_quoted(k)}: {indented_json(v, indent, depth + 1)}"
+                                for k, v in value.items())
+        return "{" + pad + body + "\n" + " " * (indent * depth) + "}"
+    if isinstance(value, (list, tuple)) and value:
+        pad = "\n" + " " * (indent * (depth + 1))
+        body = ("," + pad).join(indented_json(v, indent, depth + 1) for v in value)
+        return "[" + pad + body + "\n" + " " * (indent * depth) + "]"
+    if isinstance(value, (dict, list, tuple)) and value:  # a dict with keys json would convert: json's own
+        return json.dumps(value, ensure_ascii=False, indent=indent).replace("\n", "\n" + " " * (indent * depth))
+    return json.dumps(value, ensure_ascii=False)
 
 
 #: where a structured stage's material stops being shared between calls: the judge's material opens with
