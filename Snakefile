@@ -95,7 +95,7 @@ PAPER_TABLES = (
     "strategy_diversity",
     "factors",
     "tests",
-    "paper_comparison",
+    *(["paper_comparison"] if PAPER_REFERENCE else []),
 )
 
 
@@ -144,10 +144,12 @@ ANALYSIS_TARGETS = [
     "results/stats/factor_summary.parquet",
     "results/stats/preference_shares.parquet",
     "results/stats/tests.parquet",
+    # the judge leaderboard: each judge's agreement with people (Cohen's kappa), biases, flips, separability
+    "results/stats/judge_board.parquet",
     *expand(
         "results/figures/{figure}.{ext}",
         ext=("png", "pdf"),
-        figure=("fig1_rubric", "fig4_leaderboard", "elo_forest", "agreement", "bias_factors"),
+        figure=("fig1_rubric", "fig4_leaderboard", "elo_forest", "agreement", "bias_factors", "judge_board"),
     ),
     *expand("results/tables/{table}.{ext}", ext=("csv", "tex"), table=PAPER_TABLES),
 ]

@@ -6,7 +6,8 @@ import pytest
 import yaml
 
 from support import REPO
-from heart.common.config import ConfigError, ResourceError, load_resource, schema_problems, validate_config
+from heart.common.config import (ConfigError, ResourceError, load_resource, paper_reference, schema_problems,
+                                 validate_config)
 
 
 def load(name):
@@ -322,3 +323,18 @@ def test_start_runs_the_registries_checks():
     cfg["judging"]["judges"]["smollm2-judge"]["answer"] = "telepathy"
     with pytest.raises(ConfigError, match=r"judging\.judges\.smollm2-judge\.answer: 'telepathy' is not a judge kind"):
         start(cfg, {}, PROMPTS, checks=[kinds.config_problems])
+
+
+def test_the_papers_numbers_sit_beside_a_heart_study_only_unless_set():
+    """Another study's votes (analysis-only) or a bundle that does not say so get no comparison with the HEART
+    paper and none of its tests in their Benjamini-Hochberg families; a setting overrides either way."""
+    from heart.bundle.study import study_settings
+
+    assert paper_reference({}) is True  # a HEART study: items from ESConv or the release
+    assert paper_reference({"analysis_only": {"judgments": "v.csv"}}) is False
+    assert paper_reference({"artifacts": {"path": "bundle"}}) is False
+    assert paper_reference({"artifacts": {"path": None}}) is True
+    assert paper_reference({"analysis_only": {"judgments": "v.csv"}, "paper_reference": True}) is True
+    assert paper_reference({"paper_reference": False}) is False
+    # a bundle carries what its run resolved: a HEART study's bundle keeps the comparison
+    assert study_settings({"paper_reference": None})["paper_reference"] is True

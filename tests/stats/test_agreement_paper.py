@@ -175,6 +175,13 @@ def test_inter_human_nullable_preference():
     assert pref_rows["note"].str.contains("no human rating carries a 5-point preference").all()
     assert not pref_rows["note"].str.contains("no pair has two or more").any()
     assert row(none, measure="percent_agreement", labels="winner (a/tie/b)")["value"] == pytest.approx(3 / 7)
+    # a source that gave no strength: its ties alone sit at 0 on the preference scale; absent, never "undefined"
+    t = nullable_table()
+    t.loc[t["winner"].isin(["a", "b"]), "preference"] = pd.NA
+    ties_only = inter_human(t, n_boot=10)
+    pref_rows = ties_only[ties_only["labels"] == "preference (-2..2)"]
+    assert (pref_rows["status"] == "absent").all() and pref_rows["value"].isna().all()
+    assert pref_rows["note"].str.startswith("no strengths given").all()
 
 
 # --- 4. orientation -------------------------------------------------------------------------------

@@ -48,6 +48,20 @@ def test_length_bias_detects_planted_bias_only():
     assert out.loc["human-majority", "note"] == "human judgments are absent"
 
 
+def test_length_bias_tells_equal_lengths_from_unknown_ones():
+    """A missing text is not a length: its pair is counted unknown, never equal (issue: n_equal_length was every
+    decided pair when no text existed)."""
+    texts = pd.DataFrame([{"item_id": f"item-p{i}", "system": s, "contributor_id": None, "text": t}
+                          for i, pair in enumerate([("a b c", "a"), ("a b", "c d"), ("a b c", None)])
+                          for s, t in zip(("m1", "m2"), pair) if t is not None])
+    rows = [judgment(f"p{i}", i, "j", "a") for i in range(3)]
+    row = bias.length_bias(table(rows), texts).set_index("judge").loc["j"]
+    assert (row["n_pairs"], row["n_equal_length"], row["n_unknown_length"]) == (1, 1, 1)
+    assert "1 pair(s) of unknown length" in row["note"]
+    none = bias.length_bias(table(rows), texts.iloc[:0]).set_index("judge").loc["j"]
+    assert none["status"] == "absent" and pd.isna(none["n_equal_length"]) and none["n_unknown_length"] == 3
+
+
 def test_self_preference_planted_and_family_exclusion():
     """Synthetic: 'gpt-judge' always picks its family's system; 'claude-judge' picks at random."""
     rng = np.random.default_rng(2)

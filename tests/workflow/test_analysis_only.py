@@ -22,7 +22,11 @@ def test_analysis_only_plans_no_data_items_completions_or_calls(workflow_copy):
                          "preference_shares",
                          "figure_leaderboard", "figure_elo_forest", "figure_agreement", "figure_bias_factors",
                          "external_correlations", "rationale_codes", "multiple_testing", "paper_tables",
-                         "paper_comparison", "figure_rubric", "rubric_table", "all"}
+                         "figure_rubric", "rubric_table", "judge_board", "figure_judge_board", "all"}
+    # another study's votes get the HEART paper's numbers beside theirs only when they ask (config paper_reference)
+    args = analysis_args()
+    args[args.index("--config") + 1:args.index("--config") + 1] = ["paper_reference=true"]
+    assert "paper_comparison" in workflow_copy.jobs(*args)
 
 
 @pytest.mark.e2e
@@ -106,17 +110,27 @@ def test_mt_bench_shapes_run_through_the_recipe_and_analysis_only(workflow_copy,
     longer = trivial[trivial["judge"] == "always-longer"]
     assert longer["status"].eq("absent").all() and longer["note"].str.contains("no completion texts").all()
     # the tables are written, and where a number cannot be computed they say the true reason
-    for name in ("table1", "leaderboard", "agreement", "judge_quality", "strategy_diversity", "factors", "tests",
-                 "paper_comparison"):
+    for name in ("table1", "leaderboard", "agreement", "judge_quality", "strategy_diversity", "factors", "tests"):
         assert (res / f"tables/{name}.csv").stat().st_size and (res / f"tables/{name}.tex").stat().st_size
     table1 = pd.read_csv(res / "tables/table1.csv")
     assert set(table1["model"]) == {"gpt-4", "vicuna-13b-v1.2", "alpaca-13b"} and table1["AA"].notna().all()
+    assert set(table1["data"]) == {"this run"}  # not the HEART paper's rows
     assert "no strategy tags" in (res / "tables/strategy_diversity.csv").read_text()
     assert "no quality checks" in (res / "tables/judge_quality.csv").read_text()
-    comparison = pd.read_csv(res / "tables/paper_comparison.csv").set_index("quantity")
-    assert comparison.loc["Strategy tagger vs human consensus (macro F1)", "status"].startswith(
-        "needs completion texts")
-    assert comparison.loc["Average human-model agreement across judges", "status"] == "computed"
+    # nothing of the HEART paper: no comparison with it, none of its tests in this study's BH families
+    assert not list(res.rglob("paper_comparison*"))
+    external = tableio.read_table(res / "stats/external_correlations.parquet")
+    assert set(external["data"]) == {"this run"}
+    tests = tableio.read_table(res / "stats/tests.parquet")
+    assert not tests["test"].str.startswith("paper Table 1").any() and len(tests)
+    from statsmodels.stats.multitest import multipletests
+
+    for family, rows in tests[tests["p_value"].notna()].groupby("family"):  # BH over the study's own tests only
+        expected = multipletests(rows["p_value"], alpha=0.05, method="fdr_bh")[1]
+        assert rows["p_adj"].to_numpy() == pytest.approx(expected), family
+    # the judge leaderboard (the one place Cohen's kappa against people appears) comes out of analysis-only
+    board = tableio.read_table(res / "stats/judge_board.parquet")
+    assert "gpt4-pair" in set(board["judge"]) and (res / "figures/judge_board.png").stat().st_size > 10_000
     self_pref = tableio.read_table(res / "stats/bias_self_preference.parquet")
     assert list(self_pref["judge"]) == ["gpt4-pair"]  # the families reached the audit (one judge: no contrast)
     assert self_pref["note"].iloc[0] == "no other-family LLM judge decided the same pairs"

@@ -13,7 +13,7 @@ _others = [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p an
 os.environ.update(PYTHONPATH=os.pathsep.join([HEART_PATH, *_others]))
 
 from heart.llm import batch_protocols, shards  # noqa: E402
-from heart.common.config import StartupError, start as start_config  # noqa: E402
+from heart.common.config import StartupError, paper_reference, start as start_config  # noqa: E402
 from heart.judging.judge import Judge  # noqa: E402
 from heart.judging import kinds as judge_kinds  # noqa: E402
 from heart.tagging.tagger import Tagger  # noqa: E402
@@ -92,6 +92,8 @@ def release_inputs(wildcards=None):
 RELEASED_ITEMS = config["items"]["source"] == "release"
 # config analysis_only: only the statistics and figures, on a table of judgments made elsewhere
 ANALYSIS_ONLY = "analysis_only" in config
+# the HEART paper's own numbers beside this run's (config paper_reference; off for another study's votes)
+PAPER_REFERENCE = paper_reference(config)
 # model metadata (Table 1, the external correlations): the paper's, or an analysis-only run's or a bundle's own
 MODELS_CSV = (
     (ANALYSIS_ONLY and config["analysis_only"].get("models"))

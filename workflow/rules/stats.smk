@@ -132,6 +132,8 @@ rule external_correlations:
         "../../envs/stats.yaml"
     params:
         ci=STATS["ci"],
+        # the paper's Table 1 correlations beside this run's (config paper_reference)
+        paper_reference=PAPER_REFERENCE,
         source=config["figures"]["fig4"]["source"],
         ttft_source=config["figures"]["fig5"]["ttft_source"],
     script:

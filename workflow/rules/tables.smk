@@ -51,6 +51,7 @@ rule paper_tables:
         fig4=config["figures"]["fig4"],
         best_human=config["stats"]["best_human"],
         label=RUN_LABEL,  # "SIMULATED" in a rehearsal's tables
+        paper_reference=PAPER_REFERENCE,  # Table 1's rows of the paper (config paper_reference)
     script:
         "../scripts/paper_tables.py"
 

@@ -21,9 +21,11 @@ with logged(snakemake.log[0], snakemake) as log:
     quality = tableio.read_table(i.judge_quality) if i.get("judge_quality") else None
     diversity = tableio.read_table(i.diversity) if i.get("diversity") else None
     made = {
-        "table1": (tables.table1(board, models, tableio.read_table(i.external), names),
+        "table1": (tables.table1(board, models, tableio.read_table(i.external), names,
+                                 paper=snakemake.params.paper_reference),
                    "HEART Elo, win rate and the Artificial Analysis Intelligence Index (paper Table 1); this run's "
-                   f"Elo and win rate from {figure4.column_sources(ratings, source)['elo']}, all items"),
+                   f"Elo and win rate from {figure4.column_sources(ratings, source)['elo']}, all items"
+                   + ("" if snakemake.params.paper_reference else " (the paper's own rows: config paper_reference)")),
         "leaderboard": (tables.leaderboard(board, ci, columns, names),
                         f"HEART leaderboard (paper Figure 4) with both {tables.ci_label(ci)}s. "
                         + figure4.describe(ratings, source, columns)),

@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import json
 
+from heart.common.config import paper_reference
+
 #: the config sections a study's settings are made of (study.yaml); keys, paths and the LLM engine are left out
 STUDY_SECTIONS = ("items", "models", "systems", "imported_systems", "judging", "human_completions", "human_judgments",
                   "tagging", "stats", "figures", "simulated")
@@ -18,6 +20,8 @@ def study_settings(config: dict) -> dict:
     study["models"] = {name: {k: m[k] for k in _MODEL_KEYS if k in m} for name, m in config.get("models", {}).items()}
     for section, key in (("human_completions", "path"), ("human_judgments", "path"), ("tagging", "spot_checks")):
         study.get(section, {}).pop(key, None)
+    # as this run resolved it: a bundle of a HEART study keeps the paper's comparison, another study's never gets it
+    study["paper_reference"] = paper_reference(config)
     study["imported_systems"] = {name: {"family": s.get("family")} for name, s in config.get("imported_systems",
                                                                                             {}).items()}
     return study

@@ -297,6 +297,15 @@ class StartupError(ConfigError):
 
 
 #: system names every study has, which an imported system may not take
+def paper_reference(config: dict) -> bool:
+    """Whether the run sets the HEART paper's own numbers beside its own (config ``paper_reference``): as set,
+    else only for a HEART study -- not for votes analysed alone (``analysis_only``) nor for a bundle that does
+    not say so (``artifacts``): another study's tests never share a Benjamini-Hochberg family with the paper's."""
+    if config.get("paper_reference") is not None:
+        return bool(config["paper_reference"])
+    return "analysis_only" not in config and not (config.get("artifacts") or {}).get("path")
+
+
 RESERVED_SYSTEMS = ("original", "human", "best-human")
 
 

@@ -19,7 +19,8 @@ from heart.stats.multiple_testing import adjust_within_families
 POSITION_COLUMNS = ["judge", "n_verdicts", "n_shown_a_wins", "share_shown_a", "ci_low", "ci_high", "p_value",
                     "family", "p_adj", "reject", "status", "note"]
 LENGTH_COLUMNS = ["judge", "judge_kind", "n_pairs", "n_longer_wins", "share_longer_wins", "ci_low", "ci_high",
-                  "p_value", "n_equal_length", "family", "p_adj", "reject", "status", "note"]
+                  "p_value", "n_equal_length", "n_unknown_length", "family", "p_adj", "reject", "status",
+                  "note"]
 SELF_COLUMNS = ["judge", "judge_family", "n_pairs", "n_conversations", "win_rate_self", "win_rate_others",
                 "difference", "ci_low", "ci_high", "p_value", "family", "p_adj", "reject", "status", "note"]
 
@@ -99,8 +100,11 @@ def length_bias(judgments: pd.DataFrame, texts: pd.DataFrame, alpha: float = 0.0
         ``LENGTH_COLUMNS``: one row per LLM judge, plus "llm-ensemble" (majority) and
         "human-majority" (one verdict per pair, so rows stay independent across raters), with
         exact CI and two-sided binomial p-value against 1/2. Missing kinds: "absent" rows.
+        ``n_equal_length`` counts decided pairs whose two texts have the same length (null when no length is
+        known), ``n_unknown_length`` those with a text missing: both are left out of the test.
     """
-    lengths = pair_lengths(judgments, texts)["longer"]
+    measured = pair_lengths(judgments, texts)
+    lengths, known = measured["longer"], measured["len_a"].notna() & measured["len_b"].notna()
     entries = []
     for judge in sorted(judgments.loc[judgments["judge_kind"] == "llm", "judge"].unique()):
         g = judgments[judgments["judge"] == judge].drop_duplicates("pair_id").set_index("pair_id")["winner"]
@@ -110,16 +114,20 @@ def length_bias(judgments: pd.DataFrame, texts: pd.DataFrame, alpha: float = 0.0
     rows = []
     for judge, kind, win in entries:
         win = win[win.isin(["a", "b"])]
-        longer = lengths.reindex(win.index)
+        longer, seen = lengths.reindex(win.index), known.reindex(win.index, fill_value=False)
         use = longer.notna()
         n = int(use.sum())
-        row = {"judge": judge, "judge_kind": kind, "n_equal_length": int(longer.isna().sum())}
+        # equal and unknown are told apart: a pair whose text is missing has no length, never "equal"
+        row = {"judge": judge, "judge_kind": kind, "n_unknown_length": int((~seen).sum()),
+               "n_equal_length": int((seen & longer.isna()).sum()) if seen.any() else None}
         label = "LLM" if kind == "llm" else kind
         if n:
             k = int((win[use] == longer[use]).sum())
             share, test = _binomial(k, n, ci)
             row.update(n_pairs=n, n_longer_wins=k, share_longer_wins=share, **test, status="ok",
-                       note="length in words; pairs of equal length left out")
+                       note="length in words; pairs of equal length left out" + (
+                           f"; {row['n_unknown_length']} pair(s) of unknown length (a text missing) left out"
+                           if row["n_unknown_length"] else ""))
         else:
             row.update(n_pairs=0, n_longer_wins=0, share_longer_wins=math.nan, ci_low=math.nan,
                        ci_high=math.nan, p_value=math.nan, status="absent",

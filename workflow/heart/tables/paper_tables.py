@@ -22,21 +22,22 @@ AXIS_HEADERS = {"percentile": "{axis} percentile", "win_rate": "{axis} win %"}
 
 
 def table1(leaderboard: pd.DataFrame, models: pd.DataFrame, external: pd.DataFrame,
-           labels: Mapping | None = None) -> pd.DataFrame:
-    """Table 1: HEART Elo, win % and the AA index -- the paper's rows and this run's, with the correlation.
+           labels: Mapping | None = None, paper: bool = True) -> pd.DataFrame:
+    """Table 1: HEART Elo, win % and the AA index -- the paper's rows (``paper``) and this run's, with the correlation.
 
     ``leaderboard`` is :func:`heart.stats.figure4.headline` (the same as Figure 4's); this run's rows
     show the ``labels`` display name of each system (config ``figures.fig4.display_names``; unmapped
     systems by their name) and the derived ``best-human`` with :data:`DERIVED_MARK`.
     """
-    paper = models[models["in_table_1"]][["model", "elo_paper", "win_pct_paper", "aa_index_v3"]].rename(
+    published = models[models["in_table_1"]] if paper else models.iloc[:0]
+    paper_rows = published[["model", "elo_paper", "win_pct_paper", "aa_index_v3"]].rename(
         columns={"elo_paper": "HEART Elo", "win_pct_paper": "Win %", "aa_index_v3": "AA"}).assign(data="paper")
     meta = models.drop_duplicates("system").set_index("system")
     ok = leaderboard[leaderboard["status"] == "ok"]
     run = pd.DataFrame({"model": display_names(ok, labels), "HEART Elo": ok["elo"], "Win %": ok["win_pct"],
                         "AA": ok["system"].map(meta["aa_index_v3"]) if len(meta) else np.nan})
     run = run.assign(data="this run")
-    out = pd.concat([paper, run], ignore_index=True)
+    out = pd.concat([paper_rows, run], ignore_index=True)
     r = external[external["test"] == "pearson_elo_aa"].set_index("data")
     for data, label in (("paper Table 1", "paper"), ("this run", "this run")):
         if data in r.index:

@@ -80,16 +80,23 @@ def inter_human(judgments: pd.DataFrame, n_boot: int = 1000, seed: int = 0, ci: 
     boot = bootstrap.ClusterBootstrap(judgments["conversation_id"], n_boot, seed)
     conv_of_unit = ratings.drop_duplicates("unit").set_index("unit")["conversation_id"]
     n_no_pref = int(ratings["preference"].isna().sum())
+    # a tie is 0 on the preference scale with or without a strength: a source that gave no strength has ties
+    # alone there, and the measures on them would be undefined rather than absent
+    has_pref = ratings["preference"].notna()
+    no_strengths = bool(has_pref.any()) and not (has_pref & ratings["winner"].ne("tie")).any()
     rows = []
     for measure, labels, level in specs:
         on_pref = labels.startswith("preference")
         if not on_pref:
             r, domain = ratings.assign(label=ratings["winner"]), WINNER_DOMAIN
         else:
-            r = ratings[ratings["preference"].notna()]
+            r = ratings[ratings["preference"].notna() & (not no_strengths)]
             r, domain = r.assign(label=r["preference"].astype(int)), PREFERENCE_DOMAIN
-        left_out = f"{n_no_pref} human ratings without a preference left out" if on_pref and n_no_pref else ""
+        left_out = (f"{n_no_pref} human ratings without a preference left out"
+                    if on_pref and n_no_pref and not no_strengths else "")
         why = ("human judgments are absent" if ratings.empty
+               else "no strengths given: no decided human rating carries a 5-point preference (-2..2), only "
+                    "ties (0)" if on_pref and no_strengths
                else "no human rating carries a 5-point preference (-2..2)" if r.empty
                else "no pair has two or more human ratings" + (" with a preference" if on_pref else ""))
         rows.append(_measure(measure, labels, level, r, domain, boot, conv_of_unit, ci, why, left_out))
