@@ -10,7 +10,7 @@ import pandas as pd
 import pytest
 import yaml
 
-from heart.bundle import check, load
+from heart.bundle import check, load, public
 from heart.common import tableio
 from support import FIXTURES
 from support.workflow import WorkflowCopy
@@ -145,6 +145,21 @@ def test_a_verdict_without_its_order_or_strength_is_named(tmp_path, change, erro
     check.write_manifest(bundle)
     with pytest.raises(load.BundleError, match=error):
         check.check(bundle)
+
+
+def test_an_answer_nobody_could_read_is_a_record_without_a_strength(tmp_path):
+    """Issue 41: a verdict that could not be parsed had no place in the format (dropped, n_unparsed 0)."""
+    bundle = _copy(tmp_path, "http://127.0.0.1:9/v1")
+    lines = (bundle / "llm_verdicts.jsonl").read_text().splitlines()
+    first = json.loads(lines[0])
+    for key in ("strength", *(k for k in first if k.startswith("axis_"))):
+        first.pop(key, None)
+    first["winner"] = "unparsed"
+    (bundle / "llm_verdicts.jsonl").write_text("\n".join([json.dumps(first), *lines[1:]]) + "\n")
+    check.write_manifest(bundle)
+    check.check(bundle)
+    table = public.read_verdicts(bundle / "llm_verdicts.jsonl", load.read_items(bundle / "items.jsonl"))
+    assert table["winner"].eq("unparsed").sum() == 1 and table["strength"].isna().sum() == 1
 
 
 def test_an_item_id_that_is_not_the_historys_hash_is_named(tmp_path):

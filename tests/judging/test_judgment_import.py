@@ -484,3 +484,26 @@ def test_a_human_win_without_a_strength_has_no_strength(tmp_path):
     assert pd.isna(h.loc["r1", "preference"]) and pd.isna(h.loc["r1", "strength"]) and h.loc["r1", "winner"] == "a"
     assert (h.loc["r2", "preference"], h.loc["r2", "strength"]) == (-2, 4)
     assert h.loc["r3", "preference"] == 0 and pd.isna(h.loc["r3", "winner"])
+
+
+def test_an_answer_nobody_could_parse_is_counted_unparsed_never_a_choice(tmp_path):
+    """25 of 999 verdicts of a real source were garbage: the format says so (winner "unparsed"), and the tables
+    count them as the workflow's own unparsed answers are counted."""
+    out = imported(tmp_path, {"winner": "unparsed", "order": "AB"}, {"winner": "unparsed", "order": "BA"},
+                   {"item": "i2", "winner": "unparsed"}, {"item": "i2", "winner": "b", "strength": "4"})
+    assert out.verdicts["parse_ok"].tolist().count(False) == 3 and out.verdicts["signed"].isna().sum() == 3
+    assert out.verdicts.loc[~out.verdicts["parse_ok"], "parse_error"].str.contains("no verdict could be read").all()
+    rows = out.judgments.set_index("item_id")
+    assert rows.loc["i1", "status"] == "unparsed" and pd.isna(rows.loc["i1", "winner"])
+    assert (rows.loc["i2", "status"], rows.loc["i2", "winner"]) == ("ok", "b")  # the order that was read decides
+    assert out.source_rows("votes.csv")[0]["n_unparsed"] == 3
+
+
+@pytest.mark.parametrize("record, message", [
+    ({"winner": "unparsed", "judge_kind": "human", "judge": "r1"}, "a person's rating is a choice"),
+    ({"winner": "unparsed", "strength": "3"}, "field 'strength' is '3' but the winner is unparsed"),
+    ({"winner": "unparsed", "axis_E": "a"}, "field 'axis_E' is 'a' but the winner is unparsed"),
+])
+def test_an_unparsed_answer_has_no_choice_in_it(tmp_path, record, message):
+    with pytest.raises(ji.JudgmentImportError, match=message):
+        imported(tmp_path, record)

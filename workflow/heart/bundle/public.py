@@ -147,8 +147,8 @@ def read_verdicts(path, items: pd.DataFrame) -> pd.DataFrame:
                                                                          "ratings go to human_judgments.jsonl)"),
                             ("order", table["order"].isna(), "each record is one shown order (AB or BA): "
                                                              "verdicts combined over both orders cannot be split"),
-                            ("strength", table["strength"].isna(), "the judge's strength 1-5 is part of the "
-                                                                   "HEART verdict")):
+                            ("strength", table["strength"].isna() & table["winner"].ne(ji.UNPARSED),
+                             "the judge's strength 1-5 is part of the HEART verdict")):
         if bad.any():
             r = table[bad].iloc[0]
             value = "not given" if pd.isna(r[field]) else f"{r[field]!r}"

@@ -30,6 +30,8 @@ COLUMNS = [*REQUIRED, *OPTIONAL]
 TABLE_COLUMNS = [*COLUMNS, "file", "record"]
 JUDGE_KINDS = ("human", "llm")
 WINNERS = ("a", "b", "tie")
+#: an LLM judge answered, and nobody could read a verdict in its answer: counted as such, never a choice
+UNPARSED = "unparsed"
 ORDERS = ("AB", "BA")
 MARKS = {"a": 1, "b": -1, "tie": 0}
 SOURCES = ("model", "human", "dataset")
@@ -176,9 +178,18 @@ def _check_values(row: dict, where: str) -> None:
 
     if row["judge_kind"] not in JUDGE_KINDS:
         bad("judge_kind", "human or llm")
-    if row["winner"] not in WINNERS:
-        bad("winner", "a (system_a won), b (system_b won) or tie; a and b name the systems, not the position "
-                      "on screen (that is 'order')")
+    if row["winner"] not in (*WINNERS, UNPARSED):
+        bad("winner", "a (system_a won), b (system_b won), tie, or unparsed (an LLM judge answered and no verdict "
+                      "could be read); a and b name the systems, not the position on screen (that is 'order')")
+    if row["winner"] == UNPARSED:
+        if row["judge_kind"] != "llm":
+            bad("winner", "a, b or tie: 'unparsed' is an LLM judge's answer nobody could read; a person's rating "
+                          "is a choice")
+        given = [col for col in ("strength", *AXIS_COLUMNS) if row[col] is not None]
+        if given:
+            raise JudgmentImportError(f"{where}: field {given[0]!r} is {row[given[0]]!r} but the winner is "
+                                      "unparsed; an answer nobody could read has no strength or axis mark, leave "
+                                      "the field empty")
     if row["order"] not in (None, *ORDERS):
         bad("order", "AB (system_a shown first), BA (system_b shown first) or empty (not known)")
     for col in AXIS_COLUMNS:
@@ -455,7 +466,8 @@ def convert(table, items: pd.DataFrame | None = None, pairs: pd.DataFrame | None
         else:
             shown_first = ref_a if r.order == "AB" else ref_b
             pair_order = "AB" if shown_first == a_ref else "BA"
-        side = {"a": 1, "b": -1, "tie": 0}[r.winner] * flip  # +1: the pair's system_a won
+        unparsed = r.winner == UNPARSED  # (an LLM judge's, without strength or marks: checked on reading)
+        side = {"a": 1, "b": -1, "tie": 0, UNPARSED: 0}[r.winner] * flip  # +1: the pair's system_a won
         axes = {c: None if getattr(r, c) is None else MARKS[getattr(r, c)] * flip for c in AXIS_COLUMNS}
         if r.judge_kind == "llm":
             if not pd.isna(r.strength):
@@ -464,10 +476,13 @@ def convert(table, items: pd.DataFrame | None = None, pairs: pd.DataFrame | None
             winner_ref = {"a": ref_a, "b": ref_b}.get(r.winner)
             verdict_rows.append({"pair_id": r.pair_id, "judge": r.judge, "order": pair_order,
                              "shown_a": None if pair_order is None else (system_a if pair_order == "AB" else system_b),
-                             "parse_ok": True, "parse_error": None,
+                             "parse_ok": not unparsed,
+                             "parse_error": "no verdict could be read in the judge's answer (as imported)"
+                             if unparsed else None,
                              "winner_shown": (None if shown_first is None or winner_ref is None
                                               else "A" if winner_ref == shown_first else "B"),
-                             "signed": side * strength, "rationale": r.rationale, "raw_text": "",
+                             "signed": None if unparsed else side * strength, "rationale": r.rationale,
+                             "raw_text": "",
                              "cache_key": "", "from_cache": False, "neutralised_tokens": 0,
                              "latency_s": None, "cost_usd": None, **axes})
         else:
