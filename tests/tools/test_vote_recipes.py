@@ -80,3 +80,74 @@ def test_the_command_line_writes_the_votes(tmp_path, capsys):
     assert len(ji.read(dest)) == 8
     assert recipes.main(["arena", str(tmp_path / "nope.txt"), "-o", str(dest)]) == 2
     assert "unknown file type" in capsys.readouterr().err
+
+
+AH = FIXTURES / "imported" / "arena_hard" / "gpt-4-1106-preview"  # arena-hard-auto's model_judgment shape
+
+
+def test_arena_hard_games_are_the_two_shown_orders_with_graded_strengths():
+    """Values worked by hand in tests/fixtures/imported/README.md: per model the last line of a question holds,
+    game 1 shows the baseline as A, ">>" is strength 3 and ">" 1, a null score is an unparsed answer."""
+    parts = [recipes.arena_hard(recipes.load(AH / f"{m}.jsonl"), "gpt-4-0314", m) for m in ("model-x", "model-y")]
+    assert parts[0].report == {"lines": 4, "repeated_lines_dropped": 1, "games": 6, "games_unparsed": 1,
+                               "models": 1}
+    v = pd.concat([p.votes for p in parts], ignore_index=True)
+    got = [(r.system_b, r.item, r.order, r.winner, None if pd.isna(r.strength) else int(r.strength))
+           for r in v.itertuples()]
+    assert sorted(got) == sorted([
+        ("model-x", "q1", "AB", "b", 1), ("model-x", "q1", "BA", "b", 1),  # the rerun's line, not the first
+        ("model-x", "q2", "AB", "b", 1), ("model-x", "q2", "BA", "unparsed", None),
+        ("model-x", "q3", "AB", "tie", None), ("model-x", "q3", "BA", "a", 3),
+        ("model-y", "q1", "AB", "a", 3), ("model-y", "q1", "BA", "a", 3),
+        ("model-y", "q2", "AB", "b", 1), ("model-y", "q2", "BA", "b", 1)])
+    assert set(v["system_a"]) == {"gpt-4-0314"} and set(v["judge_kind"]) == {"llm"}
+    out = ji.convert(ji.from_frame(v))
+    combined = out.combined.set_index(["item_id", "pair_id"])
+    by = {(i, s): r for (i, _), r in combined.iterrows() for s in [r["system_b"] if r["system_a"] == "gpt-4-0314"
+                                                                     else r["system_a"]]}
+    assert (by[("q2", "model-x")]["status"], by[("q2", "model-x")]["n_orders"]) == ("ok", 1)  # the order read
+    assert by[("q3", "model-x")]["status"] == "ok" and by[("q3", "model-x")]["strength"] == 2  # tie + a3
+    assert out.source_rows("arena-hard")[0]["n_unparsed"] == 1
+    shown_first_won = out.verdicts["winner_shown"].eq("A").sum()
+    assert (out.verdicts["winner_shown"].isin(["A", "B"]).sum(), shown_first_won) == (8, 3)
+
+
+def test_an_arena_hard_score_outside_its_labels_names_the_line():
+    rows = [json.loads(line) for line in (AH / "model-y.jsonl").read_text().splitlines()]
+    rows[1]["games"][1]["score"] = "A>>>B"
+    with pytest.raises(recipes.RecipeError, match=r"model-y, row 2: field 'games\[1\].score' is 'A>>>B'"):
+        recipes.arena_hard(pd.DataFrame(rows), "gpt-4-0314", "model-y")
+    rows[1]["games"] = rows[1]["games"][:1]
+    with pytest.raises(recipes.RecipeError, match=r"row 2: field 'games' holds 1 game\(s\)"):
+        recipes.arena_hard(pd.DataFrame(rows), "gpt-4-0314", "model-y")
+
+
+PANDALM = FIXTURES / "imported" / "pandalm" / "testset.json"  # PandaLM's testset-v1.json shape
+
+
+def test_pandalm_annotator_columns_become_three_raters_and_a_missing_label_stays_missing():
+    out = recipes.pandalm(recipes.load(PANDALM), "testset.json")
+    assert out.report == {"rows": 4, "votes": 9, "labels_missing": 1, "repeated_votes_dropped": 2,
+                          "annotators": 3}
+    v = out.votes
+    assert v["order"].isna().all() and v["strength"].isna().all()  # neither is in the source
+    p3 = v[(v["item"] == "user_oriented_task_2")].set_index("judge")["winner"].to_dict()
+    assert p3 == {"annotator1": "a", "annotator2": "b", "annotator3": "b"}  # the later record's labels
+    from heart.stats.agreement.inter_human import inter_human
+
+    table = ji.convert(ji.from_frame(v)).judgments
+    agreement = inter_human(table, n_boot=0).set_index(["measure", "labels"])
+    # by hand: P1 b b tie (1 of 3 rater pairs agree), P2 a a a (3 of 3), P3 a b b (1 of 3): 5 / 9
+    assert agreement.loc[("percent_agreement", "winner (a/tie/b)"), "value"] == pytest.approx(5 / 9)
+    assert agreement.loc[("fleiss_kappa", "preference (-2..2)"), "note"].startswith("no strengths given")
+
+
+def test_a_pandalm_key_or_label_outside_the_shape_names_the_row(tmp_path):
+    rows = json.loads(PANDALM.read_text())
+    rows[1]["cmp_key"] = "opt_7b_llama-7b"
+    with pytest.raises(recipes.RecipeError, match=r"row 2: field 'cmp_key' is 'opt_7b_llama-7b'"):
+        recipes.pandalm(pd.DataFrame(rows))
+    rows = json.loads(PANDALM.read_text())
+    rows[0]["label_2"] = "3"
+    with pytest.raises(recipes.RecipeError, match=r"row 1: field 'label_2' is '3'"):
+        recipes.pandalm(pd.DataFrame(rows))

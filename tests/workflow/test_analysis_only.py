@@ -136,6 +136,33 @@ def test_mt_bench_shapes_run_through_the_recipe_and_analysis_only(workflow_copy,
     assert self_pref["note"].iloc[0] == "no other-family LLM judge decided the same pairs"
 
 
+@pytest.mark.e2e
+def test_arena_hard_and_pandalm_shapes_run_through_their_recipes_and_analysis_only(workflow_copy, tmp_path):
+    """Two more published shapes, one run (their items and judges are apart): arena-hard's graded games in both
+    known orders with an unparsed one, PandaLM's three annotators in columns with a label missing. Values worked
+    by hand in tests/fixtures/imported/README.md."""
+    from heart.tools import vote_recipes as recipes
+
+    judged = FIXTURES / "imported" / "arena_hard" / "gpt-4-1106-preview"
+    assert recipes.main(["arena-hard", str(judged / "model-x.jsonl"), str(judged / "model-y.jsonl"),
+                         "--baseline", "gpt-4-0314", "-o", str(tmp_path / "ah.csv")]) == 0
+    assert recipes.main(["pandalm", str(FIXTURES / "imported" / "pandalm" / "testset.json"),
+                         "-o", str(tmp_path / "pl.csv")]) == 0
+    both = pd.concat([pd.read_csv(tmp_path / name, dtype=str, keep_default_na=False) for name in ("ah.csv", "pl.csv")])
+    both.to_csv(tmp_path / "votes.csv", index=False)
+    workflow_copy.snakemake(*analysis_args(tmp_path / "votes.csv"))
+    res = workflow_copy.root / "results"
+    sources = tableio.read_table(res / "judging/sources.parquet").set_index("judge")
+    assert sources.loc["gpt-4-1106-preview", "n_unparsed"] == 1  # the game nobody could read, counted
+    position = tableio.read_table(res / "stats/bias_position.parquet").set_index("judge")
+    assert (position.loc["gpt-4-1106-preview", "n_verdicts"], position.loc["gpt-4-1106-preview", "n_shown_a_wins"]) \
+        == (8, 3)  # the shown orders are known: 8 decided games, 3 won by the reply shown first
+    inter = tableio.read_table(res / "stats/agreement_inter_human.parquet").set_index(["measure", "labels"])
+    assert inter.loc[("percent_agreement", "winner (a/tie/b)"), "value"] == pytest.approx(5 / 9)
+    assert inter.loc[("krippendorff_alpha", "preference (-2..2)"), "status"].eq("absent").all()
+    assert not list(res.rglob("paper_comparison*"))
+
+
 FORMULA = "=cmd|' /C calc'!A0"
 HOSTILE = {"gpt-4o": FORMULA, "llama-3.1-8b": r"\input{/etc/passwd}"}
 MATHTEXT_JUDGE = r"gpt $\foo{$ 4o"

@@ -1,7 +1,9 @@
 """Public pairwise-vote datasets in their real shapes -> the imported-judgments format: MT-Bench's human and
-GPT-4-pair splits (:func:`mt_bench`) and Chatbot Arena's battles (:func:`arena`), read as published, every
-value outside their vocabularies an error naming the file, the row and the field. How each source maps:
-``docs/methods/vote-recipes.md``. ``python -m heart.tools.vote_recipes`` runs the two from the command line.
+GPT-4-pair splits (:func:`mt_bench`), Chatbot Arena's battles (:func:`arena`), arena-hard-auto's judgments of
+two games per question (:func:`arena_hard`) and PandaLM's human test set with three annotators' labels in
+columns (:func:`pandalm`), read as published, every value outside their vocabularies an error naming the file,
+the row and the field. How each source maps: ``docs/methods/vote-recipes.md``. ``python -m
+heart.tools.vote_recipes`` runs them from the command line.
 """
 
 from __future__ import annotations
@@ -21,7 +23,14 @@ MT_BENCH_WINNERS = {"model_a": "a", "model_b": "b", "tie": "tie"}
 MT_BENCH_GPT4_ORDERS = {"model_a": ("a", "a"), "model_b": ("b", "b"), "tie": ("tie", "tie"),
                         "tie (inconsistent)": ("a", "b")}
 ARENA_WINNERS = {"model_a": "a", "model_b": "b", "tie": "tie", "tie (bothbad)": "tie"}
-VOTE_COLUMNS = ["item", "conversation", "system_a", "system_b", "judge", "judge_kind", "winner", "order"]
+#: arena-hard's per-game verdict (the judge's [[...]] label; A is the model shown first) -> (winner of the game's
+#: A/B, strength): ">>" three times ">", as arena-hard's own leaderboard weighs it; a game nobody could parse
+#: (score null) stays an unparsed answer, never a tie
+ARENA_HARD_SCORES = {"A>>B": ("A", 3), "A>B": ("A", 1), "A=B": ("tie", None), "B>A": ("B", 1),
+                     "B>>A": ("B", 3)}
+#: PandaLM's label per annotator: 0 = about the same, 1 = response1 better, 2 = response2 better
+PANDALM_LABELS = {"0": "tie", "1": "a", "2": "b"}
+VOTE_COLUMNS = ["item", "conversation", "system_a", "system_b", "judge", "judge_kind", "winner", "strength", "order"]
 
 
 class RecipeError(ValueError):
@@ -155,6 +164,82 @@ def arena(battles: pd.DataFrame, source: str = "arena") -> Votes:
     return Votes(votes.reindex(columns=VOTE_COLUMNS).reset_index(drop=True), report)
 
 
+def arena_hard(judgments: pd.DataFrame, baseline: str, source: str = "arena-hard") -> Votes:
+    """arena-hard-auto's ``model_judgment/<judge>/<model>.jsonl`` lines as imported-judgment records: each line
+    one question and model, its ``games`` the two shown orders against ``baseline`` (the judge config's
+    ``baseline_model``; game 1 shows the baseline as A, game 2 the model) (``docs/methods/vote-recipes.md``)."""
+    _need(judgments, ["question_id", "model", "judge", "games"], source)
+    question, model = _text(judgments, "question_id", source), _text(judgments, "model", source)
+    judge = _text(judgments, "judge", source)
+    rows, unparsed = [], 0
+    for i, games in enumerate(judgments["games"]):
+        if not isinstance(games, (list, tuple)) or len(games) != 2:
+            raise RecipeError(f"{source}, row {i + 1}: field 'games' holds {_count(games)}; expected the two "
+                              "games of a pairwise judgment (baseline shown first, then the model)")
+        if model.iloc[i] == baseline:
+            raise RecipeError(f"{source}, row {i + 1}: field 'model' is the baseline {baseline!r}; a model is "
+                              "judged against the baseline, not against itself")
+        for game, order in zip(games, ("AB", "BA")):  # system_a = the baseline: game 1 shows it as A
+            score = game.get("score") if isinstance(game, dict) else None
+            if score is None or (isinstance(score, float) and score != score):
+                winner, strength = "unparsed", None
+                unparsed += 1
+            elif score in ARENA_HARD_SCORES:
+                shown, strength = ARENA_HARD_SCORES[score]
+                winner = "tie" if shown == "tie" else ("a" if (shown == "A") == (order == "AB") else "b")
+            else:
+                raise RecipeError(f"{source}, row {i + 1}: field 'games[{order != 'AB':d}].score' is {score!r}; "
+                                  f"expected one of {', '.join(ARENA_HARD_SCORES)} or null (no verdict parsed)")
+            rows.append({"item": question.iloc[i], "conversation": question.iloc[i], "system_a": baseline,
+                         "system_b": model.iloc[i], "judge": judge.iloc[i], "judge_kind": "llm",
+                         "winner": winner, "strength": strength, "order": order, "_line": i})
+    votes = pd.DataFrame(rows, columns=[*VOTE_COLUMNS, "_line"])
+    # a line repeated (a rerun appended to the file): the last line of a (judge, question, model) holds
+    line_key = votes["judge"] + "\x1f" + votes["item"] + "\x1f" + votes["system_b"]
+    last = votes.groupby(line_key.to_numpy())["_line"].transform("max")
+    kept = votes[votes["_line"] == last].drop(columns="_line").reset_index(drop=True)
+    kept["strength"] = kept["strength"].astype("Int64")
+    report = {"lines": len(judgments), "repeated_lines_dropped": (len(votes) - len(kept)) // 2,
+              "games": len(kept), "games_unparsed": int(kept["winner"].eq("unparsed").sum()),
+              "models": int(kept["system_b"].nunique())}
+    return Votes(kept.reindex(columns=VOTE_COLUMNS), report)
+
+
+def _count(value) -> str:
+    return f"{len(value)} game(s)" if isinstance(value, (list, tuple)) else repr(value)
+
+
+def pandalm(testset: pd.DataFrame, source: str = "pandalm") -> Votes:
+    """PandaLM's human test set (``data/testset-v1.json``): one row per (task, pair of models), ``cmp_key``
+    naming response1's model and response2's, three annotators' labels in ``label_0`` ... ``label_2``
+    (``docs/methods/vote-recipes.md``)."""
+    labels = sorted(c for c in testset.columns if c.startswith("label_"))
+    _need(testset, ["task_id", "cmp_key", *(labels or ["label_0"])], source)
+    task = _text(testset, "task_id", source)
+    rows, missing = [], 0
+    for i, key in enumerate(_text(testset, "cmp_key", source)):
+        models = key.split("_")
+        if len(models) != 2 or not all(models) or models[0] == models[1]:
+            raise RecipeError(f"{source}, row {i + 1}: field 'cmp_key' is {key!r}; expected "
+                              "'<response1 model>_<response2 model>', two different models")
+        for col in labels:
+            value = testset[col].iloc[i]
+            if value is None or (isinstance(value, float) and value != value) or str(value).strip() == "":
+                missing += 1  # this annotator gave no label here: no vote, never a tie
+                continue
+            label = str(int(value)) if isinstance(value, (int, float)) else str(value).strip()
+            if label not in PANDALM_LABELS:
+                raise RecipeError(f"{source}, row {i + 1}: field {col!r} is {value!r}; expected 0 (about the "
+                                  "same), 1 (response1 better), 2 (response2 better) or empty")
+            rows.append({"item": task.iloc[i], "conversation": task.iloc[i], "system_a": models[0],
+                         "system_b": models[1], "judge": f"annotator{int(col.removeprefix('label_')) + 1}",
+                         "judge_kind": "human", "winner": PANDALM_LABELS[label], "strength": None, "order": None})
+    votes, dropped = _last_vote_per_pair(pd.DataFrame(rows, columns=VOTE_COLUMNS))
+    report = {"rows": len(testset), "votes": len(votes), "labels_missing": missing,
+              "repeated_votes_dropped": dropped, "annotators": int(votes["judge"].nunique())}
+    return Votes(votes.reset_index(drop=True), report)
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(prog="python -m heart.tools.vote_recipes", description=__doc__.split("\n")[0])
     sub = parser.add_subparsers(dest="source", required=True)
@@ -164,7 +249,12 @@ def main(argv=None) -> int:
     mt.add_argument("--llm-judge", default="gpt4-pair", help="the GPT-4 judge's id (default gpt4-pair)")
     ar = sub.add_parser("arena", help="Chatbot-Arena battles")
     ar.add_argument("battles", type=Path)
-    for p in (mt, ar):
+    ah = sub.add_parser("arena-hard", help="arena-hard-auto's model_judgment/<judge>/<model>.jsonl files")
+    ah.add_argument("judgments", type=Path, nargs="+")
+    ah.add_argument("--baseline", required=True, help="the judge config's baseline_model (e.g. gpt-4-0314)")
+    pl = sub.add_parser("pandalm", help="PandaLM's human test set (testset-v1.json)")
+    pl.add_argument("testset", type=Path)
+    for p in (mt, ar, ah, pl):
         p.add_argument("-o", "--output", type=Path, required=True, help="the votes file to write (.csv)")
     args = parser.parse_args(argv)
     try:
@@ -174,6 +264,12 @@ def main(argv=None) -> int:
             out = mt_bench(None if args.human is None else load(args.human),
                            None if args.gpt4_pair is None else load(args.gpt4_pair), args.llm_judge,
                            str(args.human), str(args.gpt4_pair))
+        elif args.source == "arena-hard":  # one file per judged model: each file's rows are named in its errors
+            parts = [arena_hard(load(p), args.baseline, str(p)) for p in args.judgments]
+            report = {k: sum(part.report[k] for part in parts) for k in parts[0].report}
+            out = Votes(pd.concat([part.votes for part in parts], ignore_index=True), report)
+        elif args.source == "pandalm":
+            out = pandalm(load(args.testset), str(args.testset))
         else:
             out = arena(load(args.battles), str(args.battles))
     except RecipeError as exc:
