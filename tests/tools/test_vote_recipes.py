@@ -151,3 +151,33 @@ def test_a_pandalm_key_or_label_outside_the_shape_names_the_row(tmp_path):
     rows[0]["label_2"] = "3"
     with pytest.raises(recipes.RecipeError, match=r"row 1: field 'label_2' is '3'"):
         recipes.pandalm(pd.DataFrame(rows))
+
+
+ALPACA = FIXTURES / "imported" / "alpaca_eval" / "annotations.json"  # AlpacaEval's annotations shape
+
+
+def test_alpaca_eval_annotations_keep_each_annotators_last_vote_and_no_preference_is_no_vote():
+    out = recipes.alpaca_eval(recipes.load(ALPACA), source="annotations.json")
+    assert out.report == {"rows": 8, "votes": 6, "preferences_missing": 1, "repeated_votes_dropped": 1,
+                          "annotators": 3}
+    v = out.votes
+    assert v["item"].str.fullmatch(r"alpaca-[0-9a-f]{12}").all() and v["item"].nunique() == 2
+    assert v["order"].isna().all() and v["strength"].isna().all() and set(v["judge_kind"]) == {"human"}
+    table = ji.convert(ji.from_frame(v)).judgments
+    france = table[table["item_id"] == v.loc[v["winner"] == "tie", "item"].iloc[0]]
+    won = {r.judge: (None if pd.isna(r.winner) else r.system_a if r.winner == "a" else r.system_b)
+           for r in france.itertuples()}
+    # worker_12 voted twice, the second time written the other way round: the last vote (alpaca-7b) holds
+    assert won == {"human:worker_11": None, "human:worker_12": "alpaca-7b", "human:worker_13": "text_davinci_003"}
+    from heart.stats.agreement.inter_human import inter_human
+
+    agreement = inter_human(table, n_boot=0).set_index(["measure", "labels"])
+    # by hand: health davinci, davinci, alpaca (1 of 3 rater pairs agree); France tie, alpaca, davinci (0 of 3)
+    assert agreement.loc[("percent_agreement", "winner (a/tie/b)"), "value"] == pytest.approx(1 / 6)
+
+
+def test_a_soft_preference_is_not_read_as_a_choice():
+    rows = json.loads(ALPACA.read_text())
+    rows[0]["preference"] = 1.73  # a weighted LLM annotator's expected preference
+    with pytest.raises(recipes.RecipeError, match=r"row 1: field 'preference' is 1.73; .*soft preference"):
+        recipes.alpaca_eval(pd.DataFrame(rows))

@@ -137,10 +137,11 @@ def test_mt_bench_shapes_run_through_the_recipe_and_analysis_only(workflow_copy,
 
 
 @pytest.mark.e2e
-def test_arena_hard_and_pandalm_shapes_run_through_their_recipes_and_analysis_only(workflow_copy, tmp_path):
-    """Two more published shapes, one run (their items and judges are apart): arena-hard's graded games in both
-    known orders with an unparsed one, PandaLM's three annotators in columns with a label missing. Values worked
-    by hand in tests/fixtures/imported/README.md."""
+def test_arena_hard_pandalm_and_alpaca_eval_shapes_run_through_their_recipes_and_analysis_only(workflow_copy,
+                                                                                              tmp_path):
+    """Three more published shapes, one run (their items and judges are apart): arena-hard's graded games in both
+    known orders with an unparsed one, PandaLM's three annotators in columns with a label missing, AlpacaEval's
+    annotations with an annotator who voted twice. Values worked by hand in tests/fixtures/imported/README.md."""
     from heart.tools import vote_recipes as recipes
 
     judged = FIXTURES / "imported" / "arena_hard" / "gpt-4-1106-preview"
@@ -148,7 +149,10 @@ def test_arena_hard_and_pandalm_shapes_run_through_their_recipes_and_analysis_on
                          "--baseline", "gpt-4-0314", "-o", str(tmp_path / "ah.csv")]) == 0
     assert recipes.main(["pandalm", str(FIXTURES / "imported" / "pandalm" / "testset.json"),
                          "-o", str(tmp_path / "pl.csv")]) == 0
-    both = pd.concat([pd.read_csv(tmp_path / name, dtype=str, keep_default_na=False) for name in ("ah.csv", "pl.csv")])
+    assert recipes.main(["alpaca-eval", str(FIXTURES / "imported" / "alpaca_eval" / "annotations.json"),
+                         "-o", str(tmp_path / "ae.csv")]) == 0
+    both = pd.concat([pd.read_csv(tmp_path / name, dtype=str, keep_default_na=False)
+                      for name in ("ah.csv", "pl.csv", "ae.csv")])
     both.to_csv(tmp_path / "votes.csv", index=False)
     workflow_copy.snakemake(*analysis_args(tmp_path / "votes.csv"))
     res = workflow_copy.root / "results"
@@ -158,7 +162,8 @@ def test_arena_hard_and_pandalm_shapes_run_through_their_recipes_and_analysis_on
     assert (position.loc["gpt-4-1106-preview", "n_verdicts"], position.loc["gpt-4-1106-preview", "n_shown_a_wins"]) \
         == (8, 3)  # the shown orders are known: 8 decided games, 3 won by the reply shown first
     inter = tableio.read_table(res / "stats/agreement_inter_human.parquet").set_index(["measure", "labels"])
-    assert inter.loc[("percent_agreement", "winner (a/tie/b)"), "value"] == pytest.approx(5 / 9)
+    # the people of both human sources pooled: PandaLM 5 of 9 rater pairs agree, AlpacaEval 1 of 6
+    assert inter.loc[("percent_agreement", "winner (a/tie/b)"), "value"] == pytest.approx(6 / 15)
     assert inter.loc[("krippendorff_alpha", "preference (-2..2)"), "status"].eq("absent").all()
     assert not list(res.rglob("paper_comparison*"))
 

@@ -1,7 +1,8 @@
 """Public pairwise-vote datasets in their real shapes -> the imported-judgments format: MT-Bench's human and
 GPT-4-pair splits (:func:`mt_bench`), Chatbot Arena's battles (:func:`arena`), arena-hard-auto's judgments of
-two games per question (:func:`arena_hard`) and PandaLM's human test set with three annotators' labels in
-columns (:func:`pandalm`), read as published, every value outside their vocabularies an error naming the file,
+two games per question (:func:`arena_hard`), PandaLM's human test set with three annotators' labels in
+columns (:func:`pandalm`) and AlpacaEval/AlpacaFarm preference annotations with the annotator's id
+(:func:`alpaca_eval`), read as published, every value outside their vocabularies an error naming the file,
 the row and the field. How each source maps: ``docs/methods/vote-recipes.md``. ``python -m
 heart.tools.vote_recipes`` runs them from the command line.
 """
@@ -9,7 +10,9 @@ heart.tools.vote_recipes`` runs them from the command line.
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
+import math
 import sys
 from pathlib import Path
 from typing import NamedTuple
@@ -30,6 +33,9 @@ ARENA_HARD_SCORES = {"A>>B": ("A", 3), "A>B": ("A", 1), "A=B": ("tie", None), "B
                      "B>>A": ("B", 3)}
 #: PandaLM's label per annotator: 0 = about the same, 1 = response1 better, 2 = response2 better
 PANDALM_LABELS = {"0": "tie", "1": "a", "2": "b"}
+#: AlpacaEval's preference -> winner: 1 output_1, 2 output_2, 1.5 (and 0, as its length-controlled win rate reads
+#: it) a draw
+ALPACA_PREFERENCES = {1.0: "a", 2.0: "b", 1.5: "tie", 0.0: "tie"}
 VOTE_COLUMNS = ["item", "conversation", "system_a", "system_b", "judge", "judge_kind", "winner", "strength", "order"]
 
 
@@ -240,6 +246,39 @@ def pandalm(testset: pd.DataFrame, source: str = "pandalm") -> Votes:
     return Votes(votes.reset_index(drop=True), report)
 
 
+def alpaca_eval(annotations: pd.DataFrame, judge_kind: str = "human", source: str = "alpaca-eval") -> Votes:
+    """AlpacaEval/AlpacaFarm preference annotations: one row per (instruction, pair of outputs, annotator) with
+    ``generator_1``, ``generator_2``, ``annotator`` and ``preference`` (1: output_1 better, 2: output_2; 1.5 and 0
+    a draw, as AlpacaEval reads them; empty: no preference given) (``docs/methods/vote-recipes.md``)."""
+    _need(annotations, ["instruction", "generator_1", "generator_2", "annotator", "preference"], source)
+    instruction = _text(annotations, "instruction", source)
+    first, second, annotator = (_text(annotations, c, source) for c in ("generator_1", "generator_2", "annotator"))
+    given_input = (annotations["input"].fillna("").astype(str) if "input" in annotations.columns
+                   else pd.Series("", index=annotations.index))
+    rows, missing = [], 0
+    for i, value in enumerate(annotations["preference"]):
+        if value is None or (isinstance(value, float) and value != value) or str(value).strip() == "":
+            missing += 1  # no preference given: no vote, never a draw
+            continue
+        try:
+            number = float(value)
+        except (TypeError, ValueError):
+            number = math.nan
+        if number not in ALPACA_PREFERENCES:
+            raise RecipeError(f"{source}, row {i + 1}: field 'preference' is {value!r}; expected 1 (output_1 "
+                              "better), 2 (output_2 better), 1.5 or 0 (a draw) or empty; a weighted annotator's "
+                              "soft preference is not a choice")
+        text = instruction.iloc[i] + "\x1f" + given_input.iloc[i]
+        item = "alpaca-" + hashlib.sha256(text.encode("utf-8")).hexdigest()[:12]
+        rows.append({"item": item, "conversation": item, "system_a": first.iloc[i], "system_b": second.iloc[i],
+                     "judge": annotator.iloc[i], "judge_kind": judge_kind,
+                     "winner": ALPACA_PREFERENCES[number], "strength": None, "order": None})
+    votes, dropped = _last_vote_per_pair(pd.DataFrame(rows, columns=VOTE_COLUMNS))
+    report = {"rows": len(annotations), "votes": len(votes), "preferences_missing": missing,
+              "repeated_votes_dropped": dropped, "annotators": int(votes["judge"].nunique())}
+    return Votes(votes.reset_index(drop=True), report)
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(prog="python -m heart.tools.vote_recipes", description=__doc__.split("\n")[0])
     sub = parser.add_subparsers(dest="source", required=True)
@@ -254,7 +293,11 @@ def main(argv=None) -> int:
     ah.add_argument("--baseline", required=True, help="the judge config's baseline_model (e.g. gpt-4-0314)")
     pl = sub.add_parser("pandalm", help="PandaLM's human test set (testset-v1.json)")
     pl.add_argument("testset", type=Path)
-    for p in (mt, ar, ah, pl):
+    ae = sub.add_parser("alpaca-eval", help="AlpacaEval/AlpacaFarm preference annotations with annotator ids")
+    ae.add_argument("annotations", type=Path)
+    ae.add_argument("--judge-kind", choices=("human", "llm"), default="human",
+                    help="whether the annotators are people (default) or LLM annotators")
+    for p in (mt, ar, ah, pl, ae):
         p.add_argument("-o", "--output", type=Path, required=True, help="the votes file to write (.csv)")
     args = parser.parse_args(argv)
     try:
@@ -268,6 +311,8 @@ def main(argv=None) -> int:
             parts = [arena_hard(load(p), args.baseline, str(p)) for p in args.judgments]
             report = {k: sum(part.report[k] for part in parts) for k in parts[0].report}
             out = Votes(pd.concat([part.votes for part in parts], ignore_index=True), report)
+        elif args.source == "alpaca-eval":
+            out = alpaca_eval(load(args.annotations), args.judge_kind, str(args.annotations))
         elif args.source == "pandalm":
             out = pandalm(load(args.testset), str(args.testset))
         else:
