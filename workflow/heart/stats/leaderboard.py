@@ -72,15 +72,15 @@ def judged(judgments: pd.DataFrame, axis: str = "overall") -> pd.DataFrame:
 
 def scope_ratings(judgments: pd.DataFrame, systems: list[str], axis: str, subset: str, source: str,
                   n_boot: int, seed: int, alpha: float, ci: float,
-                  best: str = DERIVED) -> tuple[list[dict], dict]:
+                  best: str = DERIVED, selected: bool = False) -> tuple[list[dict], dict]:
     """Rows of one scope and its separability row: every system listed, ``best-human`` next to "human"
     (``best`` "derived") or in its place, a system of the one fit (``best`` "in_fit";
-    ``docs/methods/leaderboard.md``)."""
+    ``docs/methods/leaderboard.md``). ``selected``: ``judgments`` are already the scope's (:func:`select`)."""
     scope = {"axis": axis, "subset": subset, "source": source}
     in_fit = best == IN_FIT and HUMAN in systems
     listed = ([BEST_HUMAN if s == HUMAN else s for s in systems] if in_fit
               else [*systems, BEST_HUMAN] if HUMAN in systems else list(systems))
-    full = judged(select(judgments, subset, source), axis)
+    full = judged(judgments if selected else select(judgments, subset, source), axis)
     comp, in_fit_note = full[bt.COMPARISON_COLUMNS], None
     if in_fit and (full["winner"].eq(HUMAN).any() or full["loser"].eq(HUMAN).any()):
         choice = best_human(full)
@@ -131,14 +131,15 @@ def leaderboard(judgments: pd.DataFrame, n_boot: int = 1000, seed: int = 0, alph
         raise ValueError(f"best_human must be one of {', '.join(BEST_HUMAN_MODES)}, not {best_human!r}")
     judgments = judgments.reset_index(drop=True)  # unique row labels, once (judged() joins on them)
     systems = sorted(set(judgments["system_a"]) | set(judgments["system_b"]))
+    scopes = {(subset, source): select(judgments, subset, source)  # each axis fits the same rows of a scope
+              for subset in subsets for source in sources(judgments)}
     rows, seps = [], []
     for axis in axes:
-        for subset in subsets:
-            for source in sources(judgments):
-                r, s = scope_ratings(judgments, systems, axis, subset, source, n_boot, seed, alpha, ci,
-                                     best_human)
-                rows += r
-                seps.append(s)
+        for (subset, source), selected in scopes.items():
+            r, s = scope_ratings(selected, systems, axis, subset, source, n_boot, seed, alpha, ci, best_human,
+                                 selected=True)
+            rows += r
+            seps.append(s)
     table = pd.DataFrame(rows).reindex(columns=COLUMNS)
     table["derived"] = table["system"].eq(BEST_HUMAN)
     for col in ("n_comparisons", "wins", "rank_asym", "rank_boot"):
