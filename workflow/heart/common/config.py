@@ -296,7 +296,6 @@ class StartupError(ConfigError):
     """The config validates, but a name in it points nowhere or clashes; the message names the key."""
 
 
-#: system names every study has, which an imported system may not take
 def paper_reference(config: dict) -> bool:
     """Whether the run sets the HEART paper's own numbers beside its own (config ``paper_reference``): as set,
     else only for a HEART study -- not for votes analysed alone (``analysis_only``) nor for a bundle that does
@@ -306,6 +305,7 @@ def paper_reference(config: dict) -> bool:
     return "analysis_only" not in config and not (config.get("artifacts") or {}).get("path")
 
 
+#: system names every study has, which an imported system may not take
 RESERVED_SYSTEMS = ("original", "human", "best-human")
 
 

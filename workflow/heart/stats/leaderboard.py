@@ -72,15 +72,15 @@ def judged(judgments: pd.DataFrame, axis: str = "overall") -> pd.DataFrame:
 
 def scope_ratings(judgments: pd.DataFrame, systems: list[str], axis: str, subset: str, source: str,
                   n_boot: int, seed: int, alpha: float, ci: float,
-                  best: str = DERIVED, selected: bool = False) -> tuple[list[dict], dict]:
+                  best: str = DERIVED) -> tuple[list[dict], dict]:
     """Rows of one scope and its separability row: every system listed, ``best-human`` next to "human"
     (``best`` "derived") or in its place, a system of the one fit (``best`` "in_fit";
-    ``docs/methods/leaderboard.md``). ``selected``: ``judgments`` are already the scope's (:func:`select`)."""
+    ``docs/methods/leaderboard.md``). ``judgments`` are the scope's (:func:`select`)."""
     scope = {"axis": axis, "subset": subset, "source": source}
     in_fit = best == IN_FIT and HUMAN in systems
     listed = ([BEST_HUMAN if s == HUMAN else s for s in systems] if in_fit
               else [*systems, BEST_HUMAN] if HUMAN in systems else list(systems))
-    full = judged(judgments if selected else select(judgments, subset, source), axis)
+    full = judged(judgments, axis)
     comp, in_fit_note = full[bt.COMPARISON_COLUMNS], None
     if in_fit and (full["winner"].eq(HUMAN).any() or full["loser"].eq(HUMAN).any()):
         choice = best_human(full)
@@ -136,8 +136,7 @@ def leaderboard(judgments: pd.DataFrame, n_boot: int = 1000, seed: int = 0, alph
     rows, seps = [], []
     for axis in axes:
         for (subset, source), selected in scopes.items():
-            r, s = scope_ratings(selected, systems, axis, subset, source, n_boot, seed, alpha, ci, best_human,
-                                 selected=True)
+            r, s = scope_ratings(selected, systems, axis, subset, source, n_boot, seed, alpha, ci, best_human)
             rows += r
             seps.append(s)
     table = pd.DataFrame(rows).reindex(columns=COLUMNS)

@@ -20,6 +20,7 @@ from typing import NamedTuple
 import pandas as pd
 
 from heart.common import export
+from heart.judging.judgment_import import UNPARSED
 
 MT_BENCH_WINNERS = {"model_a": "a", "model_b": "b", "tie": "tie"}
 #: gpt4_pair: the verdict FastChat combined over both orders -> the two orders' winners
@@ -74,10 +75,16 @@ def _need(frame: pd.DataFrame, columns: list[str], where: str) -> None:
                           f"{', '.join(columns)}")
 
 
+def _missing(value) -> bool:
+    """A field nobody filled: null, NaN or blank text."""
+    return value is None or (isinstance(value, float) and value != value) or (isinstance(value, str)
+                                                                               and not value.strip())
+
+
 def _text(frame: pd.DataFrame, col: str, where: str) -> pd.Series:
     values = frame[col]
     for i, v in enumerate(values):
-        if v is None or (isinstance(v, float) and v != v) or (isinstance(v, str) and not v.strip()):
+        if _missing(v):
             raise RecipeError(f"{where}, row {i + 1}: field {col!r} is empty")
     return values.astype(str)
 
@@ -177,7 +184,7 @@ def arena_hard(judgments: pd.DataFrame, baseline: str, source: str = "arena-hard
     _need(judgments, ["question_id", "model", "judge", "games"], source)
     question, model = _text(judgments, "question_id", source), _text(judgments, "model", source)
     judge = _text(judgments, "judge", source)
-    rows, unparsed = [], 0
+    rows = []
     for i, games in enumerate(judgments["games"]):
         if not isinstance(games, (list, tuple)) or len(games) != 2:
             raise RecipeError(f"{source}, row {i + 1}: field 'games' holds {_count(games)}; expected the two "
@@ -187,9 +194,8 @@ def arena_hard(judgments: pd.DataFrame, baseline: str, source: str = "arena-hard
                               "judged against the baseline, not against itself")
         for game, order in zip(games, ("AB", "BA")):  # system_a = the baseline: game 1 shows it as A
             score = game.get("score") if isinstance(game, dict) else None
-            if score is None or (isinstance(score, float) and score != score):
-                winner, strength = "unparsed", None
-                unparsed += 1
+            if _missing(score):
+                winner, strength = UNPARSED, None
             elif score in ARENA_HARD_SCORES:
                 shown, strength = ARENA_HARD_SCORES[score]
                 winner = "tie" if shown == "tie" else ("a" if (shown == "A") == (order == "AB") else "b")
@@ -206,7 +212,7 @@ def arena_hard(judgments: pd.DataFrame, baseline: str, source: str = "arena-hard
     kept = votes[votes["_line"] == last].drop(columns="_line").reset_index(drop=True)
     kept["strength"] = kept["strength"].astype("Int64")
     report = {"lines": len(judgments), "repeated_lines_dropped": (len(votes) - len(kept)) // 2,
-              "games": len(kept), "games_unparsed": int(kept["winner"].eq("unparsed").sum()),
+              "games": len(kept), "games_unparsed": int(kept["winner"].eq(UNPARSED).sum()),
               "models": int(kept["system_b"].nunique())}
     return Votes(kept.reindex(columns=VOTE_COLUMNS), report)
 
@@ -230,7 +236,7 @@ def pandalm(testset: pd.DataFrame, source: str = "pandalm") -> Votes:
                               "'<response1 model>_<response2 model>', two different models")
         for col in labels:
             value = testset[col].iloc[i]
-            if value is None or (isinstance(value, float) and value != value) or str(value).strip() == "":
+            if _missing(value):
                 missing += 1  # this annotator gave no label here: no vote, never a tie
                 continue
             label = str(int(value)) if isinstance(value, (int, float)) else str(value).strip()
@@ -257,7 +263,7 @@ def alpaca_eval(annotations: pd.DataFrame, judge_kind: str = "human", source: st
                    else pd.Series("", index=annotations.index))
     rows, missing = [], 0
     for i, value in enumerate(annotations["preference"]):
-        if value is None or (isinstance(value, float) and value != value) or str(value).strip() == "":
+        if _missing(value):
             missing += 1  # no preference given: no vote, never a draw
             continue
         try:

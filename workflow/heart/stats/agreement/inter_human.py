@@ -90,7 +90,7 @@ def inter_human(judgments: pd.DataFrame, n_boot: int = 1000, seed: int = 0, ci: 
         if not on_pref:
             r, domain = ratings.assign(label=ratings["winner"]), WINNER_DOMAIN
         else:
-            r = ratings[ratings["preference"].notna() & (not no_strengths)]
+            r = ratings.iloc[:0] if no_strengths else ratings[ratings["preference"].notna()]
             r, domain = r.assign(label=r["preference"].astype(int)), PREFERENCE_DOMAIN
         left_out = (f"{n_no_pref} human ratings without a preference left out"
                     if on_pref and n_no_pref and not no_strengths else "")
