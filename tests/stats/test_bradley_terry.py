@@ -127,6 +127,36 @@ def test_fit_matrix_is_batched():
         np.testing.assert_allclose(batched[b], bt.fit_matrix(W[b]), atol=1e-10)
 
 
+def test_fit_matrix_on_its_pairs_equals_the_full_objective_minimised_by_scipy():
+    """The fit works on the pairs i < j (one exp per pair); the objective it minimises is still the full
+    K x K one: scipy's minimiser of sum W log(1 + exp(-(theta_i - theta_j))) + alpha/2 |theta|^2 gives the same
+    strengths, for ordinary matrices and for one where a system won 5,000 to 0 (differences in the tens)."""
+    from scipy.optimize import minimize
+
+    def full(W, alpha):
+        K = W.shape[0]
+
+        def f(t):
+            d = t[:, None] - t[None, :]
+            return np.sum(W * np.logaddexp(0.0, -d)) + 0.5 * alpha * t @ t
+
+        def grad(t):
+            M = W / (1.0 + np.exp(t[:, None] - t[None, :]))  # W_ij (1 - P(i beats j))
+            return M.sum(axis=0) - M.sum(axis=1) + alpha * t
+
+        t = minimize(f, np.zeros(K), jac=grad, method="BFGS", options={"gtol": 1e-9}).x
+        return t - t.mean()
+
+    rng = np.random.default_rng(5)
+    lopsided = np.zeros((4, 4))
+    lopsided[0, 1:] = 5000.0
+    lopsided[1, 2], lopsided[2, 3], lopsided[3, 1] = 3.0, 4.0, 2.0
+    for W, alpha in [(rng.integers(0, 9, (6, 6)) * (1 - np.eye(6)), 0.01), (lopsided, 1e-3),
+                     (rng.integers(0, 3, (9, 9)) * (1 - np.eye(9)), 0.5)]:
+        W = np.asarray(W, float)
+        np.testing.assert_allclose(bt.fit_matrix(W, alpha=alpha), full(W, alpha), atol=1e-5)
+
+
 # --- Elo, asymptotic interval, ranks ----------------------------------------------------------
 
 def test_elo_formula():
@@ -344,6 +374,10 @@ def test_ratings_table():
     assert r["rank_asym"].tolist() == [1, 2, 3] and r["rank_boot"].tolist() == [1, 2, 3]
     boot = bt.bootstrap(comp, ["s0", "s1", "s2"], n_boot=200, seed=3)
     np.testing.assert_allclose(r["elo_se_boot"], boot.std(axis=0, ddof=1))
+    given = bt.ratings(comp, n_boot=200, seed=3, replicates=boot)  # replicates the caller has: not fitted again
+    pd.testing.assert_frame_equal(given, r, check_exact=False, rtol=1e-9)
+    with pytest.raises(ValueError, match=r"replicates must have shape \(n_boot, K\) = \(200, 3\)"):
+        bt.ratings(comp, n_boot=200, seed=3, replicates=boot[:, :2])
     skipped = bt.ratings(comp, n_boot=0)
     assert skipped["elo_lo_boot"].isna().all() and skipped["rank_boot"].isna().all()
     assert math.isnan(bt.summary(skipped)["separability_boot"])

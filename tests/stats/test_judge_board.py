@@ -139,6 +139,22 @@ def test_rank_stability_by_hand():
     assert n == 3 and tau == pytest.approx((1 + 1 / 3 - 1) / 3)
 
 
+def test_rank_stability_is_scipys_tau_b_averaged():
+    """All replicates at once give scipy's τ-b per replicate, ties in the point and the replicates included;
+    a replicate with a missing rating, or one rating all systems alike, is left out."""
+    from scipy.stats import kendalltau
+
+    rng = np.random.default_rng(4)
+    point = np.array([1500.0, 1520.0, 1480.0, 1520.0, 1400.0, 1610.0])  # one tie
+    reps = np.round(point + rng.normal(0, 40, (300, 6)), -1)  # rounded to tens: ties within replicates too
+    reps[7] = 1500.0
+    reps[11, 2] = np.nan
+    expected = [kendalltau(r, point).statistic for k, r in enumerate(reps) if k not in (7, 11)]
+    tau, n = jb.rank_stability(point, reps)
+    assert n == 298 and tau == pytest.approx(np.mean(expected), abs=1e-12)
+    assert jb.rank_stability(np.full(3, 1500.0), reps[:, :3]) == (pytest.approx(math.nan, nan_ok=True), 0)
+
+
 def test_separability_and_tau_of_a_two_conversation_bootstrap():
     """Two systems; conversation c1 holds two wins of x over y, c2 one win of y over x. A replicate draws two
     conversations: (c1, c1) and (c1, c2) rank x first (tau +1 against the point, x first), (c2, c2) ranks y

@@ -18,8 +18,8 @@ def analysis_args(path=VOTES):
 @pytest.mark.dag
 def test_analysis_only_plans_no_data_items_completions_or_calls(workflow_copy):
     jobs = workflow_copy.jobs(*analysis_args())
-    assert set(jobs) == {"import_judgments", "ratings", "agreement", "bias_audits", "factor_analysis",
-                         "preference_shares",
+    assert set(jobs) == {"import_judgments", "ratings", "ratings_alternative", "agreement", "bias_audits",
+                         "factor_analysis", "preference_shares",
                          "figure_leaderboard", "figure_elo_forest", "figure_agreement", "figure_bias_factors",
                          "external_correlations", "rationale_codes", "multiple_testing", "paper_tables",
                          "figure_rubric", "rubric_table", "judge_board", "figure_judge_board", "all"}

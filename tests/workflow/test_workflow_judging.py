@@ -232,8 +232,8 @@ def test_a_rerun_does_nothing(judged_workflow):
     assert judged_workflow.jobs(*judged_workflow.args, env=KEY_ENV) == {}
 
 
-STATS_RULES = {"ratings", "agreement", "bias_audits", "factor_analysis", "external_correlations", "rationale_codes",
-               "multiple_testing", "preference_shares", "style_ratings", "judge_board"}
+STATS_RULES = {"ratings", "ratings_alternative", "agreement", "bias_audits", "factor_analysis", "external_correlations",
+               "rationale_codes", "multiple_testing", "preference_shares", "style_ratings", "judge_board"}
 JUDGE_FIGURES = {f"figure_{f}" for f in ("leaderboard", "elo_ttft", "elo_forest", "agreement", "bias_factors",
                                          "example_pair", "judge_board")}
 
@@ -259,8 +259,8 @@ def test_editing_the_judge_prompt_rejudges_and_calls_the_judge_only(judged_copy,
 
 # every statistics setting, a new value for it, and the jobs that changing it must plan: the rules that
 # read it and every rule downstream of their outputs (and the target rule "all")
-RATINGS = {"ratings", "external_correlations", "multiple_testing", "figure_leaderboard", "figure_elo_ttft",
-           "figure_elo_forest", "paper_tables", "paper_comparison", "all"}
+RATINGS = {"ratings", "ratings_alternative", "external_correlations", "multiple_testing", "figure_leaderboard",
+           "figure_elo_ttft", "figure_elo_forest", "paper_tables", "paper_comparison", "all"}
 AGREEMENT = {"agreement", "figure_agreement", "paper_tables", "paper_comparison", "all"}
 BIAS = {"bias_audits", "multiple_testing", "figure_bias_factors", "paper_tables", "all"}
 STRATEGIES = {"strategy_stats", "multiple_testing", "figure_strategies", "paper_tables", "paper_comparison", "all"}
@@ -299,7 +299,8 @@ SETTINGS = {
     "rationale length": ({"judging": {"rationale_max_chars": 100}}, {"judge_pairs", "judge_qc"}, {"tag_strategies"}),
     "tagger evidence": ({"tagging": {"evidence_max_chars": 30}}, {"tag_strategies", "strategy_stats"},
                         {"judge_pairs", "judge_qc", "ratings"}),
-    "rater QC": ({"human_judgments": {"max_qc_fail_share": 0.9}}, {"human_judgments", "combine_judgments", "ratings"},
+    "rater QC": ({"human_judgments": {"max_qc_fail_share": 0.9}}, {"human_judgments", "combine_judgments", "ratings",
+                                                                     "ratings_alternative"},
                  {"judge_pairs", "tag_strategies"}),
     "display names": ({"figures": {"fig4": {"display_names": {"remote-a": "Remote A"}}}},
                       {"figure_leaderboard", "figure_elo_ttft", "paper_tables"},

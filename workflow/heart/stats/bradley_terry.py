@@ -181,9 +181,28 @@ def _strongly_connected(W: np.ndarray) -> np.ndarray:
     return (reach > 0).all(axis=(-2, -1))
 
 
-def _neg_loglik(W: np.ndarray, theta: np.ndarray, alpha: float) -> np.ndarray:
-    d = theta[:, :, None] - theta[:, None, :]
-    return np.sum(W * np.logaddexp(0.0, -d), axis=(-2, -1)) + 0.5 * alpha * np.sum(theta ** 2, axis=-1)
+class _Pairs:
+    """The K x K problem on its K(K-1)/2 pairs ``i < j``: gathers and the incidence matrices that sum a
+    pair quantity to the systems (``x @ first``: to ``i``; ``x @ second``: to ``j``)."""
+
+    def __init__(self, K: int):
+        self.K = K
+        self.i, self.j = np.triu_indices(K, 1)
+        rows = np.arange(self.i.size)
+        self.first, self.second = np.zeros((self.i.size, K)), np.zeros((self.i.size, K))
+        self.first[rows, self.i] = 1.0
+        self.second[rows, self.j] = 1.0
+        self.upper, self.lower = self.i * K + self.j, self.j * K + self.i  # flat positions in a K x K matrix
+
+    def objective(self, theta: np.ndarray, n: np.ndarray, linear: np.ndarray, alpha: float):
+        """The penalised negative log-likelihood per matrix, with the pair differences and ``exp(-|d|)``
+        that it computed (the next step's win probabilities need them)."""
+        d = theta[:, self.i] - theta[:, self.j]
+        e = np.exp(-np.abs(d))
+        softplus = np.maximum(-d, 0.0) + np.log1p(e)  # log(1 + exp(-d)), stable for any d
+        f = (np.einsum("bp,bp->b", n, softplus) + np.einsum("bk,bk->b", linear, theta)
+             + 0.5 * alpha * np.einsum("bk,bk->b", theta, theta))
+        return f, d, e
 
 
 def fit_matrix(W, alpha: float = DEFAULT_ALPHA, tol: float = 1e-10, max_iter: int = 200,
@@ -218,6 +237,11 @@ def fit_matrix(W, alpha: float = DEFAULT_ALPHA, tol: float = 1e-10, max_iter: in
     centred subspace, where the optimum lies. A backtracking (Armijo) line
     search per matrix makes it converge from any start.
 
+    Each pair of systems enters once (``i < j``): ``W[j, i] * log(1 + exp(theta_i - theta_j))``
+    is ``W[j, i] * (d + log(1 + exp(-d)))`` with ``d = theta_i - theta_j``, so the objective needs
+    one ``exp`` per pair, and the same ``exp`` gives the win probabilities of the next Newton step
+    (half the transcendental work of the full K x K form; ``docs/benchmarks.md``).
+
     Raises
     ------
     ValueError
@@ -246,34 +270,42 @@ def fit_matrix(W, alpha: float = DEFAULT_ALPHA, tol: float = 1e-10, max_iter: in
     B = Wb.shape[0]
     theta = np.zeros((B, K)) if theta0 is None else np.broadcast_to(np.asarray(theta0, float), (B, K)).copy()
     theta -= theta.mean(axis=1, keepdims=True)
-    N = Wb + Wb.transpose(0, 2, 1)
+    pairs = _Pairs(K)
+    beaten = Wb[:, pairs.j, pairs.i]  # j beat i, i < j
+    N = Wb[:, pairs.i, pairs.j] + beaten  # comparisons of each pair
+    linear = beaten @ (pairs.first - pairs.second)  # sum_{i<j} W[j, i] (theta_i - theta_j) = linear . theta
     wins = Wb.sum(axis=2)
     J = np.full((K, K), 1.0 / K)
     diag = np.arange(K)
-    f = _neg_loglik(Wb, theta, alpha)
+    f, D, E = pairs.objective(theta, N, linear, alpha)
     active = np.ones(B, dtype=bool)
     for _ in range(max_iter):
         idx = np.flatnonzero(active)
         if idx.size == 0:
             break
-        th, n, w = theta[idx], N[idx], Wb[idx]
-        p = 0.5 * (1.0 + np.tanh(0.5 * (th[:, :, None] - th[:, None, :])))  # P(i beats j), overflow-safe
-        g = wins[idx] - np.sum(n * p, axis=2) - alpha * th  # gradient of the log-likelihood
-        c = n * p * (1.0 - p)
-        H = -c
-        H[:, diag, diag] += c.sum(axis=2) + alpha
+        th, n, lin, d, e = theta[idx], N[idx], linear[idx], D[idx], E[idx]
+        inv = 1.0 / (1.0 + e)
+        p = np.where(d >= 0, inv, e * inv)  # P(i beats j), i < j, from exp(-|d|): no overflow
+        expected = n * p
+        g = wins[idx] - expected @ pairs.first - (n - expected) @ pairs.second - alpha * th  # gradient
+        c = expected * (1.0 - p)
+        H = np.zeros((idx.size, K * K))
+        H[:, pairs.upper] = -c
+        H[:, pairs.lower] = -c
+        H = H.reshape(idx.size, K, K)
+        H[:, diag, diag] = c @ (pairs.first + pairs.second) + alpha
         step = np.linalg.solve(H + J, g[:, :, None])[:, :, 0]
         step -= step.mean(axis=1, keepdims=True)
         gs = np.sum(g * step, axis=1)
         f0, t = f[idx], np.ones(idx.size)
         todo = np.ones(idx.size, dtype=bool)
-        f_new = f0.copy()
+        f_new, d_new, e_new = f0.copy(), d.copy(), e.copy()
         for _ in range(60):
             cand = th[todo] + t[todo, None] * step[todo]
-            fc = _neg_loglik(w[todo], cand, alpha)
+            fc, dc, ec = pairs.objective(cand, n[todo], lin[todo], alpha)
             ok = fc <= f0[todo] - 1e-4 * t[todo] * gs[todo] + 1e-12 * (1.0 + np.abs(f0[todo]))
             sub = np.flatnonzero(todo)
-            f_new[sub[ok]] = fc[ok]
+            f_new[sub[ok]], d_new[sub[ok]], e_new[sub[ok]] = fc[ok], dc[ok], ec[ok]
             todo[sub[ok]] = False
             if not todo.any():
                 break
@@ -282,7 +314,7 @@ def fit_matrix(W, alpha: float = DEFAULT_ALPHA, tol: float = 1e-10, max_iter: in
             t[todo] = 0.0
         move = t[:, None] * step
         theta[idx] = th + move
-        f[idx] = f_new
+        f[idx], D[idx], E[idx] = f_new, d_new, e_new
         active[idx[np.abs(move).max(axis=1) <= tol]] = False
     else:
         if active.any():
@@ -477,7 +509,7 @@ def _connected(W: np.ndarray) -> bool:
 
 
 def ratings(comp: pd.DataFrame, systems=None, n_boot: int = 1000, seed: int = 0, alpha: float = DEFAULT_ALPHA,
-            ci: float = 0.95) -> pd.DataFrame:
+            ci: float = 0.95, replicates=None) -> pd.DataFrame:
     """The Bradley–Terry/Elo leaderboard with asymptotic and bootstrap intervals.
 
     Parameters
@@ -497,6 +529,10 @@ def ratings(comp: pd.DataFrame, systems=None, n_boot: int = 1000, seed: int = 0,
     ci : float
         Coverage of both intervals (0.95: z = 1.96; the bootstrap's percentile interval,
         :func:`heart.stats.bootstrap.interval`).
+    replicates : array_like, shape (n_boot, K), optional
+        The bootstrap's replicates when the caller has them already (:func:`bootstrap` of the same
+        ``comp``, ``systems``, ``n_boot``, ``seed`` and ``alpha``; columns in ``systems`` order): used
+        instead of fitting them again.
 
     Returns
     -------
@@ -537,7 +573,10 @@ def ratings(comp: pd.DataFrame, systems=None, n_boot: int = 1000, seed: int = 0,
     out = pd.DataFrame({"system": systems, "theta": theta, "elo": point, "n_comparisons": n_comp,
                         "wins": wins, "win_rate": wins / n_comp, "elo_lo_asym": lo_a, "elo_hi_asym": hi_a})
     if n_boot > 0:
-        boot = bootstrap(comp, systems, n_boot=n_boot, seed=seed, alpha=alpha, theta0=theta)
+        boot = (bootstrap(comp, systems, n_boot=n_boot, seed=seed, alpha=alpha, theta0=theta) if replicates is None
+                else np.asarray(replicates, dtype=float))
+        if boot.shape != (n_boot, K):
+            raise ValueError(f"replicates must have shape (n_boot, K) = ({n_boot}, {K}), not {boot.shape}")
         lo_b, hi_b = cluster_bootstrap.interval(boot, ci)
         se_b = cluster_bootstrap.standard_error(boot)
         rank_b = pd.array(rank_by_overlap(point, lo_b, hi_b), dtype="Int64")

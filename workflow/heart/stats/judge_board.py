@@ -10,7 +10,6 @@ import math
 
 import numpy as np
 import pandas as pd
-from scipy import stats
 
 from heart.stats import bias, bradley_terry as bt, leaderboard, reliability
 from heart.stats.best_human import DERIVED, HUMAN, IN_FIT, best_human_comparisons
@@ -55,14 +54,24 @@ def rank_stability(point, reps) -> tuple[float, int]:
     Returns
     -------
     (float, int)
-        The mean τ over the replicates where it is defined (``scipy.stats.kendalltau``, τ-b: ties allowed;
-        undefined where a replicate or the point rates every system the same) and how many those are;
-        (NaN, 0) when none is.
+        The mean τ over the replicates where it is defined (τ-b, ties allowed, as ``scipy.stats.kendalltau``
+        computes it and the tests hold it to; undefined where a replicate or the point rates every system the
+        same) and how many those are; (NaN, 0) when none is.
+
+    Notes
+    -----
+    τ-b of two rankings of K systems is ``sum(sign(x_i - x_j) sign(y_i - y_j)) / sqrt(n_x n_y)`` over the
+    pairs ``i < j``, where ``n_x`` and ``n_y`` count the pairs each leaves untied: one sign matrix per replicate
+    (a thousand replicates at once, not a thousand calls).
     """
-    point, reps = np.asarray(point, dtype=float), np.asarray(reps, dtype=float)
-    taus = [stats.kendalltau(r, point).statistic for r in reps if np.isfinite(r).all()]
-    taus = [t for t in taus if np.isfinite(t)]
-    return (float(np.mean(taus)), len(taus)) if taus else (math.nan, 0)
+    point, reps = np.asarray(point, dtype=float), np.atleast_2d(np.asarray(reps, dtype=float))
+    reps = reps[np.isfinite(reps).all(axis=1)]
+    i, j = np.triu_indices(point.size, 1)
+    sx, sy = np.sign(point[i] - point[j]), np.sign(reps[:, i] - reps[:, j])
+    denominator = np.sqrt(np.count_nonzero(sx) * np.count_nonzero(sy, axis=1).astype(float))
+    defined = denominator > 0
+    taus = (sy[defined] @ sx) / denominator[defined]
+    return (float(np.mean(taus)), int(taus.size)) if taus.size else (math.nan, 0)
 
 
 def separation(judgments: pd.DataFrame, source: str, n_boot: int, seed: int, alpha: float, ci: float,
@@ -82,12 +91,11 @@ def separation(judgments: pd.DataFrame, source: str, n_boot: int, seed: int, alp
     if n_boot < 1:
         return {**out, "why": "no bootstrap replicates (stats.n_boot 0)"}
     try:
-        table = bt.ratings(comp, rated, n_boot=n_boot, seed=seed, alpha=alpha, ci=ci)
+        reps = bt.bootstrap(comp, rated, n_boot=n_boot, seed=seed, alpha=alpha)
+        table = bt.ratings(comp, rated, n_boot=n_boot, seed=seed, alpha=alpha, ci=ci, replicates=reps)
     except ValueError as err:
         return {**out, "why": f"not estimable: {err}"}
     point = table.set_index("system")["elo"].reindex(rated).to_numpy(float)
-    theta = table.set_index("system")["theta"].reindex(rated).to_numpy(float)
-    reps = bt.bootstrap(comp, rated, n_boot=n_boot, seed=seed, alpha=alpha, theta0=theta)
     tau, n = rank_stability(point, reps)
     return {**out, "separability": bt.summary(table)["separability_boot"], "rank_tau": tau,
             "why": "" if n else "Kendall's tau undefined in every replicate (all systems rated alike)"}
