@@ -53,33 +53,6 @@ def api_server(fake_llm):
     return fake_llm
 
 
-def test_api_key_is_used_but_never_written(workflow_copy, api_server):
-    state, base = api_server
-    wf = workflow_copy
-    key = f"sk-heart-test-{os.getpid()}-{time.time_ns()}"
-    wf.snakemake("results/completions/systems.parquet", "results/llm/cache.parquet", *api_config(wf, base),
-                 env={"HEART_TEST_API_KEY": key})
-    assert state.auth[f"Bearer {key}"] > 0  # the server got the key from the environment
-    c = tableio.read_table(wf.root / "results/completions/remote-a.parquet")
-    assert len(c) == 3 and c["text"].str.startswith("I hear you.").all()
-    leaks = subprocess.run(["grep", "-rl", "--binary-files=text", key, "results", "logs", ".snakemake",
-                            "resources", "benchmarks", "api.yaml"], cwd=wf.root, capture_output=True, text=True)
-    assert leaks.stdout == "" and leaks.returncode == 1, leaks.stdout  # 1: no match anywhere
-
-    # a reviewer's checkout: no key, no server, only the published export
-    other = type(wf)(wf.root.parent / "reviewer")
-    (other.root / "published.parquet").write_bytes((wf.root / "results/llm/cache.parquet").read_bytes())
-    other.snakemake("results/completions/remote-a.parquet", "results/llm/cache.parquet",
-                    *api_config(other, "http://127.0.0.1:9/v1", replay="published.parquet"),
-                    env={"HEART_TEST_API_KEY": None})
-    replayed = tableio.read_table(other.root / "results/completions/remote-a.parquet")
-    assert replayed["from_cache"].all() and replayed["text"].tolist() == c["text"].tolist()
-    # and re-publishes what it replayed: the same export, though its own cache directory stayed empty
-    assert not list((other.root / "resources/llm_cache").rglob("*.json"))
-    pd.testing.assert_frame_equal(tableio.read_table(other.root / "results/llm/cache.parquet"),
-                                  tableio.read_table(wf.root / "results/llm/cache.parquet"))
-
-
 def test_kill_9_then_rerun_pays_for_nothing_twice(workflow_copy):
     state = srv.State(latency=0.5)
     server = srv.serve(state)
@@ -153,8 +126,9 @@ def _all_text_under(root) -> str:
 
 def test_an_echoing_provider_leaves_no_key_fragment_in_any_file_or_output(workflow_copy, api_server):
     """A working and a failing keyed system, both against a provider that echoes the key (401 bodies, error
-    JSON, headers, and the answer itself): no run of 8 key characters in any file the run wrote (results, logs,
-    .snakemake, the cache, benchmarks) nor in what Snakemake printed."""
+    JSON, headers, and the answer itself): the key from the environment reaches the provider, and no run of 8
+    key characters is in any file the run wrote (results, logs, .snakemake, the cache, benchmarks) nor in what
+    Snakemake printed. Then a reviewer's checkout (no key, no server) replays the published cache."""
     from support import KEY, key_pieces
 
     state, base = api_server
@@ -200,3 +174,16 @@ def test_an_echoing_provider_leaves_no_key_fragment_in_any_file_or_output(workfl
     printed += proc.stdout + proc.stderr
     assert key_pieces(printed) == []
     assert key_pieces(_all_text_under(wf.root)) == []
+
+    # a reviewer's checkout: no key, no server, only the published export
+    other = type(wf)(wf.root.parent / "reviewer")
+    (other.root / "published.parquet").write_bytes((wf.root / "results/llm/cache.parquet").read_bytes())
+    other.snakemake("results/completions/remote-a.parquet", "results/llm/cache.parquet",
+                    *api_config(other, "http://127.0.0.1:9/v1", n=2, model="openai/good-echo",
+                                replay="published.parquet"), env={"HEART_TEST_API_KEY": None})
+    replayed = tableio.read_table(other.root / "results/completions/remote-a.parquet")
+    assert replayed["from_cache"].all() and replayed["text"].tolist() == good["text"].tolist()
+    # and re-publishes what it replayed: the same export, though its own cache directory stayed empty
+    assert not list((other.root / "resources/llm_cache").rglob("*.json"))
+    pd.testing.assert_frame_equal(tableio.read_table(other.root / "results/llm/cache.parquet"),
+                                  tableio.read_table(wf.root / "results/llm/cache.parquet"))

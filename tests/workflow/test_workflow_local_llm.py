@@ -27,9 +27,10 @@ def test_default_pipeline_on_the_local_model(workflow_copy):
     wf = workflow_copy
     # the smallest run that still has every stage: 1 regular item, 1 adversarial conversation of the shortest
     # window the validator admits (4 turns: two seeker turns to rewrite), one window tried (the default's second
-    # doubled the stage's ~100 s: SmolLM2's rewrites rarely pass the validator)
+    # doubled the stage's ~100 s: SmolLM2's rewrites rarely pass the validator), one kind of quality check (the
+    # letter judge's checks were the slowest job, 20 s; the other kind is held to its rules with the fake provider)
     cfg = [*LOCAL_TARGETS, "--config", f"esconv={{local_copy: {TINY}}}", "regular_items={n: 1, seed: 1}",
-           "adversarial_items={n: 1, max_turns: 4, max_windows: 1}"]
+           "adversarial_items={n: 1, max_turns: 4, max_windows: 1}", "judging={qc: {kinds: [unhelpful]}}"]
     wf.snakemake(*cfg)
     r = lambda p: tableio.read_table(wf.root / p)  # noqa: E731
     items, attempts = r("results/items/items.parquet"), r("results/items/adversarial_attempts.parquet")
@@ -74,6 +75,7 @@ def test_default_pipeline_on_the_local_model(workflow_copy):
     assert (overall["n_checks"] > 0).all() and overall["qc_accuracy"].between(0, 1).all()
     qc = r("results/judging/qc/smollm2-judge.parquet")
     assert len(qc) == 2 * overall.loc["smollm2-judge", "n_checks"] and qc["margin_E"].isna().all()
+    assert set(quality.loc[quality["kind"] != "all", "kind"]) == {"unhelpful"}
     tags = r("results/tagging/smollm2-tagger.parquet")
     comp = pd.concat([r(f"results/completions/{s}.parquet") for s in ("smollm2-listener", "smollm2-brief", "original")])
     assert len(tags) == 15 * len(comp)
