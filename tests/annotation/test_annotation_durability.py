@@ -169,3 +169,47 @@ def test_answers_survive_kill_9_and_raters_resume(server, tmp_path):
     finally:
         conn.close()
     assert n_answers == 6 and raw == submitted
+
+
+def test_restore_while_a_server_holds_the_store_is_refused_and_nothing_acknowledged_is_lost(server, tmp_path):
+    """The issue's case: ``restore --force`` while the server answers replaced the file under it, and the next
+    acknowledged answer was lost. Now the restore is refused (naming the serving process), the store is
+    unchanged and the server goes on answering; once the server stops, the same restore goes through. The
+    store, its backup and the restored copy are readable by their owner only (they hold platform ids)."""
+    import os
+    import stat
+
+    tasks = synthetic_tasks()
+    tasks_path, db = tmp_path / "tasks.parquet", tmp_path / "store.sqlite"
+    tasks.to_parquet(tasks_path, index=False)
+    cli("init", "--db", str(db), "--tasks", str(tasks_path))
+    assert stat.S_IMODE(os.stat(db).st_mode) == 0o600
+    token = next(link.rsplit("/", 1)[1] for person, role, link in
+                 (line.split("\t") for line in cli("links", "--db", str(db), "--base", "http://x").splitlines())
+                 if person == "rater-01")
+    proc, base = server(db, tasks_path)
+    url, session = f"{base}/p/{token}", requests.Session()
+    page, nonce = get_page(session, url)
+    assert post(session, url, nonce, 2, "[synthetic] one").status_code == 303
+    cli("backup", "--db", str(db), str(tmp_path / "backup"))
+    copy = tmp_path / "backup" / db.name
+    assert stat.S_IMODE(os.stat(copy).st_mode) == 0o600
+    page, nonce = get_page(session, url)
+    assert post(session, url, nonce, 5, "[synthetic] two, after the backup").status_code == 303
+
+    with pytest.raises(AssertionError, match=rf"in use by pid {proc.pid} \(serve it.*Stop the server first"):
+        cli("restore", "--db", str(db), "--force", str(copy))
+    assert len(stored(db, "rater-01")) == 2  # the store was not replaced
+    page, nonce = get_page(session, url)  # and the server goes on: its third answer is kept too
+    assert post(session, url, nonce, 1, "[synthetic] three").status_code == 303
+    assert re.search(r"Task\s+4\s+of\s+6", get_page(session, url)[0])
+
+    # a second server on the same store is refused the same way
+    with pytest.raises(AssertionError, match="in use by pid"):
+        cli("serve", "--db", str(db), "--port", "9")
+
+    proc.terminate()
+    proc.wait(timeout=30)
+    assert len(stored(db, "rater-01")) == 3
+    cli("restore", "--db", str(db), "--force", str(copy))  # the server stopped: the restore goes through
+    assert len(stored(db, "rater-01")) == 1 and stat.S_IMODE(os.stat(db).st_mode) == 0o600

@@ -1,4 +1,6 @@
-"""heart-annotate: collect human data for HEART (``python -m heart.annotation --help``).
+"""Collect human data for HEART: ``PYTHONPATH=workflow .venv/bin/python -m heart.annotation --help`` from the
+checkout (the docs call it ``heart-annotate``: ``alias heart-annotate='PYTHONPATH=workflow .venv/bin/python -m
+heart.annotation'``; ``make annotate`` runs ``serve``).
 
     init    create the store (SQLite + link key) and load the task table
     serve   load the task table (if given) and serve the pages on 127.0.0.1
@@ -7,7 +9,7 @@
     answers list answers (task id, person, kind, time, a preview), to find one to void
     void    withdraw one answer (kept in table voided, recorded in the audit log); its task is served again
     backup  copy the store and its key into a folder while the server runs
-    restore put a backup in place of the store (stop the server first)
+    restore put a backup in place of the store (refused while a server holds it: stop it first)
     export  write the import files (rule export_annotations does this inside the workflow)
 """
 
@@ -50,8 +52,8 @@ def _load(db: Path, tasks: Path | None) -> None:
     if tasks is None:
         return
     if not tasks.exists():
-        sys.exit(f"{tasks} does not exist: make it with `snakemake --cores 2 annotation_tasks` "
-                 "(or `make annotation-tasks`)")
+        sys.exit(f"{tasks} does not exist: make it with `make annotate` (it makes the tasks of the config, then "
+                 "serves them) or `.venv/bin/snakemake --cores 2 results/annotation/tasks.parquet`")
     recorded = tasks.parent / "serve.json"
     conn = store_db.connect(db)
     try:
@@ -101,7 +103,7 @@ def _operate(args) -> None:
 
 
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="heart-annotate", description=__doc__,
+    parser = argparse.ArgumentParser(prog="python -m heart.annotation", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = parser.add_subparsers(dest="command", required=True)
     common = argparse.ArgumentParser(add_help=False)
@@ -150,22 +152,26 @@ def _init(args) -> None:
 
 
 def _serve(args) -> None:
-    _load(args.db, args.tasks)
-    import uvicorn
+    # the store's serving lock, held from before the tasks load until the server stops: a restore (or a
+    # second server) is refused while this one answers
+    args.db.parent.mkdir(parents=True, exist_ok=True)
+    with store_db.exclusive(args.db, "serve it"):
+        _load(args.db, args.tasks)
+        import uvicorn
 
-    from heart.annotation.app import create_app
-    from heart.annotation.guard import BoundedH11Protocol
+        from heart.annotation.app import create_app
+        from heart.annotation.guard import BoundedH11Protocol
 
-    base = args.public_url or f"http://{args.host}:{args.port}"
-    app = create_app(args.db, args.taxonomy, public_url=base)
-    (coordinator,) = [link for _, role, link in _links(args.db, base) if role == links.COORDINATOR]
-    print(f"coordinator page (secret; it lists everyone's link): {coordinator}", flush=True)
-    # no access log (links are secrets); forwarded headers only from the named proxy; at most 512
-    # connections and tasks at once (more get 503); idle connections closed after 5 s
-    uvicorn.run(app, host=args.host, port=args.port, log_level="warning", access_log=False,
-                http=BoundedH11Protocol, proxy_headers=bool(args.proxy),
-                forwarded_allow_ips=args.proxy or "", limit_concurrency=512, timeout_keep_alive=5,
-                server_header=False)
+        base = args.public_url or f"http://{args.host}:{args.port}"
+        app = create_app(args.db, args.taxonomy, public_url=base)
+        (coordinator,) = [link for _, role, link in _links(args.db, base) if role == links.COORDINATOR]
+        print(f"coordinator page (secret; it lists everyone's link): {coordinator}", flush=True)
+        # no access log (links are secrets); forwarded headers only from the named proxy; at most 512
+        # connections and tasks at once (more get 503); idle connections closed after 5 s
+        uvicorn.run(app, host=args.host, port=args.port, log_level="warning", access_log=False,
+                    http=BoundedH11Protocol, proxy_headers=bool(args.proxy),
+                    forwarded_allow_ips=args.proxy or "", limit_concurrency=512, timeout_keep_alive=5,
+                    server_header=False)
 
 
 def _print_links(args) -> None:
@@ -201,7 +207,7 @@ def main(argv=None) -> int:
     try:
         COMMANDS[args.command](args)
     except (store_db.StoreError, OSError, ValueError) as exc:
-        sys.exit(f"heart-annotate {args.command}: {exc}")
+        sys.exit(f"python -m heart.annotation {args.command}: {exc}")
     return 0
 
 

@@ -37,7 +37,7 @@ __all__ = ["STUDY_TEXTS", "create_app"]
 
 def create_app(db_path, taxonomy_path, title: str = "HEART annotation", public_url: str | None = None,
                rate_limits: dict | None = None, study_texts=STUDY_TEXTS):
-    """The app over one store (created by ``heart-annotate init``), wrapped in :class:`.guard.Guard`.
+    """The app over one store (created by ``python -m heart.annotation init``), wrapped in :class:`.guard.Guard`.
 
     ``public_url`` is the address people use (behind a reverse proxy), for the links on the coordinator page;
     ``rate_limits`` overrides :data:`.guard.LIMITS`; ``study_texts`` holds the consent and practice items."""

@@ -22,6 +22,7 @@ def backup(db_path, dest_dir) -> Path:
     src = db.connect(db_path)
     try:
         dst = sqlite3.connect(tmp)
+        os.chmod(tmp, 0o600)  # participants' platform ids: readable by the owner only, as the store
         try:
             src.backup(dst)
             ok = dst.execute("PRAGMA integrity_check").fetchone()[0]
@@ -52,12 +53,13 @@ def _put_key(path: Path, text: str) -> None:
 
 
 def restore(backup_path, db_path, force: bool = False) -> None:
-    """Put a backup (and its key) in place of the store at ``db_path``; stop the server first. An existing store
+    """Put a backup (and its key) in place of the store at ``db_path``. Refused while a server holds the store
+    (:func:`.db.exclusive`: answers written to a replaced file would be acknowledged and lost); an existing store
     is replaced only with ``force`` (its WAL files go with it); the restore is recorded in the audit log."""
     backup_path, db_path = Path(backup_path), Path(db_path)
     if not backup_path.is_file() or not key_path(backup_path).is_file():
-        raise db.StoreError(f"{backup_path}: not a backup made by `heart-annotate backup` (the store and its "
-                         f"key {key_path(backup_path).name} must both be there)")
+        raise db.StoreError(f"{backup_path}: not a backup made by `python -m heart.annotation backup` (the store "
+                            f"and its key {key_path(backup_path).name} must both be there)")
     check = sqlite3.connect(f"file:{backup_path.resolve()}?mode=ro", uri=True)
     try:
         ok = check.execute("PRAGMA integrity_check").fetchone()[0]
@@ -68,12 +70,17 @@ def restore(backup_path, db_path, force: bool = False) -> None:
     if db_path.exists() and not force:
         raise db.StoreError(f"{db_path} exists; stop the server and pass --force to replace it with {backup_path}")
     db_path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = db_path.with_name(f".{db_path.name}.restoring")
-    tmp.write_bytes(backup_path.read_bytes())
-    for suffix in ("-wal", "-shm"):
-        Path(f"{db_path}{suffix}").unlink(missing_ok=True)
-    os.replace(tmp, db_path)
-    _put_key(key_path(db_path), key_path(backup_path).read_text())
+    with db.exclusive(db_path, "restore a backup over it"):  # refused while a server holds the store
+        tmp = db_path.with_name(f".{db_path.name}.restoring")
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)  # participants' ids: owner only
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(backup_path.read_bytes())
+            fh.flush()
+            os.fsync(fh.fileno())
+        for suffix in ("-wal", "-shm"):
+            Path(f"{db_path}{suffix}").unlink(missing_ok=True)
+        os.replace(tmp, db_path)
+        _put_key(key_path(db_path), key_path(backup_path).read_text())
     conn = db.connect(db_path)
     try:
         with db.transaction(conn):

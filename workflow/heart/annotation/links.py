@@ -42,7 +42,7 @@ def read_key(db_path) -> bytes:
     try:
         return bytes.fromhex(kp.read_text().strip())
     except FileNotFoundError:
-        raise db.StoreError(f"the link key {kp} is missing; run `heart-annotate init` first") from None
+        raise db.StoreError(f"the link key {kp} is missing; run `python -m heart.annotation init` first") from None
 
 
 def token(key: bytes, person_id: str, epoch: int) -> str:

@@ -71,7 +71,7 @@ def coordinator_page(request: Request, token: str, render):
 
 
 class Site:
-    """One store (created by ``heart-annotate init``) with its key, taxonomy, study texts and templates."""
+    """One store (created by ``python -m heart.annotation init``) with its key, taxonomy, study texts and templates."""
 
     def __init__(self, db_path, taxonomy_path, title: str, public_url: str | None, study_texts=STUDY_TEXTS):
         self.db_path = Path(db_path)

@@ -97,7 +97,7 @@ def void(conn: sqlite3.Connection, task_id: str, reason: str) -> dict:
     with transaction(conn):
         row = conn.execute("SELECT * FROM answers WHERE task_id = ?", (task_id,)).fetchone()
         if row is None:
-            raise StoreError(f"task {task_id!r} has no answer to void; `heart-annotate answers` lists them")
+            raise StoreError(f"task {task_id!r} has no answer to void; `python -m heart.annotation answers` lists them")
         at = db.now()
         conn.execute("INSERT INTO voided VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)", (*tuple(row), at, reason))
         conn.execute("DELETE FROM answers WHERE task_id = ?", (task_id,))
