@@ -91,7 +91,10 @@ def test_consent_practice_tasks_then_the_completion_code(crowd_study):
     page = client.get(link).text
     assert "Response A" not in page  # no task before consent
     decline = client.post(f"{link}/consent", data={"nonce": nonce_of(page), "agree": "0"})
-    assert "not agreed" in decline.text and TEXTS["consent"]["heading"] in client.get(link).text
+    assert "not agreed" in decline.text and "given to someone else" in decline.text
+    assert client.get(link).status_code == 404  # the place was given back: its old link is dead
+    link = enter(client, crowd_study["study"]["rater"] + PROLIFIC)  # changed their mind: a place again
+    assert TEXTS["consent"]["heading"] in client.get(link).text
     bad = client.post(f"{link}/consent", data={"nonce": "forged", "agree": "1"})
     assert bad.status_code == 403
     consent_and_practise(client, link)
@@ -209,3 +212,102 @@ def test_an_online_backup_while_answers_arrive_restores_every_acknowledged_one(c
         assert events[-1] == "restore" and events.count("restore") == 1  # --force replaced the first restore
     finally:
         conn.close()
+
+
+# --- places given back: decliners, idle participants, the coordinator -----------------------------------------
+
+def pid(n: int) -> str:
+    return f"?PROLIFIC_PID=participant{n:04d}&STUDY_ID=65aa01&SESSION_ID=s-{n:02d}"
+
+
+def agree_and_answer(client, link, n):
+    """Consent, practise and answer ``n`` rating tasks (the first choice each time)."""
+    consent_and_practise(client, link)
+    for _ in range(n):
+        page = client.get(link).text
+        r = client.post(f"{link}/answer", data={"nonce": nonce_of(page), "choice": "1", "rationale": "warmer"},
+                        follow_redirects=False)
+        assert r.status_code == 303
+
+
+def test_a_declined_place_goes_to_the_next_participant_and_the_page_says_what_is_kept(crowd_study):
+    """The issue's case: a participant who declined the consent kept rater-01's place, so with the other place
+    taken the next participant got "This study is full" and rater-01's tasks could never be done."""
+    client, study = crowd_study["client"], crowd_study["study"]["rater"]
+    first = enter(client, study + pid(1))
+    page = client.get(first).text
+    declined = client.post(f"{first}/consent", data={"nonce": nonce_of(page), "agree": "0"})
+    assert "Nothing was recorded" not in declined.text
+    assert "your platform id, and that you declined and when" in declined.text
+    enter(client, study + pid(2))
+    third = enter(client, study + pid(3))  # a place, not "full": the declined one went back
+    agree_and_answer(client, third, 1)
+    full = client.get(study + pid(4), follow_redirects=False)
+    assert full.status_code == 409 and "in use by someone working on it" in full.text
+    conn = store_db.connect(crowd_study["db"])
+    try:
+        released = conn.execute("SELECT participant, person_id, reason, answered FROM released").fetchall()
+        events = store_audit.audit_frame(conn)["event"].tolist()
+        held = dict(conn.execute("SELECT participant, person_id FROM participants").fetchall())
+    finally:
+        conn.close()
+    assert [tuple(r) for r in released] == [("participant0001", "rater-01", "declined the consent", 0)]
+    assert sorted(held) == ["participant0002", "participant0003"] and sorted(held.values()) == ["rater-01", "rater-02"]
+    assert events.count("release") == 1
+
+
+def test_an_idle_place_is_released_and_its_unanswered_tasks_go_to_a_successor(crowd_study, monkeypatch):
+    """A participant who answered some tasks, then left: past release_idle_minutes (120 by default) the next
+    participant to enter gets the place's unanswered tasks under a successor's id, so every answer stays one
+    human's; the one who left may not enter again; tasks loaded later for the place go to the successor."""
+    client, study, db = crowd_study["client"], crowd_study["study"]["rater"], crowd_study["db"]
+    clock = [1_000_000.0]
+    monkeypatch.setattr(store_db, "now", lambda: clock[0])
+    left = enter(client, study + pid(1))
+    agree_and_answer(client, left, 2)
+    enter(client, study + pid(2))
+    clock[0] += 119 * 60
+    assert client.get(study + pid(3), follow_redirects=False).status_code == 409  # not idle long enough yet
+    clock[0] += 2 * 60
+    successor = enter(client, study + pid(3))
+    assert client.get(left).status_code == 404
+    conn = store_db.connect(db)
+    try:
+        owners = dict(conn.execute("SELECT task_id, person_id FROM tasks").fetchall())
+        mine = crowd_study["tasks"][crowd_study["tasks"]["person_id"] == "rater-01"]
+        answered = set(stored(db)["task_id"])
+        assert {owners[t] for t in mine["task_id"] if t in answered} == {"rater-01"}
+        assert {owners[t] for t in mine["task_id"] if t not in answered} == {"rater-01.2"}
+    finally:
+        conn.close()
+    agree_and_answer(client, successor, 1)
+    assert stored(db).groupby("person_id").size().to_dict() == {"rater-01": 2, "rater-01.2": 1}
+    back = client.get(study + pid(1), follow_redirects=False)
+    assert back.status_code == 403 and "idle for more than 120 minutes" in back.text
+
+    later = crowd_study["tasks"][crowd_study["tasks"]["person_id"] == "rater-01"].head(1).assign(
+        task_id="rating-later-1", position=99)
+    conn = store_db.connect(db)
+    try:
+        store.load_tasks(conn, pd.concat([crowd_study["tasks"], later], ignore_index=True))
+        assert conn.execute("SELECT person_id FROM tasks WHERE task_id = 'rating-later-1'").fetchone()[0] == \
+            "rater-01.2"
+    finally:
+        conn.close()
+
+
+def test_the_coordinator_frees_a_place_and_a_revoke_blocks_the_platform_id(crowd_study):
+    client, study, db = crowd_study["client"], crowd_study["study"]["rater"], crowd_study["db"]
+    enter(client, study + pid(1))
+    enter(client, study + pid(2))
+    out = cli("free", "--db", str(db), "rater-01")
+    assert "place given back" in out
+    third = enter(client, study + pid(3))  # the freed place
+    assert client.get(third).status_code == 200
+    out = cli("revoke", "--db", str(db), "rater-02")
+    assert "blocked" in out
+    blocked = client.get(study + pid(2), follow_redirects=False)  # the same platform id, from the study link
+    assert blocked.status_code == 403 and "ended your participation" in blocked.text
+    assert enter(client, study + pid(4)).startswith("/p/")  # rater-02's place went to someone else
+    with pytest.raises(AssertionError, match="holds no platform participant"):
+        cli("free", "--db", str(db), "writer-01")

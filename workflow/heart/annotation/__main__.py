@@ -5,7 +5,9 @@ heart.annotation'``; ``make annotate`` runs ``serve``).
     init    create the store (SQLite + link key) and load the task table
     serve   load the task table (if given) and serve the pages on 127.0.0.1
     links   print every person's secret link
-    revoke  give one person a new link (the old one stops working)
+    revoke  give one person a new link (the old one stops working); a crowd participant's place is given
+            back instead and their platform id blocked
+    free    give a crowd participant's place back (its unanswered tasks go to the next participant)
     answers list answers (task id, person, kind, time, a preview), to find one to void
     void    withdraw one answer (kept in table voided, recorded in the audit log); its task is served again
     backup  copy the store and its key into a folder while the server runs
@@ -127,6 +129,9 @@ def _parser() -> argparse.ArgumentParser:
     p = sub.add_parser("revoke", parents=[common], help="give a person a new link")
     p.add_argument("person_id")
     p.add_argument("--base", default="http://127.0.0.1:8765")
+    p = sub.add_parser("free", parents=[common], help="give a crowd participant's place back")
+    p.add_argument("person_id")
+    p.add_argument("--reason", default="freed by the coordinator", help="recorded in the audit log")
     p = sub.add_parser("answers", parents=[common], help="list answers, to find one to void")
     p.add_argument("--person", default=None, help="only this person's")
     p = sub.add_parser("void", parents=[common], help="withdraw one answer (audited); its task is served again")
@@ -182,10 +187,28 @@ def _print_links(args) -> None:
 def _revoke(args) -> None:
     conn = store_db.connect(args.db)
     try:
-        links.revoke(conn, args.person_id)
+        held = conn.execute("SELECT 1 FROM participants WHERE person_id = ?", (args.person_id,)).fetchone()
+        if held:  # a platform participant: the place goes back and the platform id may not enter again
+            holder = crowd.release(conn, args.person_id, "revoked by the coordinator", block=True)
+        else:
+            links.revoke(conn, args.person_id)
     finally:
         conn.close()
+    if held:
+        print(f"{args.person_id}: link revoked, platform participant blocked; the place's unanswered tasks are "
+              f"{holder}'s, for the next participant")
+        return
     print(_links(args.db, args.base, args.person_id)[0][2])
+
+
+def _free(args) -> None:
+    conn = store_db.connect(args.db)
+    try:
+        holder = crowd.release(conn, args.person_id, args.reason)
+    finally:
+        conn.close()
+    print(f"{args.person_id}: place given back ({args.reason}); its unanswered tasks are {holder}'s, for the next "
+          "participant")
 
 
 def _export(args) -> None:
@@ -197,7 +220,8 @@ def _export(args) -> None:
         print(f"{name}: {info}")
 
 
-COMMANDS = {"init": _init, "serve": _serve, "links": _print_links, "revoke": _revoke, "answers": _operate,
+COMMANDS = {"init": _init, "serve": _serve, "links": _print_links, "revoke": _revoke, "free": _free,
+            "answers": _operate,
             "void": _operate, "backup": _operate, "restore": _operate, "export": _export}
 
 

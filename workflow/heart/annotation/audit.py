@@ -11,7 +11,7 @@ import pandas as pd
 from heart.annotation import db
 
 #: what the audit log records (:func:`log`)
-AUDIT_EVENTS = ("answer", "void", "revoke", "provision", "consent", "practice", "stop", "restore")
+AUDIT_EVENTS = ("answer", "void", "revoke", "provision", "consent", "practice", "stop", "restore", "release")
 
 
 def log(conn: sqlite3.Connection, event: str, person_id: str | None = None, task_id: str | None = None,

@@ -14,6 +14,13 @@ who fails ``stop_after_qc_failures`` quality checks *and* at least ``max_qc_fail
 is stopped: no more tasks, a page that says so (with the platform's "screened out" code if one is set),
 flagged on the coordinator's page and in the audit log. The statistics exclude that rater by the same share
 (rule ``human_judgments``), so a stop never disagrees with the analysis.
+
+A place is given back (:func:`release`) when its participant declines the consent (at once), stays idle
+longer than ``release_idle_minutes`` (checked whenever someone enters), or the coordinator frees it or
+revokes its person (``python -m heart.annotation free`` / ``revoke``; a revoke also blocks the platform id
+from entering again). The place's unanswered tasks go to the next participant -- under the same person id
+when nothing was answered, else under a successor's (``rater-05.2``), so that every answer stays the answer
+of one human. "This study is full" then means every place is held by someone who is still active.
 """
 
 from __future__ import annotations
@@ -39,6 +46,7 @@ DEFAULTS = {
     "max_qc_fail_share": 0.5,        # ... and at least this share of the checks so far (human_judgments')
     "min_seconds": {"writing": 20, "rating": 8, "spot_check": 5},  # faster answers are flagged "fast"
     "max_chars_per_second": 12,      # text that arrived faster cannot have been typed: flagged "pasted"
+    "release_idle_minutes": 120,     # a place idle this long is given back to the next participant (None: never)
 }
 #: query parameters that carry the platform's ids (Prolific's, MTurk's, and plain names), first found wins
 PLATFORM_PARAMS = {"participant": ("PROLIFIC_PID", "workerId", "participant"),
@@ -98,27 +106,102 @@ def platform_ids(query) -> tuple[dict | None, str | None]:
     return out, None
 
 
-def provision(conn: sqlite3.Connection, role: str, ids: dict) -> str | None:
-    """The person a platform participant works as: theirs if provisioned before, else the first person of
-    ``role`` (by id) with active tasks who is nobody's yet and has never been served a page; None when
-    every place is taken."""
+def provision(conn: sqlite3.Connection, role: str, ids: dict) -> tuple[str | None, str | None]:
+    """(the person a platform participant works as, None) -- theirs if provisioned before, else the first free
+    place of ``role`` (by id): a person with unanswered active tasks who is nobody's and has never been
+    served a page (a place given back is such a person again, :func:`release`). Places idle longer than the
+    study's ``release_idle_minutes`` are given back first. (None, why) when the participant may not enter (their
+    place was released after they answered, or the coordinator blocked them), or (None, None) when every place
+    is in use."""
+    study = settings(conn)
+    if study.get("release_idle_minutes"):
+        release_idle(conn, 60.0 * float(study["release_idle_minutes"]))
     with db.transaction(conn):
         row = conn.execute("SELECT person_id FROM participants WHERE role = ? AND participant = ?",
                            (role, ids["participant"])).fetchone()
         if row:
-            return row["person_id"]
+            return row["person_id"], None
+        if conn.execute("SELECT 1 FROM blocked WHERE role = ? AND participant = ?",
+                        (role, ids["participant"])).fetchone():
+            return None, "The coordinator of this study has ended your participation."
+        gone = conn.execute("SELECT reason FROM released WHERE role = ? AND participant = ? AND answered > 0 "
+                            "ORDER BY released_at DESC LIMIT 1", (role, ids["participant"])).fetchone()
+        if gone:  # their answers stay theirs; a second place would let them answer the same pairs again
+            return None, f"Your place in this study was given back ({gone['reason']}); your answers are kept."
         free = conn.execute(
             "SELECT p.person_id FROM people p WHERE p.role = ? "
-            "AND EXISTS (SELECT 1 FROM tasks t WHERE t.person_id = p.person_id AND t.active = 1) "
+            "AND EXISTS (SELECT 1 FROM tasks t WHERE t.person_id = p.person_id AND t.active = 1 "
+            "            AND NOT EXISTS (SELECT 1 FROM answers a WHERE a.task_id = t.task_id)) "
             "AND NOT EXISTS (SELECT 1 FROM participants x WHERE x.person_id = p.person_id) "
             "AND NOT EXISTS (SELECT 1 FROM serves s WHERE s.person_id = p.person_id) "
             "ORDER BY p.person_id LIMIT 1", (role,)).fetchone()
         if free is None:
-            return None
+            return None, None
         conn.execute("INSERT INTO participants VALUES (?, ?, ?, ?, ?, ?)",
                      (role, ids["participant"], free["person_id"], ids["study"], ids["session"], db.now()))
         audit.log(conn, "provision", free["person_id"], role=role)
-    return free["person_id"]
+    return free["person_id"], None
+
+
+def release(conn: sqlite3.Connection, person_id: str, reason: str, block: bool = False) -> str:
+    """Give back the place a platform participant holds as ``person_id`` (see the module's text); returns the
+    person who holds the place's unanswered tasks now.
+
+    The participant's row moves to table ``released`` (kept, with the reason and how many answers they gave),
+    the person's link stops working, and the audit log records it. Nothing answered: the same person id is
+    a free place again (its consent and practice state cleared). Some answered: the unanswered active tasks
+    move to a successor (``<person>.2``, ``.3`` ...), a place never served; later tasks of the person go there
+    too (:func:`heart.annotation.store.load_tasks`). ``block``: the platform id may not enter again."""
+    with db.transaction(conn):
+        held = conn.execute("SELECT * FROM participants WHERE person_id = ?", (person_id,)).fetchone()
+        if held is None:
+            raise db.StoreError(f"{person_id!r} holds no platform participant's place (only places taken "
+                                "through the study link can be given back); `python -m heart.annotation revoke` "
+                                "gives a person a new link")
+        answered = conn.execute("SELECT COUNT(*) FROM answers WHERE person_id = ?", (person_id,)).fetchone()[0]
+        at = db.now()
+        conn.execute("INSERT INTO released VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                     (held["role"], held["participant"], person_id, held["study"], held["session"],
+                      held["provisioned_at"], at, reason, answered))
+        conn.execute("DELETE FROM participants WHERE person_id = ?", (person_id,))
+        conn.execute("UPDATE people SET epoch = epoch + 1 WHERE person_id = ?", (person_id,))
+        if block:
+            conn.execute("INSERT OR REPLACE INTO blocked VALUES (?, ?, ?, ?)",
+                         (held["role"], held["participant"], at, reason))
+        holder = person_id
+        if not answered:
+            conn.execute("DELETE FROM person_state WHERE person_id = ?", (person_id,))
+            conn.execute("DELETE FROM serves WHERE person_id = ?", (person_id,))
+        else:
+            taken = {r[0] for r in conn.execute("SELECT person_id FROM people")}
+            holder = next(f"{person_id}.{k}" for k in range(2, 10**6) if f"{person_id}.{k}" not in taken)
+            conn.execute("INSERT INTO people (person_id, role) VALUES (?, ?)", (holder, held["role"]))
+            conn.execute("INSERT INTO succession VALUES (?, ?)", (person_id, holder))
+            conn.execute("UPDATE tasks SET person_id = ? WHERE person_id = ? AND active = 1 AND task_id NOT IN "
+                         "(SELECT task_id FROM answers)", (holder, person_id))
+            conn.execute("DELETE FROM serves WHERE person_id = ? AND task_id NOT IN (SELECT task_id FROM answers)",
+                         (person_id,))
+        audit.log(conn, "release", person_id, reason=reason, answered=answered, successor=holder, blocked=block)
+    return holder
+
+
+def release_idle(conn: sqlite3.Connection, idle_s: float) -> list[str]:
+    """Give back every place whose participant has unanswered tasks, is not stopped and has done nothing for
+    ``idle_s`` seconds (no page served, no answer, consent or practice; counted from entering). Returns the
+    persons released."""
+    rows = conn.execute(
+        "SELECT x.person_id, MAX(x.provisioned_at, "
+        "  COALESCE((SELECT MAX(served_at) FROM serves s WHERE s.person_id = x.person_id), 0), "
+        "  COALESCE((SELECT MAX(at) FROM audit u WHERE u.person_id = x.person_id), 0)) AS last "
+        "FROM participants x LEFT JOIN person_state st USING (person_id) WHERE st.stopped_at IS NULL "
+        "AND EXISTS (SELECT 1 FROM tasks t WHERE t.person_id = x.person_id AND t.active = 1 "
+        "            AND NOT EXISTS (SELECT 1 FROM answers a WHERE a.task_id = t.task_id))").fetchall()
+    now, out = db.now(), []
+    for r in rows:
+        if now - r["last"] > idle_s:
+            release(conn, r["person_id"], f"idle for more than {idle_s / 60:g} minutes")
+            out.append(r["person_id"])
+    return out
 
 
 def participants(conn: sqlite3.Connection) -> dict[str, str]:

@@ -1,7 +1,7 @@
 """The coordinator's page, as data: progress, each person's quality figures and status, the adjudication queue.
 
 Per person (:func:`people`): answered / assigned, their status (not started, consent, practice, working,
-finished, stopped), the platform participant id when they came through a study link, and for raters the
+finished, stopped, released: why), the platform participant id when they came through a study link, and for raters the
 quality figures a crowd study watches -- quality checks passed, agreement with the other raters' majority
 and the outlier test (:mod:`heart.judging.rater_agreement`, the same test rule ``human_judgments`` applies),
 median seconds, answers under the study's minimum time ("fast") and replies that were pasted or arrived
@@ -30,9 +30,11 @@ def disagreements(conn, strategy_keys: list[str], completion_id) -> list[dict]:
             for key, c in checks.items() if c["status"] == "open"]
 
 
-def _status(state: dict, done: int, total: int, served: bool) -> str:
+def _status(state: dict, done: int, total: int, served: bool, released: str | None = None) -> str:
     if state["stopped_at"] is not None:
         return "stopped"
+    if released:  # the place went back (declined, idle, freed, revoked); its unanswered tasks moved on
+        return f"released: {released}"
     if total and done >= total:
         return "finished"
     return "working" if done or served else "not started"
@@ -49,6 +51,10 @@ def report(conn, key: bytes) -> dict:
     agreement = rater_agreement.outliers(judged).set_index("rater_id") if len(judged) else pd.DataFrame()
     platform = crowd.participants(conn)
     served = {r[0] for r in conn.execute("SELECT DISTINCT person_id FROM serves")}
+    # a place given back with answers keeps them under its person (who is nobody's now); one given back with
+    # none is a free place again, shown as such
+    released = {r["person_id"]: r["reason"] for r in conn.execute(
+        "SELECT person_id, reason FROM released WHERE answered > 0 ORDER BY released_at")}
     people = []
     for r in conn.execute("SELECT person_id, role, epoch FROM people ORDER BY role, person_id"):
         if r["role"] == links.COORDINATOR:
@@ -61,7 +67,8 @@ def report(conn, key: bytes) -> dict:
         flags = [a_.answer.get("server", {}) for a_ in mine.itertuples()]
         people.append({
             "person_id": pid, "role": r["role"], "done": done, "total": total,
-            "status": _status(state, done, total, pid in served), "stop_reason": state["stop_reason"],
+            "status": _status(state, done, total, pid in served, released.get(pid)),
+            "stop_reason": state["stop_reason"],
             "participant": platform.get(pid),
             "link": links.link_path(key, pid, r["role"], r["epoch"]),
             "median_seconds": statistics.median(mine["seconds"]) if len(mine) else None,

@@ -25,7 +25,7 @@ from heart.annotation.db import StoreError, connect, transaction
 from heart.annotation.links import COORDINATOR
 from heart.annotation.tasks import KINDS
 
-SCHEMA_VERSION = 2  # 1 -> 2 adds tables only: an older store is upgraded in place by create()
+SCHEMA_VERSION = 3  # 1 -> 2 -> 3 add tables only: an older store is upgraded in place by create()
 ROLES = KINDS  # task kind -> the role of the people who do it
 
 _SCHEMA = """
@@ -62,6 +62,16 @@ CREATE TABLE IF NOT EXISTS participants (
 CREATE TABLE IF NOT EXISTS audit (
     seq INTEGER PRIMARY KEY AUTOINCREMENT, at REAL NOT NULL, event TEXT NOT NULL, person_id TEXT,
     task_id TEXT, detail TEXT NOT NULL DEFAULT '{}');
+-- schema 3: places given back (a participant who declined, went idle, or was freed or blocked by the
+-- coordinator), the person who took over a released place's unanswered tasks, and blocked platform ids
+CREATE TABLE IF NOT EXISTS released (
+    role TEXT NOT NULL, participant TEXT NOT NULL, person_id TEXT NOT NULL, study TEXT, session TEXT,
+    provisioned_at REAL NOT NULL, released_at REAL NOT NULL, reason TEXT NOT NULL, answered INTEGER NOT NULL);
+CREATE TABLE IF NOT EXISTS succession (
+    person_id TEXT PRIMARY KEY REFERENCES people(person_id), successor TEXT NOT NULL REFERENCES people(person_id));
+CREATE TABLE IF NOT EXISTS blocked (
+    role TEXT NOT NULL, participant TEXT NOT NULL, blocked_at REAL NOT NULL, reason TEXT NOT NULL,
+    PRIMARY KEY (role, participant));
 """
 #: a page open longer than this is served again with a fresh clock (time on task must stay meaningful)
 PAGE_MAX_AGE_S = 12 * 3600
@@ -79,7 +89,7 @@ def create(db_path) -> None:
             conn.execute("INSERT OR IGNORE INTO meta VALUES ('schema_version', ?)", (str(SCHEMA_VERSION),))
             conn.execute("INSERT OR IGNORE INTO people (person_id, role) VALUES (?, ?)", (COORDINATOR, COORDINATOR))
         found = conn.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()[0]
-        if int(found) == 1:  # the tables of schema 2 were just created beside the old ones
+        if int(found) in (1, 2):  # the tables of the later schemas were just created beside the old ones
             with transaction(conn):
                 conn.execute("UPDATE meta SET value = ? WHERE key = 'schema_version'", (str(SCHEMA_VERSION),))
             found = SCHEMA_VERSION
@@ -130,6 +140,7 @@ def load_tasks(conn: sqlite3.Connection, tasks: pd.DataFrame, source: str = "tas
     counts = {"added": 0, "kept": 0, "retired": 0, "reactivated": 0}
     with transaction(conn):
         roles = {r["person_id"]: r["role"] for r in conn.execute("SELECT person_id, role FROM people")}
+        after = dict(conn.execute("SELECT person_id, successor FROM succession").fetchall())
         for rec in records:
             role = roles.setdefault(rec["person_id"], ROLES[rec["kind"]])
             if role != ROLES[rec["kind"]]:
@@ -147,8 +158,11 @@ def load_tasks(conn: sqlite3.Connection, tasks: pd.DataFrame, source: str = "tas
                 # an unanswered task shows the table's current texts; an answered one keeps what was shown
                 kept.append((int(rec["position"]), payload, rec["task_id"]))
                 counts["reactivated"] += not existing[rec["task_id"]]
-            else:
-                fresh.append((rec["task_id"], rec["kind"], rec["person_id"], int(rec["position"]), rec["item_id"],
+            else:  # a new task of a released place goes to the person who took the place over
+                holder = rec["person_id"]
+                while holder in after:
+                    holder = after[holder]
+                fresh.append((rec["task_id"], rec["kind"], holder, int(rec["position"]), rec["item_id"],
                               payload, loaded_at))
         conn.executemany("INSERT INTO tasks VALUES (?, ?, ?, ?, ?, ?, 1, ?)", fresh)
         conn.executemany("UPDATE tasks SET active = 1, position = ?, payload = CASE WHEN task_id IN "

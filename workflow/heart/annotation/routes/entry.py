@@ -28,9 +28,13 @@ def study_entry(request: Request, token: str):
     if error:
         return s.message(request, 400, "This link is incomplete", error)
     with s.connection() as conn:
-        person_id = crowd.provision(conn, role, ids)
+        person_id, refused = crowd.provision(conn, role, ids)
         person = conn.execute("SELECT role, epoch FROM people WHERE person_id = ?", (person_id,)).fetchone()
+    if refused:
+        return s.message(request, 403, "You cannot take part again", refused + " Please return the study on your "
+                         "platform.")
     if person_id is None:
         return s.message(request, 409, "This study is full",
-                         "Every place in this study is taken. Please return the study on your platform.")
+                         "Every place in this study is in use by someone working on it. Please return the study on "
+                         "your platform.")
     return s.redirect(links.link_path(s.key, person_id, person["role"], person["epoch"]))

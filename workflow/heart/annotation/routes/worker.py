@@ -115,9 +115,17 @@ def store_consent(request: Request, token: str, person_id: str, form):
     if not hmac.compare_digest(str(form.get("nonce", "")), s.step_nonce(token, "consent")):
         return s.forbidden(request)
     if form.get("agree") != "1":
+        with s.connection() as conn:  # the place goes to the next participant at once
+            held = conn.execute("SELECT 1 FROM participants WHERE person_id = ?", (person_id,)).fetchone()
+            if held:
+                crowd.release(conn, person_id, "declined the consent")
+        kept = ("Your place has been given to someone else. Kept for the study's records: your platform id, and "
+                "that you declined and when; no answer was recorded. " if held else
+                "No answer was recorded; the study's log keeps that you declined and when. ")
         return s.message(request, 200, "You have not agreed",
-                         "Nothing was recorded. You can close this page and return the study on your platform; "
-                         "if you change your mind, open your link again.")
+                         kept + "You can close this page and return the study on your platform"
+                         + (" (to take part after all, open the study link again)." if held else
+                            "; if you change your mind, open your link again."))
     with s.connection() as conn:
         crowd.consent(conn, person_id)
     return s.redirect(f"/p/{token}")
