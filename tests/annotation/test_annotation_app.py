@@ -21,8 +21,8 @@ from heart.annotation import app as app_mod
 from heart.annotation import db as store_db, export, links as store_links, store, tasks
 from heart.annotation.__main__ import _links
 from heart.tagging.taxonomy import load_taxonomy
-from support.annotation import (HOSTILE, KEYS, QC, TAXONOMY, answer, make_completions, make_items, nonce_of, serve,
-                                stored)
+from support.annotation import (HOSTILE, KEYS, QC, TAXONOMY, answer, make_completions, make_items, nonce_of, posted,
+                                serve, stored)
 
 with warnings.catch_warnings():  # starlette's notice that its TestClient will move to httpx2
     warnings.simplefilter("ignore")
@@ -146,7 +146,7 @@ def test_time_is_measured_by_the_server_and_a_resubmitted_form_is_not_a_second_a
     form = {"nonce": nonce_of(page), "reply": "That sounds so hard. What happened?", "seconds": "1"}
     assert client.post(f"{link}/answer", data=form, follow_redirects=False).status_code == 303
     clock[0] = 2000.0
-    again = client.post(f"{link}/answer", data={**form, "reply": "A second version."}, follow_redirects=False)
+    again = posted(client, f"{link}/answer", {**form, "reply": "A second version."})
     assert again.status_code == 409 and "already answered" in again.text and "Task 2 of" in again.text
     got = stored(study["db"])
     assert len(got) == 1 and got["seconds"].tolist() == [37.5]

@@ -467,3 +467,63 @@ def test_a_rater_marks_each_axis_when_the_study_asks(browser, tmp_path):
     finally:
         conn.close()
     assert len(got) == 1 and got.iloc[0]["answer"]["axes"] == {"H": "A", "E": "A", "A": "same", "R": "B", "T": "same"}
+
+
+def test_back_reload_and_a_long_reason_keep_what_was_typed(browser, tmp_path):
+    """The issue's three: Back after a page that answered a post (a refused reason) showed Chromium's "Confirm
+    Form Resubmission" (ERR_CACHE_MISS) -- every post now redirects; a reload mid-task lost the typed reason and
+    the chosen option -- the page keeps a draft; a reason over 1,000 characters was cut silently -- a counter
+    shows its length and the server refuses it whole, the text kept. A SYNTHETIC store of its own."""
+    from support.annotation_server import synthetic_rating_tasks
+
+    synthetic_rating_tasks(raters=2).to_parquet(tmp_path / "tasks.parquet")
+    db = tmp_path / "annotation.sqlite"
+    server = AnnotationServer(db, tmp_path / "tasks.parquet", log=tmp_path / "server.log").start()
+    try:
+        link = server.links()["rater-01"]
+        browser.get(link)
+        first = browser.find_element(By.NAME, "nonce").get_attribute("value")
+        browser.find_element(By.CSS_SELECTOR, "label[for='choice-4']").click()
+        browser.find_element(By.ID, "rationale").send_keys("B asks what happened at the exam")
+        browser.refresh()  # reload mid-task: the option and the reason are still there, the same page
+        assert browser.find_element(By.NAME, "nonce").get_attribute("value") == first
+        assert browser.find_element(By.ID, "choice-4").is_selected()
+        assert browser.find_element(By.ID, "rationale").get_attribute("value") == "B asks what happened at the exam"
+
+        long_reason = ("B stays with the exam worry and asks about it; " * 25)[:1040] + " what the seeker said"
+        box = browser.find_element(By.ID, "rationale")
+        box.clear()
+        browser.execute_script("arguments[0].value = arguments[1]; arguments[0].dispatchEvent(new Event('input'))",
+                               box, long_reason)
+        counter = browser.find_element(By.ID, "rationale-counter")
+        assert counter.text.startswith(f"{len(long_reason)} of at most 1000") and "over" in counter.get_attribute(
+            "class")
+        shot(browser, "rating-long-reason")
+        browser.find_element(By.ID, "send").click()
+        WebDriverWait(browser, 15).until(lambda d: d.find_elements(By.ID, "error"))
+        assert f"has {len(long_reason)} characters" in browser.find_element(By.ID, "error").text
+        assert browser.find_element(By.ID, "rationale").get_attribute("value") == long_reason  # kept whole
+        assert "?shown=" in browser.current_url  # the refusal is a page of its own address, not a post's answer
+        shot(browser, "rating-long-reason-refused")
+
+        box = browser.find_element(By.ID, "rationale")
+        box.clear()
+        box.send_keys("B asks about the exam")
+        browser.find_element(By.ID, "send").click()
+        WebDriverWait(browser, 15).until(
+            lambda d: d.find_elements(By.NAME, "nonce") and d.find_element(By.NAME, "nonce").get_attribute("value")
+            != first)
+        browser.back()  # to the refusal's page: shown again, no "Confirm Form Resubmission"
+        WebDriverWait(browser, 15).until(lambda d: d.find_elements(By.ID, "error"))
+        assert "ERR_CACHE_MISS" not in browser.page_source and "Confirm Form Resubmission" not in browser.page_source
+        assert f"has {len(long_reason)} characters" in browser.find_element(By.ID, "error").text
+    finally:
+        server.kill()
+    from heart.annotation import db as store_db, store
+
+    conn = store_db.connect(db)
+    try:
+        got = store.answers_frame(conn)
+    finally:
+        conn.close()
+    assert got["answer"].map(lambda a: a["rationale"]).tolist() == ["B asks about the exam"]

@@ -67,9 +67,19 @@ def nonce_of(html):
 
 
 def answer(client, link, **fields):
+    """Post an answer to the link's current task: the 303 of a stored answer, or (a post's page is shown by
+    the address it redirects to) the page a refused one was answered with."""
     page = client.get(link)
     assert page.status_code == 200, page.text
-    return client.post(f"{link}/answer", data={"nonce": nonce_of(page.text), **fields}, follow_redirects=False)
+    return posted(client, f"{link}/answer", {"nonce": nonce_of(page.text), **fields})
+
+
+def posted(client, url, data):
+    """POST ``data``: every post is answered by a 303 (post/redirect/get); a stored answer's response is that 303,
+    any other's is the page its redirect shows (with the status the post was answered with)."""
+    r = client.post(url, data=data, follow_redirects=False)
+    assert r.status_code == 303, (r.status_code, r.text[:300])
+    return r if "?shown=" not in r.headers["location"] else client.get(r.headers["location"])
 
 
 def stored(db):

@@ -70,8 +70,9 @@ def validate(kind: str, form, strategy_keys: list[str], axes: list[str] = ()) ->
         if (visible_length(rationale) < LIMITS["rationale_min_chars"]
                 or sum(ch.isalnum() for ch in rationale) < 2):
             return {}, "Say in a few words why you chose it."
-        if len(rationale) > LIMITS["rationale_chars"]:
-            return {}, f"Keep the reason under {LIMITS['rationale_chars']} characters."
+        if len(rationale) > LIMITS["rationale_chars"]:  # refused whole, never cut: the page keeps the text
+            return {}, (f"Your reason has {len(rationale)} characters; shorten it to at most "
+                        f"{LIMITS['rationale_chars']} and submit again.")
         marks = {k: str(form.get(f"axis_{k}", "")) for k in axes}
         unmarked = [k for k, v in marks.items() if v not in AXIS_MARKS]
         if unmarked:

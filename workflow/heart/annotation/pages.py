@@ -11,7 +11,9 @@ import asyncio
 import contextlib
 import hashlib
 import hmac
+import secrets
 import threading
+import time
 from pathlib import Path
 from urllib.parse import urlsplit
 
@@ -31,6 +33,9 @@ CHOICES = [(1, "A is significantly better"), (2, "A is slightly better"), (3, "A
            (4, "B is slightly better"), (5, "B is significantly better")]
 MAX_FORM_BYTES = 32_768   # the longest real form (a reply of 800 characters, escaped) is far below this
 LIMITS = forms.LIMITS
+#: how long a page that answered a post can be shown again (reload, Back) by the address it was redirected to;
+#: at most this many are kept (the oldest go first): they are held in memory, never written
+SHOWN_FOR_S, SHOWN_MAX = 30 * 60, 10_000
 
 
 def completion_id(key: str) -> str:
@@ -87,6 +92,8 @@ class Site:
         self.base_url = (public_url or "").rstrip("/")
         self._local = threading.local()
         self._links = {"version": None, "tokens": {}}
+        self._shown: dict[tuple[str, str], tuple[float, int, bytes]] = {}  # (token, key) -> (until, status, body)
+        self._shown_lock = threading.Lock()
 
     @contextlib.contextmanager
     def connection(self):
@@ -183,4 +190,32 @@ class Site:
         form = await self.small_form(request)
         if form is None:
             return self.too_large(request)
-        return await run_in_threadpool(handler, request, token, person_id, form)
+        answer = await run_in_threadpool(handler, request, token, person_id, form)
+        if isinstance(answer, RedirectResponse):
+            return answer
+        # post/redirect/get: a page answering a post (a refused reason, "already answered", practice feedback)
+        # is shown by the address it redirects to, so Back and reload never ask to send the form again
+        where = f"/c/{token}/adjudicate" if coordinator else f"/p/{token}"
+        return self.redirect(f"{where}?shown={self._keep_shown(token, answer)}")
+
+    def _keep_shown(self, token: str, answer: HTMLResponse) -> str:
+        key, now = secrets.token_urlsafe(12), time.monotonic()
+        with self._shown_lock:
+            for old in [k for k, (until, _, _) in self._shown.items() if until < now]:
+                del self._shown[old]
+            while len(self._shown) >= SHOWN_MAX:
+                del self._shown[next(iter(self._shown))]
+            self._shown[(token, key)] = (now + SHOWN_FOR_S, answer.status_code, bytes(answer.body))
+        return key
+
+    def shown(self, request: Request, token: str) -> HTMLResponse | None:
+        """The page a post answered, by the address it redirected to (``?shown=<key>``, bound to the link), or
+        None (no key, another link's, or older than :data:`SHOWN_FOR_S`: the link's current page instead)."""
+        key = request.query_params.get("shown")
+        if not key:
+            return None
+        with self._shown_lock:
+            kept = self._shown.get((token, key))
+        if kept is None or kept[0] < time.monotonic():
+            return None
+        return HTMLResponse(kept[2], status_code=kept[1])

@@ -24,6 +24,9 @@ def coordinator(request: Request, token: str):
 @router.get("/c/{token}/adjudicate", response_class=HTMLResponse)
 def adjudicate_page(request: Request, token: str):
     def render(s, conn):
+        shown = s.shown(request, token)  # the page that answered a post, by the address it redirected to
+        if shown is not None:
+            return shown
         queue = dashboard.disagreements(conn, s.strategy_keys, completion_id)
         return s.page(request, "adjudicate.html", token=token, case=queue[0] if queue else None,
                       remaining=len(queue), nonce=coordinator_csrf(s.key, token), strategies=s.strategies)

@@ -19,8 +19,12 @@ TEMPLATES = {"writing": "writing.html", "rating": "rating.html", "spot_check": "
 
 @router.get("/p/{token}", response_class=HTMLResponse)
 def person_page(request: Request, token: str):
-    person_id = site(request).holder(token, coordinator=False)
-    return render_person(request, token, person_id) if person_id else site(request).not_found(request)
+    s = site(request)
+    shown = s.shown(request, token)  # the page a post of this link answered (a declined place's link is dead now)
+    if shown is not None:
+        return shown
+    person_id = s.holder(token, coordinator=False)
+    return render_person(request, token, person_id) if person_id else s.not_found(request)
 
 
 def render_person(request, token, person_id, **kwargs):

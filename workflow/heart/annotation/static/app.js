@@ -27,6 +27,44 @@
     // the coordinator sees who pasted (the protocol asks for replies written without AI tools)
     reply.addEventListener("paste", function () { document.getElementById("pasted").value = "1"; });
   }
+  // the reason's length against its limit (the server refuses a longer one whole, and keeps the text)
+  var reason = document.getElementById("rationale");
+  var reasonCount = document.getElementById("rationale-count");
+  if (reason && reasonCount) {
+    var limit = parseInt(reason.getAttribute("data-limit"), 10);
+    var recount = function () {
+      reasonCount.textContent = reason.value.length;
+      reasonCount.parentNode.classList.toggle("over", reason.value.length > limit);
+    };
+    reason.addEventListener("input", recount); recount();
+  }
+  // a reload keeps what was typed and chosen (the server keeps the page's clock): a draft per page, in this
+  // tab's sessionStorage, put back when the page comes back empty, dropped when the form is sent
+  var nonce = form.querySelector("input[name=nonce]");
+  var draftKey = nonce ? "heart-draft-" + nonce.value : null;
+  var fields = form.querySelectorAll("textarea, input[type=radio], input[type=checkbox]");
+  if (draftKey && window.sessionStorage) {
+    var saved = null;
+    try { saved = JSON.parse(sessionStorage.getItem(draftKey) || "null"); } catch (err) { saved = null; }
+    var empty = !Array.prototype.some.call(fields, function (f) { return f.type === "textarea" || f.tagName === "TEXTAREA" ? f.value : f.checked; });
+    if (saved && empty) {
+      fields.forEach(function (f) {
+        if (f.tagName === "TEXTAREA" && typeof saved[f.name] === "string") { f.value = saved[f.name]; }
+        else if (f.type !== "textarea" && Array.isArray(saved[f.name])) { f.checked = saved[f.name].indexOf(f.value) >= 0; }
+        f.dispatchEvent(new Event("input"));
+      });
+    }
+    var keep = function () {
+      var draft = {};
+      fields.forEach(function (f) {
+        if (f.tagName === "TEXTAREA") { draft[f.name] = f.value; }
+        else { draft[f.name] = draft[f.name] || []; if (f.checked) { draft[f.name].push(f.value); } }
+      });
+      try { sessionStorage.setItem(draftKey, JSON.stringify(draft)); } catch (err) { /* storage full or off */ }
+    };
+    form.addEventListener("input", keep); form.addEventListener("change", keep);
+    form.addEventListener("submit", function () { try { sessionStorage.removeItem(draftKey); } catch (err) { /* off */ } });
+  }
   var none = document.getElementById("strategy-none");
   if (none) {
     var boxes = document.querySelectorAll("input[name=strategy]");
