@@ -197,3 +197,44 @@ def test_imported_file_without_the_system_says_which_it_holds(tmp_path):
     path.write_text("item,text\na1,Hi.\n")
     with pytest.raises(records.RecordError, match=r"missing column\(s\) item_id"):
         imported.import_system(path, released_items(), "polaris")
+
+
+@pytest.mark.parametrize("raw,reason,mode,expected,trimmed", [
+    # the reply, cut by the token limit mid-sentence: ended at its last complete sentence
+    ("It sounds exhausting. This means that even if", "length", "trim", "It sounds exhausting.", True),
+    ('You matter. "Keep going," she said. And then', "length", "trim", 'You matter. "Keep going," she said.', True),
+    ("It sounds exhausting. This means that even if", "length", "keep",
+     "It sounds exhausting. This means that even if", False),
+    ("It sounds exhausting. This means that even if", "stop", "trim",  # not cut: never touched
+     "It sounds exhausting. This means that even if", False),
+    ("It sounds exhausting. This means that even if", None, "trim",  # reason unknown: never touched
+     "It sounds exhausting. This means that even if", False),
+    ("no sentence ends anywhere in this cut reply", "length", "trim",  # nothing to end at: kept, still flagged
+     "no sentence ends anywhere in this cut reply", False),
+    ("It was cut right at the end.", "length", "trim", "It was cut right at the end.", False),
+])
+def test_a_reply_the_token_limit_cut_ends_at_its_last_sentence_when_the_study_says_trim(raw, reason, mode, expected,
+                                                                                        trimmed):
+    text, steps = generate.postprocess(raw, reason, mode)
+    assert text == expected and ("trimmed_to_last_sentence" in steps) == trimmed
+    with pytest.raises(ValueError, match="cut_replies must be one of"):
+        generate.postprocess(raw, reason, "drop")
+
+
+def test_the_finish_reason_is_a_column_and_the_share_cut_is_per_system():
+    its = items()
+    results = {"a1": {"text": "I hear you. And the", "finish_reason": "length", "from_cache": False, "cache_key": "k1"},
+               "b2": {"text": "What happened?", "finish_reason": "stop", "from_cache": False, "cache_key": "k2"}}
+    table = generate.model_table(its, "m-sys", results, "openai/m", "listener", "v1", cut_replies="trim")
+    assert table["finish_reason"].tolist() == ["length", "stop"] and table["text"].tolist() == [
+        "I hear you.", "What happened?"]
+    assert table["raw_text"].tolist()[0] == "I hear you. And the"  # the reply as it came stays beside it
+    unknown = generate.model_table(its, "old-sys", {k: {**v, "finish_reason": None} for k, v in results.items()},
+                                   "openai/m", "listener", "v1")
+    s = summary.summarize({"m-sys": table, "old-sys": unknown, "original": generate.original_table(its)},
+                          "h.csv").set_index("system")
+    assert s.loc["m-sys", "n_cut"] == 1 and s.loc["m-sys", "share_cut"] == 0.5
+    assert "1 of 2 replies with a finish reason cut by the token limit (1 ended" in s.loc["m-sys", "note"]
+    assert pd.isna(s.loc["old-sys", "n_cut"]) and pd.isna(s.loc["old-sys", "share_cut"])  # not known: not 0
+    assert pd.isna(s.loc["original", "n_cut"])
+    tableio.to_arrow(s.reset_index(), "systems")

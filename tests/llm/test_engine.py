@@ -66,6 +66,25 @@ def test_results_carry_text_usage_timing_and_parse(server, tmp_path):
     assert state.ok["plain"] == 1
 
 
+@pytest.mark.parametrize("stream", [True, False])
+def test_the_finish_reason_is_kept_as_the_provider_gave_it(server, tmp_path, stream):
+    """A reply the token limit cut says so (finish reason "length"), streamed or not, and from the cache too; an
+    entry cached before the reason was kept gives None (not known), never "stop"."""
+    state, base = server
+    state.plans["cut"] = ["length"]
+    cache = ResponseCache(tmp_path / "cache")
+    out = run_requests(spec(base, stream=stream), [req("cut", stream=stream), req("whole", stream=stream)], cache)
+    assert out["cut"]["finish_reason"] == "length" and out["whole"]["finish_reason"] == "stop"
+    again = run_requests(spec(base, stream=stream), [req("cut", stream=stream)], cache)
+    assert again["cut"]["from_cache"] and again["cut"]["finish_reason"] == "length"
+    for old in (tmp_path / "cache").rglob("*.json"):  # entries as cached before the reason was kept
+        entry = json.loads(old.read_text())
+        del entry["finish_reason"]
+        old.write_text(json.dumps(entry))
+    hits = run_requests(spec(base, stream=stream), [req("cut", stream=stream), req("whole", stream=stream)], cache)
+    assert all(h["from_cache"] and h.get("finish_reason") is None for h in hits.values())
+
+
 def test_a_batch_is_sent_spread_out_not_in_waves(server, tmp_path, monkeypatch):
     """Calls started together would be answered together and handled in waves (see Pacer). With starts
     at least 10 ms apart, each wave of `max_concurrency` calls after the first (which a process's first litellm

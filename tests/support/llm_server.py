@@ -163,13 +163,14 @@ class Handler(http.server.BaseHTTPRequestHandler):
         if behaviour == "echo200json":  # the key inside every string of a JSON answer, hidden by escapes
             content = json_with_escaped_key(default, key)
             behaviour = "echo200"
-        if behaviour in ("ok", "echo200"):
+        if behaviour in ("ok", "echo200", "length"):
             with self.state.lock:
                 self.state.ok[user] += 1
         self._answer(body, content, refusal="I can't help with that." if behaviour == "refusal" else None,
-                     truncated=behaviour == "truncated")
+                     truncated=behaviour == "truncated", finish="length" if behaviour == "length" else "stop")
 
-    def _answer(self, body, content, refusal=None, truncated=False):
+    def _answer(self, body, content, refusal=None, truncated=False, finish="stop"):
+        """``finish``: the finish reason the provider gives ("length": the answer was cut by max_tokens)."""
         created, rid = int(time.time()), f"chatcmpl-{time.monotonic_ns()}"
         usage = {"prompt_tokens": 20, "completion_tokens": 12, "total_tokens": 32}
         if not body.get("stream"):
@@ -178,7 +179,7 @@ class Handler(http.server.BaseHTTPRequestHandler):
                 msg["refusal"] = refusal
             return self._json(200, {"id": rid, "object": "chat.completion", "created": created,
                                     "model": body.get("model", "test"),
-                                    "choices": [{"index": 0, "message": msg, "finish_reason": "stop"}],
+                                    "choices": [{"index": 0, "message": msg, "finish_reason": finish}],
                                     "usage": usage})
         # a stream is chunked, so the connection is kept alive; a truncated one is delimited by
         # closing the connection, as it was, so that the cut looks like a normal end of body
@@ -212,7 +213,7 @@ class Handler(http.server.BaseHTTPRequestHandler):
                     send(b"data: {\"id\": \"x\", \"choi")
                     self.close_connection = True
                     return
-        chunk({}, finish="stop")
+        chunk({}, finish=finish)
         chunk(None, use=usage)
         send(b"data: [DONE]\n\n")
         if chunked:

@@ -30,6 +30,7 @@ if not ARTIFACTS:
             prompt_name=lambda wc: config["systems"][wc.system]["prompt"],
             model=lambda wc: model_params(config["systems"][wc.system]["model"]),
             llm=ENGINE,
+            cut_replies=config["completions"]["cut_replies"],
         script:
             "../scripts/generate_completions.py"
 

@@ -17,8 +17,10 @@ with logged(snakemake.log[0], snakemake) as log:
              "\n  ".join(decided.notes))
     requests = generate.completion_requests(items, system, spec.name, stage.template, version)
     results = stage.engine.run(requests, desc=f"completions {system} [{shard}]")
-    table = generate.model_table(items, system, results, spec.model, snakemake.params.prompt_name, version)
+    table = generate.model_table(items, system, results, spec.model, snakemake.params.prompt_name, version,
+                                 snakemake.params.cut_replies)
     record = {**stage.provenance, "decoding": {"params": decided.params, "notes": list(decided.notes)}}
     tableio.write_table(table, snakemake.output[0], "completions", record)
-    log.info("%s [%s]: %d completions (%d from cache), %d post-processed", system, shard, len(table),
-             int(table["from_cache"].sum()), int(table["postprocessing"].map(len).gt(0).sum()))
+    log.info("%s [%s]: %d completions (%d from cache), %d post-processed, %d cut by the token limit (%s)", system,
+             shard, len(table), int(table["from_cache"].sum()), int(table["postprocessing"].map(len).gt(0).sum()),
+             int(table["finish_reason"].eq("length").sum()), snakemake.params.cut_replies)

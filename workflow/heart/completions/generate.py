@@ -24,6 +24,10 @@ from heart.llm.request import Request
 ROLE_TO_CHAT = {"seeker": "user", "supporter": "assistant"}
 _PREFIX = re.compile(r"^\s*(?:supporter|assistant|listener|helper|response|reply)\s*:\s*", re.IGNORECASE)
 _QUOTES = [('"', '"'), ("“", "”"), ("'", "'")]
+#: the end of a sentence: its mark, then any closing quotes or brackets, then a space or the end of the text
+_SENTENCE_END = re.compile(r"[.!?…][\"'”’)\]]*(?=\s|$)")
+#: what a study does with a reply the model was cut off in (finish reason "length"; config completions.cut_replies)
+CUT_REPLIES = ("trim", "keep")
 
 
 def chat_messages(system_prompt: str, history) -> tuple:
@@ -44,8 +48,20 @@ def completion_requests(items: pd.DataFrame, system: str, model: str, system_pro
             for row in items.itertuples()]
 
 
-def postprocess(text: str) -> tuple[str, list[str]]:
-    """Strip a role prefix and wrapping quotes, collapse whitespace; list what was done."""
+def trim_to_sentence(text: str) -> str | None:
+    """``text`` up to the end of its last complete sentence, or None when it holds no sentence end before its
+    last word (a reply cut off mid-sentence by the token limit: "... This means that even if")."""
+    ends = [m.end() for m in _SENTENCE_END.finditer(text)]
+    if not ends or ends[-1] == len(text.rstrip()):
+        return None
+    return text[:ends[-1]]
+
+
+def postprocess(text: str, finish_reason: str | None = None, cut_replies: str = "keep") -> tuple[str, list[str]]:
+    """Strip a role prefix and wrapping quotes, collapse whitespace, and (``cut_replies`` "trim") end a reply the
+    model was cut off in (``finish_reason`` "length") at its last complete sentence; list what was done."""
+    if cut_replies not in CUT_REPLIES:
+        raise ValueError(f"completions.cut_replies must be one of {CUT_REPLIES}, not {cut_replies!r}")
     steps = []
     out = " ".join(text.split())
     stripped = _PREFIX.sub("", out, count=1)
@@ -57,6 +73,11 @@ def postprocess(text: str) -> tuple[str, list[str]]:
             out = out[1:-1].strip()
             steps.append("stripped_quotes")
             break
+    if finish_reason == "length" and cut_replies == "trim":
+        trimmed = trim_to_sentence(out)
+        if trimmed:  # a reply with no complete sentence is kept as it came (its finish reason says it was cut)
+            out = trimmed
+            steps.append("trimmed_to_last_sentence")
     return out, steps
 
 
@@ -64,12 +85,13 @@ COLUMNS = table_schema("completions").names  # declared once, in completions.sch
 
 
 def model_table(items: pd.DataFrame, system: str, results: dict, model: str,
-                template_name: str, version: str) -> pd.DataFrame:
-    """Completions of a model system, one row per item, from :func:`heart.llm.engine.run_requests` results."""
+                template_name: str, version: str, cut_replies: str = "keep") -> pd.DataFrame:
+    """Completions of a model system, one row per item, from :func:`heart.llm.engine.run_requests` results;
+    ``cut_replies``: what is done to a reply the token limit cut (:func:`postprocess`)."""
     rows = []
     for item_id in items["item_id"]:
         r = results[item_id]
-        text, steps = postprocess(r["text"])
+        text, steps = postprocess(r["text"], r.get("finish_reason"), cut_replies)
         usage = r.get("usage") or {}
         rows.append({
             "item_id": item_id, "system": system, "source": "model", "contributor_id": None,
@@ -80,6 +102,7 @@ def model_table(items: pd.DataFrame, system: str, results: dict, model: str,
             "cost_usd": r.get("cost"), "cache_key": r["cache_key"],
             "sent_params": None if r.get("sent_params") is None else json.dumps(r["sent_params"], sort_keys=True),
             "from_cache": bool(r["from_cache"]), "neutralised_tokens": r.get("neutralised_tokens", 0),
+            "finish_reason": r.get("finish_reason"),
         })
     return pd.DataFrame(rows, columns=COLUMNS)
 
@@ -93,7 +116,7 @@ def static_rows(item_ids, system, source, texts, contributors=None) -> pd.DataFr
         "text": list(texts), "raw_text": list(texts), "postprocessing": [[] for _ in range(n)],
         "ttft_s": None, "latency_s": None, "prompt_tokens": None, "completion_tokens": None,
         "cost_usd": None, "cache_key": None, "sent_params": None, "from_cache": False,
-        "neutralised_tokens": None,
+        "neutralised_tokens": None, "finish_reason": None,
     }, columns=COLUMNS)
 
 

@@ -28,9 +28,26 @@ def summarize(tables: dict[str, pd.DataFrame], human_path, human_file: bool = Fa
                     else f"absent: {imported[system]} holds no usable completions of it (see its violations table)")
         elif source == "model":
             note = f"model {t['model'].iloc[0]}, prompt {t['prompt_template'].iloc[0]}" if present else "absent"
+            cut = _cut(t)
+            if present and cut is not None:
+                trimmed = int(t["postprocessing"].map(lambda s: "trimmed_to_last_sentence" in list(s)).sum())
+                note += (f"; {cut[0]} of {cut[1]} replies with a finish reason cut by the token limit"
+                         + (f" ({trimmed} ended at their last complete sentence)" if cut[0] else ""))
         else:
             note = "the dataset's next supporter turn"
+        cut = _cut(t) if source == "model" else None
         rows.append({"system": system, "source": source, "status": "present" if present else "absent",
                      "n_completions": len(t), "n_items": int(t["item_id"].nunique()) if present else 0,
+                     "n_cut": None if cut is None else cut[0],
+                     "share_cut": None if cut is None else cut[0] / cut[1],
                      "note": note})
-    return pd.DataFrame(rows)
+    return pd.DataFrame(rows).astype({"n_cut": "Int64", "share_cut": "Float64"})
+
+
+def _cut(t: pd.DataFrame) -> tuple[int, int] | None:
+    """(replies cut by the token limit, replies whose finish reason is known) of a model system's completions;
+    None when no finish reason is known (answers cached before it was recorded, a provider that gives none)."""
+    if "finish_reason" not in t.columns:
+        return None
+    known = t["finish_reason"].dropna()
+    return (int(known.eq("length").sum()), len(known)) if len(known) else None

@@ -122,7 +122,8 @@ def entry_from(spec: ModelSpec, req: Request, body: dict, turnaround: float, bat
     parsed, parse_error = parse_structured(text, req.schema, redactor)
     return {"model": spec.model, "text": text, "parsed": parsed, "parse_error": parse_error, "usage": usage,
             "cost": cost, "ttft_s": None, "latency_s": turnaround, "created": time.time(),
-            "template_version": req.template_version, "batch_id": batch_id, "mode": "batch"}
+            "template_version": req.template_version, "batch_id": batch_id, "mode": "batch",
+            "finish_reason": choices[0].get("finish_reason")}
 
 
 async def run_batches(spec: ModelSpec, todo: list[Request], keys: dict[str, str], cache, journal: Journal,

@@ -105,7 +105,7 @@ async def _call(spec: ModelSpec, req: Request, api_base: str | None, redactor: R
     if api_base and not api_key:
         api_key = "no-key-needed"  # OpenAI-compatible local servers accept any key
     start = time.monotonic()
-    ttft, usage, finished, parts, logprobs = None, None, False, [], None
+    ttft, usage, finished, parts, logprobs, finish_reason = None, None, False, [], None, None
     common = dict(model=spec.model, messages=wire_messages(spec, req), api_base=api_base, api_key=api_key,
                   timeout=spec.timeout, num_retries=0, **kwargs)
     if spec.stream and req.stream and not kwargs.get("logprobs"):  # an answer read by its logprobs is not streamed
@@ -123,13 +123,14 @@ async def _call(spec: ModelSpec, req: Request, api_base: str | None, redactor: R
                 # (tests/llm/test_engine.py injects a truncated stream to hold this to account)
                 if choice.finish_reason is not None and "provider_response_model" in (
                         getattr(chunk, "_hidden_params", None) or {}):
-                    finished = True
+                    finished, finish_reason = True, choice.finish_reason
             usage = getattr(chunk, "usage", None) or usage
         if not finished:
             raise RetryableResponse("stream ended without a finish_reason (truncated response)")
     else:
         response = await litellm.acompletion(**common)
         parts = [response.choices[0].message.content or ""] if response.choices else []
+        finish_reason = getattr(response.choices[0], "finish_reason", None) if response.choices else None
         usage = getattr(response, "usage", None)
         if kwargs.get("logprobs") and response.choices:
             logprobs = token_logprobs(getattr(response.choices[0], "logprobs", None))
@@ -146,6 +147,9 @@ async def _call(spec: ModelSpec, req: Request, api_base: str | None, redactor: R
         "usage": usage,
         "cost": cost, "ttft_s": ttft, "latency_s": latency, "created": time.time(),
         "template_version": req.template_version,
+        # why the model stopped, as the provider says it ("stop"; "length": cut by max_tokens); None when it
+        # says nothing (and in entries cached before it was kept)
+        "finish_reason": finish_reason,
     }
     if logprobs is not None:
         entry["logprobs"] = redactor.redact_obj(logprobs)
