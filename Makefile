@@ -18,6 +18,7 @@
 #            CONFIG=config/paper.yaml (another complete config instead of the embedded default),
 #            CORES=2, PYTHON=python3.11, SNAKEMAKE_ARGS="...", PYTEST_ARGS="...",
 #            PORT=8765 (make annotate: the store and taxonomy are the config's),
+#            ANNOTATE_ARGS="--proxy 127.0.0.2 --public-url https://..." (make annotate: more serve options),
 #            DATA=../shared/data (make rehearsal: holds esconv/ESConv.json and heart-release/),
 #            ARTIFACTS=<folder> (make paper: the bundle),
 #            REHEARSAL_DIR=/tmp/heart-rehearsal, REHEARSAL_ARGS="--items 20" (its options: --help).
@@ -44,6 +45,7 @@ WHEELHOUSE ?= $(HOME)/.cache/heart/wheels/portable-v1
 LLAMA_CMAKE_ARGS ?= -DGGML_NATIVE=OFF
 
 PORT ?= 8765
+ANNOTATE_ARGS ?=
 # the browser tests drive Debian's chromium through its chromedriver; the proxy tests run Debian's nginx
 # (tests/annotation/test_annotation_proxy.py, workflow/resources/annotation/nginx.conf)
 # (the tests run their own nginx; the one the package may start on port 80 is stopped after installing it)
@@ -141,7 +143,7 @@ browser:
 annotate: setup
 	$(VENV)/bin/snakemake --cores $(CORES) results/annotation/tasks.parquet $(RUN_ARGS) $(SNAKEMAKE_ARGS)
 	PYTHONPATH=workflow $(VENV)/bin/python -m heart.annotation serve \
-	  --tasks results/annotation/tasks.parquet --port $(PORT)
+	  --tasks results/annotation/tasks.parquet --port $(PORT) $(ANNOTATE_ARGS)
 
 DATA ?= ../shared/data
 REHEARSAL_DIR ?= /tmp/heart-rehearsal

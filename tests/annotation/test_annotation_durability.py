@@ -213,3 +213,25 @@ def test_restore_while_a_server_holds_the_store_is_refused_and_nothing_acknowled
     assert len(stored(db, "rater-01")) == 3
     cli("restore", "--db", str(db), "--force", str(copy))  # the server stopped: the restore goes through
     assert len(stored(db, "rater-01")) == 1 and stat.S_IMODE(os.stat(db).st_mode) == 0o600
+
+
+def test_links_and_revoke_print_the_public_address_serve_was_given(server, tmp_path):
+    """`links` and `revoke` printed http://127.0.0.1:8765 links unless --base was given, which the docs never
+    said: after `serve --public-url`, they print links under it (--base still overrides)."""
+    tasks_path, db = tmp_path / "tasks.parquet", tmp_path / "store.sqlite"
+    synthetic_tasks().to_parquet(tasks_path, index=False)
+    cli("init", "--db", str(db), "--tasks", str(tasks_path))
+    assert all(line.split("\t")[2].startswith("http://127.0.0.1:8765/")
+               for line in cli("links", "--db", str(db)).splitlines())
+    from support.annotation_server import AnnotationServer
+
+    app = AnnotationServer(db, tasks_path, log=tmp_path / "server.log",
+                           serve_args=["--public-url", "https://study.example.org"]).start()
+    try:
+        printed = cli("links", "--db", str(db)).splitlines()
+        assert printed and all(line.split("\t")[2].startswith("https://study.example.org/p/")
+                               or line.split("\t")[2].startswith("https://study.example.org/c/") for line in printed)
+        assert cli("revoke", "--db", str(db), "rater-01").startswith("https://study.example.org/p/")
+        assert cli("links", "--db", str(db), "--base", "http://other:1").split("\t")[2].startswith("http://other:1/")
+    finally:
+        app.kill()

@@ -68,8 +68,25 @@ def _load(db: Path, tasks: Path | None) -> None:
           f"(answers are never removed)")
 
 
-def _links(db: Path, base: str, who: str | None = None) -> list[tuple[str, str, str]]:
+LOCAL_BASE = "http://127.0.0.1:8765"
+
+
+def _base(db: Path, given: str | None) -> str:
+    """The address links are printed under: ``--base`` if given, else the ``--public-url`` the last ``serve``
+    was given (kept in the store), else this machine's default address."""
+    if given is not None:  # "" gives bare paths
+        return given.rstrip("/")
+    conn = store_db.connect(db)
+    try:
+        row = conn.execute("SELECT value FROM meta WHERE key = 'public_url'").fetchone()
+    finally:
+        conn.close()
+    return row["value"] if row else LOCAL_BASE
+
+
+def _links(db: Path, base: str | None, who: str | None = None) -> list[tuple[str, str, str]]:
     key = links.read_key(db)
+    base = _base(db, base)
     conn = store_db.connect(db)
     try:
         rows = conn.execute("SELECT person_id, role, epoch FROM people ORDER BY role, person_id").fetchall()
@@ -124,11 +141,13 @@ def _parser() -> argparse.ArgumentParser:
                    "(behind a reverse proxy: its https address)")
     p.add_argument("--proxy", default=None, metavar="ADDR[,ADDR]", help="the reverse proxy's address(es): "
                    "X-Forwarded-For/-Proto are trusted from these peers only (default: from nobody)")
+    base_help = ("the address the links start with (default: the --public-url of the last serve, kept in the "
+                 f"store; before any, {LOCAL_BASE}, this machine only)")
     p = sub.add_parser("links", parents=[common], help="print every person's secret link")
-    p.add_argument("--base", default="http://127.0.0.1:8765")
+    p.add_argument("--base", default=None, help=base_help)
     p = sub.add_parser("revoke", parents=[common], help="give a person a new link")
     p.add_argument("person_id")
-    p.add_argument("--base", default="http://127.0.0.1:8765")
+    p.add_argument("--base", default=None, help=base_help)
     p = sub.add_parser("free", parents=[common], help="give a crowd participant's place back")
     p.add_argument("person_id")
     p.add_argument("--reason", default="freed by the coordinator", help="recorded in the audit log")
@@ -152,7 +171,7 @@ def _parser() -> argparse.ArgumentParser:
 
 def _init(args) -> None:
     _load(args.db, args.tasks)
-    (coordinator,) = [link for _, role, link in _links(args.db, "http://127.0.0.1:8765") if role == links.COORDINATOR]
+    (coordinator,) = [link for _, role, link in _links(args.db, None) if role == links.COORDINATOR]
     print(f"store: {args.db}\ncoordinator page (secret): {coordinator}")
 
 
@@ -168,6 +187,13 @@ def _serve(args) -> None:
         from heart.annotation.guard import BoundedH11Protocol
 
         base = args.public_url or f"http://{args.host}:{args.port}"
+        if args.public_url:  # links and revoke print links under it from now on
+            conn = store_db.connect(args.db)
+            try:
+                with store_db.transaction(conn):
+                    conn.execute("INSERT OR REPLACE INTO meta VALUES ('public_url', ?)", (base.rstrip("/"),))
+            finally:
+                conn.close()
         app = create_app(args.db, args.taxonomy, public_url=base)
         (coordinator,) = [link for _, role, link in _links(args.db, base) if role == links.COORDINATOR]
         print(f"coordinator page (secret; it lists everyone's link): {coordinator}", flush=True)
