@@ -161,3 +161,53 @@ def test_two_participants_from_the_platform_one_stopped_one_finished(driver, sit
         answers["task"].map(lambda t: "\n" in (t["text_a"] + t["text_b"])), pd.Series([False] * len(answers),
                                                                                        name="task"))
     assert re.search(r"/p/-", site["proxy"].access_log.read_text())
+
+
+def test_the_coordinators_people_fit_a_laptop_and_a_phone_finds_one_among_many(driver, tmp_path):
+    """The issue's layout: on a laptop the people table cut the link column to "lin" and scrolled sideways; on a
+    phone 33 cards came without a search and a stop reason wrapped under its label. A SYNTHETIC store of 33
+    raters of its own, one stopped, served by the real server (straight, no proxy)."""
+    items = make_items(30)
+    comp = make_completions(items)
+    tasks.rating_tasks(items, pairs_mod.design(comp, items, 5), comp, 33, 2, 0.0, QC, 5).to_parquet(
+        tmp_path / "tasks.parquet")
+    db = tmp_path / "annotation.sqlite"
+    server = AnnotationServer(db, tmp_path / "tasks.parquet", log=tmp_path / "server.log").start()
+    try:
+        conn = store_db.connect(db)
+        people = [r[0] for r in conn.execute("SELECT person_id FROM people WHERE role = 'rater' ORDER BY 1")]
+        crowd.stop(conn, people[2], "failed 2 of 2 attention checks")
+        conn.close()
+        link = server.links()["coordinator"]
+        for size in (LAPTOP, PHONE):
+            try:
+                emulate(driver, size)
+                driver.get(link)
+                section = driver.find_element(By.ID, "people").find_element(By.XPATH, "..")
+                assert driver.execute_script("return arguments[0].scrollWidth <= arguments[0].clientWidth", section)
+                rows = driver.find_elements(By.CSS_SELECTOR, "#people tbody tr")
+                assert len(rows) == len(people) == 33
+                first = driver.find_element(By.CSS_SELECTOR, "#people input.link")
+                assert driver.execute_script(  # the whole link box is on screen, not cut by the table's edge
+                    "const r = arguments[0].getBoundingClientRect(); return r.right <= window.innerWidth && "
+                    "r.width >= 120", first)
+                reason = driver.find_element(By.CSS_SELECTOR, f"#person-{people[2]} .reason")
+                label_end = driver.execute_script(
+                    "const td = arguments[0].closest('td'); const s = getComputedStyle(td, '::before');"
+                    "return s.content === 'none' || s.content === 'normal' ? 0 : "
+                    "td.getBoundingClientRect().left + parseFloat(s.width)", reason)
+                assert reason.location["x"] >= label_end - 1  # beside its label, never under it
+                box = driver.find_element(By.ID, "people-filter")
+                assert box.is_displayed()
+                box.send_keys(people[7])
+                visible = [r for r in rows if r.is_displayed()]
+                assert [r.get_attribute("id") for r in visible] == [f"person-{people[7]}"]
+                assert driver.find_element(By.ID, "people-shown").text == f"1 of {len(people)} shown"
+                box.clear()
+                box.send_keys("stopped")
+                assert [r.get_attribute("id") for r in rows if r.is_displayed()] == [f"person-{people[2]}"]
+            finally:
+                unemulate(driver)
+            shot(driver, f"coordinator-many-{'laptop' if size == LAPTOP else 'phone'}", size)
+    finally:
+        server.kill()

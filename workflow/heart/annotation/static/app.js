@@ -1,6 +1,24 @@
 // heart annotation pages: keyboard shortcuts and counters. Pages work without this script.
 (function () {
   "use strict";
+  // the coordinator's people: a search box over the rows (person, status, platform id ...), shown only with
+  // this script (the page lists everyone without it)
+  var filter = document.getElementById("people-filter");
+  if (filter) {
+    var rows = document.querySelectorAll("#people tbody tr");
+    var shown = document.getElementById("people-shown");
+    var apply = function () {
+      var q = filter.value.trim().toLowerCase(), n = 0;
+      rows.forEach(function (r) {
+        var hit = !q || r.textContent.toLowerCase().indexOf(q) >= 0 ||
+          (r.querySelector("input.link") || {value: ""}).value.toLowerCase().indexOf(q) >= 0;
+        r.hidden = !hit; n += hit ? 1 : 0;
+      });
+      shown.textContent = q ? n + " of " + rows.length + " shown" : rows.length + " people";
+    };
+    document.getElementById("people-filter-row").hidden = false;
+    filter.addEventListener("input", apply); apply();
+  }
   function typing(el) { return el && (el.tagName === "TEXTAREA" || el.tagName === "INPUT" && el.type === "text"); }
   var form = document.querySelector("form.answer, #adjudicate-form");
   if (!form) { return; }
