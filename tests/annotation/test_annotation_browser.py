@@ -15,6 +15,7 @@ from selenium.webdriver.common.by import By
 from selenium.webdriver.common.keys import Keys
 from selenium.webdriver.support.ui import WebDriverWait
 
+from support.annotation import stored
 from support.annotation_server import AnnotationServer
 from support import KEY_ENV, REPO
 from support.workflow import WorkflowCopy, edit_config, judging_config
@@ -459,13 +460,7 @@ def test_a_rater_marks_each_axis_when_the_study_asks(browser, tmp_path):
             d.find_elements(By.NAME, "nonce") and d.find_element(By.NAME, "nonce").get_attribute("value") != old))
     finally:
         server.kill()
-    from heart.annotation import db as store_db, store
-
-    conn = store_db.connect(db)
-    try:
-        got = store.answers_frame(conn)
-    finally:
-        conn.close()
+    got = stored(db)
     assert len(got) == 1 and got.iloc[0]["answer"]["axes"] == {"H": "A", "E": "A", "A": "same", "R": "B", "T": "same"}
 
 
@@ -519,11 +514,4 @@ def test_back_reload_and_a_long_reason_keep_what_was_typed(browser, tmp_path):
         assert f"has {len(long_reason)} characters" in browser.find_element(By.ID, "error").text
     finally:
         server.kill()
-    from heart.annotation import db as store_db, store
-
-    conn = store_db.connect(db)
-    try:
-        got = store.answers_frame(conn)
-    finally:
-        conn.close()
-    assert got["answer"].map(lambda a: a["rationale"]).tolist() == ["B asks about the exam"]
+    assert stored(db)["answer"].map(lambda a: a["rationale"]).tolist() == ["B asks about the exam"]
