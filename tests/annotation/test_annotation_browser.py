@@ -512,6 +512,19 @@ def test_back_reload_and_a_long_reason_keep_what_was_typed(browser, tmp_path):
         WebDriverWait(browser, 15).until(lambda d: d.find_elements(By.ID, "error"))
         assert "ERR_CACHE_MISS" not in browser.page_source and "Confirm Form Resubmission" not in browser.page_source
         assert f"has {len(long_reason)} characters" in browser.find_element(By.ID, "error").text
+
+        # the 1-5 badges on the options are keyboard hints too: gone on a touch phone; the reason box takes a
+        # right-to-left reason's direction from its text (dir=auto)
+        browser.get(link)
+        assert all(k.is_displayed() for k in browser.find_elements(By.CSS_SELECTOR, ".choice kbd"))
+        assert browser.find_element(By.ID, "rationale").get_attribute("dir") == "auto"
+        try:
+            emulate(browser, PHONE)
+            browser.refresh()
+            badges = browser.find_elements(By.CSS_SELECTOR, ".choice kbd")
+            assert len(badges) == 5 and not any(k.is_displayed() for k in badges)
+        finally:
+            unemulate(browser)
     finally:
         server.kill()
     assert stored(db)["answer"].map(lambda a: a["rationale"]).tolist() == ["B asks about the exam"]

@@ -235,3 +235,11 @@ def test_links_and_revoke_print_the_public_address_serve_was_given(server, tmp_p
         assert cli("links", "--db", str(db), "--base", "http://other:1").split("\t")[2].startswith("http://other:1/")
     finally:
         app.kill()
+
+
+def test_a_missing_task_table_names_the_commands_that_make_it(tmp_path):
+    """The error suggested `make annotation-tasks`, which does not exist."""
+    with pytest.raises(AssertionError, match=r"does not exist: make it with `make annotate`.*results/annotation/"
+                                             r"tasks\.parquet") as err:
+        cli("init", "--db", str(tmp_path / "store.sqlite"), "--tasks", str(tmp_path / "missing.parquet"))
+    assert "annotation-tasks" not in str(err.value)
