@@ -71,27 +71,19 @@ def _load(db: Path, tasks: Path | None) -> None:
 LOCAL_BASE = "http://127.0.0.1:8765"
 
 
-def _base(db: Path, given: str | None) -> str:
-    """The address links are printed under: ``--base`` if given, else the ``--public-url`` the last ``serve``
-    was given (kept in the store), else this machine's default address."""
-    if given is not None:  # "" gives bare paths
-        return given.rstrip("/")
-    conn = store_db.connect(db)
-    try:
-        row = conn.execute("SELECT value FROM meta WHERE key = 'public_url'").fetchone()
-    finally:
-        conn.close()
-    return row["value"] if row else LOCAL_BASE
-
-
 def _links(db: Path, base: str | None, who: str | None = None) -> list[tuple[str, str, str]]:
+    """(person, role, link) of everyone (or of ``who``), under ``base`` if given ("" gives bare paths), else
+    under the ``--public-url`` the last ``serve`` was given (kept in the store), else this machine's address."""
     key = links.read_key(db)
-    base = _base(db, base)
     conn = store_db.connect(db)
     try:
         rows = conn.execute("SELECT person_id, role, epoch FROM people ORDER BY role, person_id").fetchall()
+        if base is None:
+            kept = conn.execute("SELECT value FROM meta WHERE key = 'public_url'").fetchone()
+            base = kept["value"] if kept else LOCAL_BASE
     finally:
         conn.close()
+    base = base.rstrip("/")
     return [(r["person_id"], r["role"], base + links.link_path(key, r["person_id"], r["role"], r["epoch"]))
             for r in rows if who is None or r["person_id"] == who]
 
@@ -213,7 +205,7 @@ def _print_links(args) -> None:
 def _revoke(args) -> None:
     conn = store_db.connect(args.db)
     try:
-        held = conn.execute("SELECT 1 FROM participants WHERE person_id = ?", (args.person_id,)).fetchone()
+        held = crowd.holds_place(conn, args.person_id)
         if held:  # a platform participant: the place goes back and the platform id may not enter again
             holder = crowd.release(conn, args.person_id, "revoked by the coordinator", block=True)
         else:

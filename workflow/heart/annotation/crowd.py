@@ -143,6 +143,11 @@ def provision(conn: sqlite3.Connection, role: str, ids: dict) -> tuple[str | Non
     return free["person_id"], None
 
 
+def holds_place(conn: sqlite3.Connection, person_id: str) -> bool:
+    """Whether a platform participant holds ``person_id``'s place now (they came through the study link)."""
+    return conn.execute("SELECT 1 FROM participants WHERE person_id = ?", (person_id,)).fetchone() is not None
+
+
 def release(conn: sqlite3.Connection, person_id: str, reason: str, block: bool = False) -> str:
     """Give back the place a platform participant holds as ``person_id`` (see the module's text); returns the
     person who holds the place's unanswered tasks now.

@@ -200,10 +200,8 @@ class Site:
 
     def _keep_shown(self, token: str, answer: HTMLResponse) -> str:
         key, now = secrets.token_urlsafe(12), time.monotonic()
-        with self._shown_lock:
-            for old in [k for k, (until, _, _) in self._shown.items() if until < now]:
-                del self._shown[old]
-            while len(self._shown) >= SHOWN_MAX:
+        with self._shown_lock:  # all kept alike long, so the oldest (first inserted) expire first
+            while self._shown and (len(self._shown) >= SHOWN_MAX or next(iter(self._shown.values()))[0] < now):
                 del self._shown[next(iter(self._shown))]
             self._shown[(token, key)] = (now + SHOWN_FOR_S, answer.status_code, bytes(answer.body))
         return key

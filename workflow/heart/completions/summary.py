@@ -18,6 +18,7 @@ def summarize(tables: dict[str, pd.DataFrame], human_path, human_file: bool = Fa
     for system, t in tables.items():
         source = "human" if system == "human" else "dataset" if system == "original" else "model"
         present = len(t) > 0
+        cut = _cut(t) if source == "model" else None
         if system == "human":
             note = (f"{t['contributor_id'].nunique()} contributors, "
                     f"{t.groupby('item_id').size().mean():.1f} per item" if present
@@ -28,14 +29,12 @@ def summarize(tables: dict[str, pd.DataFrame], human_path, human_file: bool = Fa
                     else f"absent: {imported[system]} holds no usable completions of it (see its violations table)")
         elif source == "model":
             note = f"model {t['model'].iloc[0]}, prompt {t['prompt_template'].iloc[0]}" if present else "absent"
-            cut = _cut(t)
             if present and cut is not None:
                 trimmed = int(t["postprocessing"].map(lambda s: "trimmed_to_last_sentence" in list(s)).sum())
                 note += (f"; {cut[0]} of {cut[1]} replies with a finish reason cut by the token limit"
                          + (f" ({trimmed} ended at their last complete sentence)" if cut[0] else ""))
         else:
             note = "the dataset's next supporter turn"
-        cut = _cut(t) if source == "model" else None
         rows.append({"system": system, "source": source, "status": "present" if present else "absent",
                      "n_completions": len(t), "n_items": int(t["item_id"].nunique()) if present else 0,
                      "n_cut": None if cut is None else cut[0],

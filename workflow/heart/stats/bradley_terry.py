@@ -186,12 +186,12 @@ class _Pairs:
     pair quantity to the systems (``x @ first``: to ``i``; ``x @ second``: to ``j``)."""
 
     def __init__(self, K: int):
-        self.K = K
         self.i, self.j = np.triu_indices(K, 1)
         rows = np.arange(self.i.size)
         self.first, self.second = np.zeros((self.i.size, K)), np.zeros((self.i.size, K))
         self.first[rows, self.i] = 1.0
         self.second[rows, self.j] = 1.0
+        self.both = self.first + self.second  # to both systems of a pair (the Hessian's diagonal)
         self.upper, self.lower = self.i * K + self.j, self.j * K + self.i  # flat positions in a K x K matrix
 
     def objective(self, theta: np.ndarray, n: np.ndarray, linear: np.ndarray, alpha: float):
@@ -293,7 +293,7 @@ def fit_matrix(W, alpha: float = DEFAULT_ALPHA, tol: float = 1e-10, max_iter: in
         H[:, pairs.upper] = -c
         H[:, pairs.lower] = -c
         H = H.reshape(idx.size, K, K)
-        H[:, diag, diag] = c @ (pairs.first + pairs.second) + alpha
+        H[:, diag, diag] = c @ pairs.both + alpha
         step = np.linalg.solve(H + J, g[:, :, None])[:, :, 0]
         step -= step.mean(axis=1, keepdims=True)
         gs = np.sum(g * step, axis=1)

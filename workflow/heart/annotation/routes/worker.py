@@ -120,7 +120,7 @@ def store_consent(request: Request, token: str, person_id: str, form):
         return s.forbidden(request)
     if form.get("agree") != "1":
         with s.connection() as conn:  # the place goes to the next participant at once
-            held = conn.execute("SELECT 1 FROM participants WHERE person_id = ?", (person_id,)).fetchone()
+            held = crowd.holds_place(conn, person_id)
             if held:
                 crowd.release(conn, person_id, "declined the consent")
         kept = ("Your place has been given to someone else. Kept for the study's records: your platform id, and "

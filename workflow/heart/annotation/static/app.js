@@ -64,11 +64,11 @@
   if (draftKey && window.sessionStorage) {
     var saved = null;
     try { saved = JSON.parse(sessionStorage.getItem(draftKey) || "null"); } catch (err) { saved = null; }
-    var empty = !Array.prototype.some.call(fields, function (f) { return f.type === "textarea" || f.tagName === "TEXTAREA" ? f.value : f.checked; });
+    var empty = !Array.prototype.some.call(fields, function (f) { return f.tagName === "TEXTAREA" ? f.value : f.checked; });
     if (saved && empty) {
       fields.forEach(function (f) {
         if (f.tagName === "TEXTAREA" && typeof saved[f.name] === "string") { f.value = saved[f.name]; }
-        else if (f.type !== "textarea" && Array.isArray(saved[f.name])) { f.checked = saved[f.name].indexOf(f.value) >= 0; }
+        else if (f.tagName !== "TEXTAREA" && Array.isArray(saved[f.name])) { f.checked = saved[f.name].indexOf(f.value) >= 0; }
         f.dispatchEvent(new Event("input"));
       });
     }
