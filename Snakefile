@@ -95,6 +95,7 @@ PAPER_TABLES = (
     "strategy_diversity",
     "factors",
     "tests",
+    "ablations",  # exploratory (HEART section 9.12): rule ablations
     *(["paper_comparison"] if PAPER_REFERENCE else []),
 )
 
@@ -126,6 +127,7 @@ STUDY_TARGETS = [
             "bias_factors",
             "example_pair",
             "judge_board",
+            "ablations",
         ),
     ),
     "results/figures/example_pair.html",
@@ -149,7 +151,15 @@ ANALYSIS_TARGETS = [
     *expand(
         "results/figures/{figure}.{ext}",
         ext=("png", "pdf"),
-        figure=("fig1_rubric", "fig4_leaderboard", "elo_forest", "agreement", "bias_factors", "judge_board"),
+        figure=(
+            "fig1_rubric",
+            "fig4_leaderboard",
+            "elo_forest",
+            "agreement",
+            "bias_factors",
+            "judge_board",
+            "ablations",
+        ),
     ),
     *expand("results/tables/{table}.{ext}", ext=("csv", "tex"), table=PAPER_TABLES),
 ]

@@ -134,6 +134,22 @@ def test_a_bad_record_names_file_line_and_field(tmp_path, change, message):
     assert str(err.value).startswith(f"{path}, line 2: ")
 
 
+def test_the_first_bad_record_is_named_whatever_its_fault(tmp_path):
+    """Fields are read column by column (each distinct value once); the error still names the first bad record
+    in file order, whichever kind of fault it and a later record hold (a control character is the reader's to
+    refuse, before any record is checked)."""
+    faults = [{"judge": " "}, {"winner": "A"}, {"strength": "9"}, {"system_b": "m1"}, {"strength": "2.5"}]
+    for early in faults:
+        for late in faults:
+            rows = [BASE, {**BASE, "judge": "j2", **early}, {**BASE, "judge": "j3"}, {**BASE, "judge": "j4", **late}]
+            path = write_csv(tmp_path / "votes.csv", [{"strength": "", "rationale": "", **r} for r in rows])
+            with pytest.raises(ji.JudgmentImportError, match=r", line 3: field") as err:
+                ji.read(path)
+            with pytest.raises(ji.JudgmentImportError) as whole:
+                ji.read(write_csv(tmp_path / "one.csv", [{"strength": "", "rationale": "", **BASE, **early}]))
+            assert str(err.value).split(": ", 1)[1] == str(whole.value).split(": ", 1)[1]
+
+
 BAD_PAIRS_OF_RECORDS = [
     # one LLM judge, one pair, the same completion (m1) shown first twice -- also when written swapped
     ([{"order": "AB"}, {"order": "AB", "winner": "b"}], r"lines 2 and 3: fields 'judge', 'item', 'system_a', "
@@ -152,6 +168,9 @@ BAD_PAIRS_OF_RECORDS = [
      r"lines 2 and 3: field 'conversation' is 'c1' and empty for item 'i1'"),
     ([{}, {"system_b": "M2", "judge": "j2"}],
      r"lines 2 and 3: field 'system_b' has 'm2' and 'M2', which differ only in case"),
+    # one vocabulary over two columns: the first spelling met in file order (then column order) is named first
+    ([{"system_a": "m3", "system_b": "M1", "judge": "j2"}, {"judge": "j3"}],
+     r"lines 2 and 3: fields 'system_b' and 'system_a' have 'M1' and 'm1', which differ only in case"),
 ]
 
 

@@ -22,7 +22,8 @@ def test_analysis_only_plans_no_data_items_completions_or_calls(workflow_copy):
                          "factor_analysis", "preference_shares",
                          "figure_leaderboard", "figure_elo_forest", "figure_agreement", "figure_bias_factors",
                          "external_correlations", "rationale_codes", "multiple_testing", "paper_tables",
-                         "figure_rubric", "rubric_table", "judge_board", "figure_judge_board", "all"}
+                         "figure_rubric", "rubric_table", "judge_board", "figure_judge_board", "ablations",
+                         "figure_ablations", "all"}
     # another study's votes get the HEART paper's numbers beside theirs only when they ask (config paper_reference)
     args = analysis_args()
     args[args.index("--config") + 1:args.index("--config") + 1] = ["paper_reference=true"]
@@ -48,9 +49,15 @@ def test_analysis_only_end_to_end(workflow_copy):
     assert human_llm.loc[human_llm["scope"].eq("all"), "status"].eq("ok").all()
     position = tableio.read_table(res / "stats/bias_position.parquet")
     assert set(position["judge"]) == {"gpt-4.1", "claude-3.7-sonnet"} and position["n_verdicts"].gt(0).all()
-    for fig in ("fig4_leaderboard", "elo_forest", "agreement", "bias_factors"):
+    for fig in ("fig4_leaderboard", "elo_forest", "agreement", "bias_factors", "ablations"):
         assert (res / f"figures/{fig}.png").stat().st_size > 10_000
     assert not (res / "items").exists() and not (res / "completions").exists()
+    # the exploratory ablations of section 9.12, labelled so, on the LLM judges' comparisons (Figure 4's source)
+    ablations = tableio.read_table(res / "stats/ablations.parquet")
+    assert ablations["label"].str.contains("exploratory").all() and ablations["status"].eq("ok").all()
+    assert set(ablations["ranker"]) == {"bradley_terry", "davidson_ties", "thurstone", "win_rate", "online_elo",
+                                        "release_soft"} and ablations["tau"].between(-1, 1).all()
+    assert pd.read_csv(res / "tables/ablations.csv").columns[0].startswith("exploratory")
 
 
 @pytest.mark.e2e  # its import job runs (and fails)

@@ -34,9 +34,10 @@ ONCE = {"ingest_esconv": 1, "collect_items": 1,
         "bias_audits": 1, "strategy_stats": 1, "factor_analysis": 1, "external_correlations": 1,
         "rationale_codes": 1, "multiple_testing": 1, "paper_tables": 1, "preference_shares": 1,
         "style_ratings": 1, "paper_comparison": 1, "judge_quality": 1, "rubric_table": 1, "judge_board": 1,
+        "ablations": 1,
         **{f"figure_{f}": 1 for f in ("leaderboard", "elo_ttft", "strategies", "elo_forest", "agreement",
                                       "bias_factors",
-                                      "example_pair", "rubric", "protocol", "judge_board")}}
+                                      "example_pair", "rubric", "protocol", "judge_board", "ablations")}}
 
 
 @pytest.mark.dag

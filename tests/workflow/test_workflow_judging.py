@@ -233,9 +233,10 @@ def test_a_rerun_does_nothing(judged_workflow):
 
 
 STATS_RULES = {"ratings", "ratings_alternative", "agreement", "bias_audits", "factor_analysis", "external_correlations",
-               "rationale_codes", "multiple_testing", "preference_shares", "style_ratings", "judge_board"}
+               "rationale_codes", "multiple_testing", "preference_shares", "style_ratings", "judge_board",
+               "ablations"}
 JUDGE_FIGURES = {f"figure_{f}" for f in ("leaderboard", "elo_ttft", "elo_forest", "agreement", "bias_factors",
-                                         "example_pair", "judge_board")}
+                                         "example_pair", "judge_board", "ablations")}
 
 
 def test_editing_the_judge_prompt_rejudges_and_calls_the_judge_only(judged_copy, judge_server):
@@ -266,17 +267,19 @@ BIAS = {"bias_audits", "multiple_testing", "figure_bias_factors", "paper_tables"
 STRATEGIES = {"strategy_stats", "multiple_testing", "figure_strategies", "paper_tables", "paper_comparison", "all"}
 FACTORS = {"factor_analysis", "multiple_testing", "figure_bias_factors", "paper_tables", "all"}
 JUDGE_BOARD = {"judge_board", "figure_judge_board", "all"}
-BOOTSTRAPPED = RATINGS | AGREEMENT | BIAS | STRATEGIES | JUDGE_BOARD | {"rationale_codes", "preference_shares",
-                                                                      "style_ratings"}
+ABLATIONS = {"ablations", "figure_ablations", "all"}
+BOOTSTRAPPED = RATINGS | AGREEMENT | BIAS | STRATEGIES | JUDGE_BOARD | ABLATIONS | {"rationale_codes",
+                                                                                  "preference_shares", "style_ratings"}
 STATS_SETTINGS = {
     "n_boot": (100, BOOTSTRAPPED | {"figure_protocol"}),  # Figure 7 says how many replicates
     "seed": (1, BOOTSTRAPPED),
     "ci": (0.9, BOOTSTRAPPED | FACTORS),
-    "bt_alpha": (0.02, RATINGS | JUDGE_BOARD | {"style_ratings"}),
+    "bt_alpha": (0.02, RATINGS | JUDGE_BOARD | ABLATIONS | {"style_ratings"}),
     "consensus": (0.5, AGREEMENT),
     "subsample_reps": (50, AGREEMENT),
     "fdr_alpha": (0.1, BIAS),
     "n_factors": (2, FACTORS),
+    "ablations": ("{elo_k: 8}", ABLATIONS),
 }
 
 

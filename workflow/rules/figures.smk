@@ -104,6 +104,30 @@ rule figure_elo_forest:
         "../scripts/figure_elo_forest.py"
 
 
+rule figure_ablations:
+    input:
+        table="results/stats/ablations.parquet",
+        models=MODELS_CSV,
+        style=figure_style("ablations"),
+    output:
+        png=report(
+            "results/figures/ablations.png",
+            caption="../report/ablations.rst",
+            category="1. Leaderboard",
+            labels={"figure": "Ablations (exploratory)"},
+        ),
+        pdf="results/figures/ablations.pdf",
+    log:
+        "logs/figures/ablations.log",
+    conda:
+        "../../envs/figures.yaml"
+    params:
+        label=RUN_LABEL,  # "SIMULATED" across a rehearsal's figures
+        display_names=config["figures"]["fig4"]["display_names"],
+    script:
+        "../scripts/figure_ablations.py"
+
+
 rule figure_agreement:
     input:
         human_llm="results/stats/agreement_human_llm.parquet",

@@ -250,6 +250,38 @@ rule style_ratings:
         "../scripts/style_ratings.py"
 
 
+rule ablations:
+    # HEART section 9.12's exploratory ablations: allowing draws (Davidson), other rankers (probit, win rate,
+    # online Elo, the authors' released soft-score fit) beside the main Bradley-Terry ranking
+    input:
+        judgments="results/judging/judgments.parquet",
+        models=MODELS_CSV,
+    output:
+        table="results/stats/ablations.parquet",
+        csv=report(
+            "results/tables/ablations.csv",
+            caption="../report/table_ablations.rst",
+            category="4. Tables",
+            labels={"table": "ablations", "format": "csv"},
+        ),
+        tex="results/tables/ablations.tex",
+    log:
+        "logs/stats/ablations.log",
+    benchmark:
+        "benchmarks/stats/ablations.tsv"
+    conda:
+        "../../envs/stats.yaml"
+    params:
+        bootstrap=BOOTSTRAP,
+        bt_alpha=STATS["bt_alpha"],
+        ablations=STATS["ablations"],
+        source=config["figures"]["fig4"]["source"],  # the main ranking is Figure 4's
+        display_names=config["figures"]["fig4"]["display_names"],
+        label=RUN_LABEL,
+    script:
+        "../scripts/ablations.py"
+
+
 rule judge_board:
     # beyond the paper: every LLM judge and the ensemble side by side (AlpacaEval's evaluator leaderboard,
     # Judgemark), and the subsets of judges a study may choose its ensemble from

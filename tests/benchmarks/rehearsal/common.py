@@ -17,10 +17,10 @@ STAGE_RULES = {
     "tagging": ("tag_strategies", "merge_tags", "strategy_f1"),
     "stats": ("ratings", "agreement", "bias_audits", "strategy_stats", "factor_analysis", "external_correlations",
               "multiple_testing", "rationale_codes", "preference_shares", "style_ratings", "import_judgments",
-              "judge_board"),
+              "judge_board", "ablations"),
     "figures/tables": ("figure_leaderboard", "figure_elo_ttft", "figure_strategies", "figure_elo_forest",
                        "figure_agreement", "figure_bias_factors", "figure_example_pair", "paper_tables",
-                       "paper_comparison", "figure_judge_board"),
+                       "paper_comparison", "figure_judge_board", "figure_ablations"),
     "cache export": ("export_llm_cache", "preview_llm_calls", "llm_spend"),
     "annotation": ("annotation_tasks", "export_annotations"),
 }

@@ -15,6 +15,7 @@ from decimal import Decimal
 from io import StringIO
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -76,7 +77,13 @@ PARQUET_SUFFIXES = (".parquet",)
 
 def record_label(path, line: int) -> str:
     """How an error names record ``line`` of ``path``: ``line N`` (CSV, JSON Lines), ``row N`` (Parquet)."""
-    return f"row {line}" if Path(path).suffix.lower() in PARQUET_SUFFIXES else f"line {line}"
+    return record_labels(path, [line])[0]
+
+
+def record_labels(path, lines) -> list[str]:
+    """:func:`record_label` of each of ``lines``."""
+    word = "row" if Path(path).suffix.lower() in PARQUET_SUFFIXES else "line"
+    return [f"{word} {line}" for line in lines]
 
 
 def read_records(path, required, optional=(), allow_extra: bool = False, ids=()) -> pd.DataFrame:
@@ -284,18 +291,25 @@ def same_but_for_case(path, table: pd.DataFrame, columns, labels=None) -> None:
 
     ``labels``: each row's record label (default: :func:`record_label` of the table's ``line``).
     """
-    labels = list(labels) if labels is not None else [record_label(path, n) for n in table["line"]]
+    labels = list(labels) if labels is not None else record_labels(path, table["line"])
+    # a value already seen never clashes: each value's first record per column is all that is compared, in
+    # file order and column order within a record (the same first clash as field by field; ids repeat on
+    # every record, so this compares a few hundred values, not every field)
+    firsts = []
+    for k, col in enumerate(columns):
+        values = table[col].to_numpy(dtype=object)
+        present = np.flatnonzero(pd.notna(values))
+        unique = pd.Series(values[present], dtype=object).drop_duplicates()
+        firsts += [(int(present[n]), k, value) for n, value in zip(unique.index, unique)]
     first: dict[str, tuple[str, str, str]] = {}
-    for values, label in zip(table[list(columns)].itertuples(index=False), labels):
-        for col, value in zip(columns, values):
-            if value is None or pd.isna(value):
-                continue
-            seen = first.setdefault(skeleton(value), (value, col, label))
-            if seen[0] != value:
-                lines = two_records(seen[2], label)
-                fields = f"field {col!r} has" if seen[1] == col else f"fields {seen[1]!r} and {col!r} have"
-                raise RecordError(f"{path}, {lines}: {fields} {seen[0]!r} and {value!r}, {_alike(seen[0], value)}; "
-                                  "ids are compared exactly, so write one id one way")
+    for n, k, value in sorted(firsts, key=lambda f: f[:2]):
+        col, label = columns[k], labels[n]
+        seen = first.setdefault(skeleton(value), (value, col, label))
+        if seen[0] != value:
+            lines = two_records(seen[2], label)
+            fields = f"field {col!r} has" if seen[1] == col else f"fields {seen[1]!r} and {col!r} have"
+            raise RecordError(f"{path}, {lines}: {fields} {seen[0]!r} and {value!r}, {_alike(seen[0], value)}; "
+                              "ids are compared exactly, so write one id one way")
 
 
 def read_csv(path, **kwargs) -> pd.DataFrame:

@@ -89,8 +89,8 @@ def read(path) -> pd.DataFrame:
         table = records.read_records(path, REQUIRED, OPTIONAL)
     except records.RecordError as exc:
         raise JudgmentImportError(str(exc)) from None
-    labels = [records.record_label(path, n) for n in table["line"]]
-    return check(table[COLUMNS].to_dict("records"), path, labels)
+    labels = records.record_labels(path, table["line"])
+    return check({c: table[c].to_numpy(dtype=object) for c in COLUMNS}, path, labels)
 
 
 def from_frame(frame: pd.DataFrame, source: str = "<table>") -> pd.DataFrame:
@@ -100,11 +100,32 @@ def from_frame(frame: pd.DataFrame, source: str = "<table>") -> pd.DataFrame:
     if missing or unknown:
         raise JudgmentImportError(f"{source}: missing column(s) {missing}, unknown column(s) {unknown}; "
                                   f"{_EXPECTED}")
-    entries = [{c: row.get(c) for c in COLUMNS} for row in frame.to_dict("records")]
-    return check(entries, source, [f"row {i + 1}" for i in range(len(entries))])
+    values = {c: frame[c].to_numpy(dtype=object) if c in frame.columns else [None] * len(frame) for c in COLUMNS}
+    return check(values, source, [f"row {i + 1}" for i in range(len(frame))])
 
 
 # --- checking ----------------------------------------------------------------------------------
+
+def _texts(values: dict) -> dict[str, list] | None:
+    """Every field as :func:`_text` reads it, column -> one value per record; None when a value is refused.
+
+    A value is read once per column however often it repeats (ids and verdicts repeat on every record: at
+    paper scale 800,000 fields hold a few hundred distinct values)."""
+    out = {}
+    for col in COLUMNS:
+        seen: dict = {}
+        column = []
+        try:
+            for value in values[col]:
+                key = (type(value), value)  # 1, 1.0 and True are equal keys; they read differently
+                if key not in seen:
+                    seen[key] = _text(value, col, "")
+                column.append(seen[key])
+        except (JudgmentImportError, TypeError):  # TypeError: unhashable (a nested value), refused by _text
+            return None
+        out[col] = column
+    return out
+
 
 def _text(value, col: str, where: str) -> str | None:
     """One field as text (None when empty); numbers are accepted where a reader may have typed them."""
@@ -131,8 +152,9 @@ def _text(value, col: str, where: str) -> str | None:
                                  "a whole number 1-5" if col == "strength" else "text"))
 
 
-def check(entries: list[dict], path, labels: list[str]) -> pd.DataFrame:
-    """Check records of the public format (dicts of raw values, one label per record); see :func:`read`.
+def check(values: dict, path, labels: list[str]) -> pd.DataFrame:
+    """Check records of the public format (column -> the records' raw values, one label per record); see
+    :func:`read`.
 
     Rejected, with the file, the record and the field named: an empty required field; a ``judge_kind``
     other than human/llm, a ``winner`` other than a/b/tie, an ``order`` other than AB/BA, an axis mark
@@ -142,20 +164,13 @@ def check(entries: list[dict], path, labels: list[str]) -> pd.DataFrame:
     subsets; an LLM judge giving two verdicts for the same pair in the same order, or more than two for
     one pair; a human rater judging the same pair twice; two spellings of an id differing only in case.
     """
-    rows = []
-    for record, label in zip(entries, labels):
-        where = f"{path}, {label}"
-        row = {c: _text(record.get(c), c, where) for c in COLUMNS}
-        for col in REQUIRED:
-            if row[col] is None:
-                raise JudgmentImportError(f"{where}: field {col!r} is empty; every record needs "
-                                          f"{', '.join(REQUIRED)}")
-        _check_values(row, where)
-        if row["judge_kind"] == "human" and row["judge"].startswith("human:"):
-            row["judge"] = row["judge"].removeprefix("human:")  # "human:r1" and "r1" are one rater
-            if not row["judge"]:
-                raise JudgmentImportError(f"{where}: field 'judge' names no rater")
-        rows.append({**row, "file": str(path), "record": label})
+    texts = _texts(values)
+    if texts is None:  # a value refused: record by record in file order, to name the first bad record and field
+        for n, label in enumerate(labels):
+            _record({c: _text(values[c][n], c, f"{path}, {label}") for c in COLUMNS}, f"{path}, {label}")
+        raise AssertionError("a value _texts refused passed record by record")  # cannot happen
+    rows = [{**_record({c: texts[c][n] for c in COLUMNS}, f"{path}, {label}"), "file": str(path), "record": label}
+            for n, label in enumerate(labels)]
     table = pd.DataFrame([[row[c] for c in TABLE_COLUMNS] for row in rows], columns=TABLE_COLUMNS,
                          dtype=object)  # None stays None (pandas would make some of them NaN)
     for group in ID_GROUPS:
@@ -170,6 +185,19 @@ def check(entries: list[dict], path, labels: list[str]) -> pd.DataFrame:
     table["strength"] = pd.array([None if v is None else int(float(v)) for v in table["strength"]], dtype="Int64")
     table["seconds_spent"] = [math.nan if v is None else float(v) for v in table["seconds_spent"]]
     return table
+
+
+def _record(row: dict, where: str) -> dict:
+    """One record's fields (as :func:`_text` reads them) checked; a human rater's ``human:`` prefix dropped."""
+    for col in REQUIRED:
+        if row[col] is None:
+            raise JudgmentImportError(f"{where}: field {col!r} is empty; every record needs {', '.join(REQUIRED)}")
+    _check_values(row, where)
+    if row["judge_kind"] == "human" and row["judge"].startswith("human:"):
+        row["judge"] = row["judge"].removeprefix("human:")  # "human:r1" and "r1" are one rater
+        if not row["judge"]:
+            raise JudgmentImportError(f"{where}: field 'judge' names no rater")
+    return row
 
 
 def _check_values(row: dict, where: str) -> None:

@@ -11,7 +11,7 @@ import math
 import numpy as np
 import pandas as pd
 
-from heart.stats import bias, bradley_terry as bt, leaderboard, reliability
+from heart.stats import bias, bradley_terry as bt, leaderboard, rankers, reliability
 from heart.stats.best_human import DERIVED, HUMAN, IN_FIT, best_human_comparisons
 from heart.stats.best_human import best_human as choose_best_human
 from heart.stats.agreement.human_llm import human_llm_agreement
@@ -60,17 +60,11 @@ def rank_stability(point, reps) -> tuple[float, int]:
 
     Notes
     -----
-    τ-b of two rankings of K systems is ``sum(sign(x_i - x_j) sign(y_i - y_j)) / sqrt(n_x n_y)`` over the
-    pairs ``i < j``, where ``n_x`` and ``n_y`` count the pairs each leaves untied: one sign matrix per replicate
-    (a thousand replicates at once, not a thousand calls).
+    :func:`heart.stats.rankers.tau_b`: a thousand replicates at once, not a thousand calls.
     """
-    point, reps = np.asarray(point, dtype=float), np.atleast_2d(np.asarray(reps, dtype=float))
-    reps = reps[np.isfinite(reps).all(axis=1)]
-    i, j = np.triu_indices(point.size, 1)
-    sx, sy = np.sign(point[i] - point[j]), np.sign(reps[:, i] - reps[:, j])
-    denominator = np.sqrt(np.count_nonzero(sx) * np.count_nonzero(sy, axis=1).astype(float))
-    defined = denominator > 0
-    taus = (sy[defined] @ sx) / denominator[defined]
+    reps = np.atleast_2d(np.asarray(reps, dtype=float))
+    taus = rankers.tau_b(point, reps[np.isfinite(reps).all(axis=1)])
+    taus = taus[np.isfinite(taus)]
     return (float(np.mean(taus)), int(taus.size)) if taus.size else (math.nan, 0)
 
 
