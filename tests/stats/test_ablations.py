@@ -120,3 +120,9 @@ def test_the_wide_table_and_the_figure():
     assert "System Zero" in left.get_yticklabels()[0].get_text()
     assert len(right.get_yticklabels()) == len(ablations.RANKERS) - 1
     assert "EXPLORATORY" in fig._supxlabel.get_text()
+
+
+def test_online_elos_interval_comes_from_the_bootstraps_first_replicates():
+    table = run(synthetic(n_conv=20), n_boot=ablations.ONLINE_BOOT + 10).drop_duplicates("ranker").set_index("ranker")
+    assert table.at["online_elo", "n_tau"] == ablations.ONLINE_BOOT
+    assert table.at["davidson_ties", "n_tau"] == ablations.ONLINE_BOOT + 10

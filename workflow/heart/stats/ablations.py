@@ -10,7 +10,6 @@ import math
 
 import numpy as np
 import pandas as pd
-from scipy import stats
 
 from heart.stats import bootstrap as cluster_bootstrap
 from heart.stats import bradley_terry as bt
@@ -37,6 +36,8 @@ COLUMNS = ["subset", "source", "ranker", "label", "description", "status", "note
 #: a comparison's status that is a draw for the ties model: a human "about the same" or an imported tie, and an
 #: LLM judge whose two orders cancelled out
 TIES = ("tie", "inconsistent")
+#: replicates of the online Elo ranker's interval: the first of the bootstrap's (each is a sequential pass)
+ONLINE_BOOT = 200
 
 
 def _ties(judgments: pd.DataFrame) -> pd.DataFrame:
@@ -76,7 +77,9 @@ def _scores(W, Wc, T, Ws, alpha) -> dict[str, tuple[np.ndarray, str]]:
 
 
 def _rank(score: np.ndarray) -> np.ndarray:
-    return stats.rankdata(-np.asarray(score, dtype=float), method="min").astype(int)
+    """1 + the number of systems scored higher (equal scores share the smaller rank)."""
+    score = np.asarray(score, dtype=float)
+    return 1 + (score[None, :] > score[:, None]).sum(axis=1)
 
 
 def ablations(judgments: pd.DataFrame, source: str, n_boot: int, seed: int, alpha: float, ci: float,
@@ -127,8 +130,10 @@ def ablations(judgments: pd.DataFrame, source: str, n_boot: int, seed: int, alph
         rep = {k: boot.resample(v).reshape(n_boot, K, K) for k, v in per_conv.items()}
         rep["Ws"] = soft_matrix(boot.resample(by_strength.reshape(len(boot.ids), -1)).reshape(n_boot, 5, K, K), soft)
         reps = {k: v for k, (v, _) in _scores(rep["W"], rep["Wc"], rep["T"], rep["Ws"], alpha).items()}
-        reps["online_elo"] = rankers.online_elo(w_idx, l_idx, K, k_factor=elo_k,
-                                                repeats=boot.counts[:, boot.index(conv)])
+        # a sequential pass per replicate (5 ms each at the paper's 40,000 comparisons): its first ONLINE_BOOT
+        elo_reps = rankers.online_elo(w_idx, l_idx, K, k_factor=elo_k,
+                                      repeats=boot.counts[:ONLINE_BOOT, boot.index(conv)])
+        reps["online_elo"] = np.vstack([elo_reps, np.full((n_boot - len(elo_reps), K), np.nan)])
     main_rank = _rank(point[MAIN][0])
     n_ties = int(full["T"].sum())
     parameters = {"davidson_ties": f"nu = {float(point['davidson_ties'][1]):.3g} (tie propensity; "
@@ -148,7 +153,7 @@ def ablations(judgments: pd.DataFrame, source: str, n_boot: int, seed: int, alph
         n_tau = 0
         if n_boot:
             lo_s, hi_s = cluster_bootstrap.interval(reps[ranker], ci)
-            taus = rankers.tau_b(reps[MAIN], reps[ranker])
+            taus = rankers.tau_b(reps[MAIN], reps[ranker])  # NaN where a replicate was not fitted
             n_tau = int(np.isfinite(taus).sum())
             tau_lo, tau_hi = cluster_bootstrap.interval(taus, ci)
         moved = "; ".join(f"{systems[k]} {main_rank[k]}->{rank[k]}" for k in range(K) if rank[k] != main_rank[k])

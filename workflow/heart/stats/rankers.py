@@ -233,17 +233,22 @@ def online_elo(winner, loser, K: int, k_factor: float = 4.0, repeats=None, base:
         The ratings after the last comparison (starting at ``base``).
     """
     winner, loser = np.asarray(winner, dtype=np.int64), np.asarray(loser, dtype=np.int64)
-    single = repeats is None
-    reps = np.ones((1, winner.size), dtype=np.int64) if single else np.asarray(repeats, dtype=np.int64)
-    R = np.full((K, reps.shape[0]), float(base))  # one row per system: a comparison updates two rows in place
-    times = reps.T.astype(float)  # (N, B)
-    most = reps.max(axis=0, initial=0).tolist()
     scale = math.log(10.0) / 400.0
+    if repeats is None:  # one pass: plain floats (a numpy call per comparison costs more than the update)
+        r = [float(base)] * K
+        for first, second in zip(winner.tolist(), loser.tolist()):
+            gain = k_factor / (1.0 + math.exp((r[first] - r[second]) * scale))
+            r[first] += gain
+            r[second] -= gain
+        return np.array(r)
+    reps = np.asarray(repeats, dtype=np.int64)
+    R = np.full((K, reps.shape[0]), float(base))  # one row per system: a comparison updates two rows in place
+    times = reps.T  # (N, B)
+    most = reps.max(axis=0, initial=0).tolist()
     for n, (first, second) in enumerate(zip(winner.tolist(), loser.tolist())):
         rw, rl = R[first], R[second]
-        for k in range(most[n]):
-            play = times[n] > k if k else times[n] > 0  # the replicates that play it a (k+1)-th time
-            gain = k_factor * play / (1.0 + np.exp((rw - rl) * scale))  # k (1 - E_w): E_w = 1/(1 + e^{(R_l-R_w)..})
+        for k in range(most[n]):  # the replicates that play it a (k+1)-th time, in a row
+            gain = k_factor * (times[n] > k) / (1.0 + np.exp((rw - rl) * scale))  # k (1 - E_w)
             rw += gain
             rl -= gain
-    return R[:, 0] if single else R.T
+    return R.T
