@@ -76,7 +76,7 @@ def test_an_unknown_kind_is_refused_at_start_up_and_by_the_judge():
     config = yaml.safe_load((REPO / "config/config.yaml").read_text())
     config["judging"]["judges"]["j"] = {"model": "smollm2", "answer": "toy"}
     with pytest.raises(ConfigError, match=r"judging\.judges\.j\.answer: 'toy' is not a judge kind "
-                                          r"\(kinds: verdict, logprobs, content\)"):
+                                          r"\(kinds: verdict, logprobs, content, release\)"):
         validate_config(config, checks=[kinds.config_problems])
     with pytest.raises(ValueError, match="answer 'toy' is not one of"):
         Judge("j", "smollm2", answer="toy")

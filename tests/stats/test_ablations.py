@@ -126,3 +126,14 @@ def test_online_elos_interval_comes_from_the_bootstraps_first_replicates():
     table = run(synthetic(n_conv=20), n_boot=ablations.ONLINE_BOOT + 10).drop_duplicates("ranker").set_index("ranker")
     assert table.at["online_elo", "n_tau"] == ablations.ONLINE_BOOT
     assert table.at["davidson_ties", "n_tau"] == ablations.ONLINE_BOOT + 10
+
+
+def test_the_release_soft_score_fit_by_hand():
+    """One comparison: s0 beats s1 at strength 3. The release gives the winner 0.75 and the loser 0.25, so the
+    fit (the release's ridge, 2e-6) has exp(theta_0 - theta_1) = 0.75 / 0.25 = 3: 400 log10(3) = 190.8 Elo."""
+    rows = [judgment("p1", "c1", "j1", "a", system_a="s0", system_b="s1")]
+    rows[0]["strength"] = 3
+    table = run(judgments_frame(rows), n_boot=0).set_index(["ranker", "system"])["score"]
+    gap = table[("release_soft", "s0")] - table[("release_soft", "s1")]
+    assert gap == pytest.approx(400 * math.log10(3), abs=0.01)  # the ridge moves it by 0.001
+    assert table[("release_soft", "s0")] + table[("release_soft", "s1")] == pytest.approx(3000)

@@ -39,7 +39,7 @@ def orient(parsed: dict, order: str, axes: list[str]) -> dict:
     shown = parsed["strength"] * (1 if parsed["winner"] == "A" else -1)
     out = {"signed": flip * shown}
     for k in axes:
-        mark = parse_mark(parsed["axes"][k])
+        mark = parse_mark(parsed["axes"].get(k))  # an axis the kind does not ask: unmarked
         out[f"axis_{k}"] = None if mark is None else flip * mark
     return out
 

@@ -36,6 +36,8 @@ COLUMNS = ["subset", "source", "ranker", "label", "description", "status", "note
 #: a comparison's status that is a draw for the ties model: a human "about the same" or an imported tie, and an
 #: LLM judge whose two orders cancelled out
 TIES = ("tie", "inconsistent")
+#: the released fit's ridge: its 1e-6 x sum(log strength^2), as alpha/2 x |theta|^2 (bradley_terry's convention)
+RELEASE_RIDGE = 2e-6
 #: replicates of the online Elo ranker's interval: the first of the bootstrap's (each is a sequential pass)
 ONLINE_BOOT = 200
 
@@ -72,7 +74,7 @@ def _scores(W, Wc, T, Ws, alpha) -> dict[str, tuple[np.ndarray, str]]:
         "davidson_ties": (bt.elo(theta_ties), nu),
         "thurstone": (bt.elo(rankers.PROBIT_TO_LOGIT * rankers.thurstone(W, alpha=alpha)), ""),
         "win_rate": (rankers.win_rate(Wc), ""),
-        "release_soft": (bt.elo(bt.fit_matrix(Ws, alpha=alpha)), ""),
+        "release_soft": (bt.elo(bt.fit_matrix(Ws, alpha=RELEASE_RIDGE)), ""),
     }
 
 
@@ -140,7 +142,8 @@ def ablations(judgments: pd.DataFrame, source: str, n_boot: int, seed: int, alph
                                    f"{n_ties} ties)" if n_ties else "no ties in this scope: nu = 0, the model is "
                                    "Bradley–Terry's on counts",
                   "online_elo": f"K-factor {elo_k:g}, from 1000", "release_soft":
-                  "soft score by strength: " + ", ".join(f"{s}: {v:g}" for s, v in sorted(soft.items())),
+                  "soft score by strength: " + ", ".join(f"{s}: {v:g}" for s, v in sorted(soft.items()))
+                  + f"; the release's ridge {RELEASE_RIDGE:g}",
                   "thurstone": "P(i beats j) = Phi(theta_i - theta_j)", MAIN: f"ridge {alpha:g}",
                   "win_rate": "ties and strengths left out"}
     rows = []

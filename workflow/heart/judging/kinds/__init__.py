@@ -18,13 +18,14 @@ from __future__ import annotations
 
 from types import ModuleType
 
-from heart.judging.kinds import content, logprobs, verdict
+from heart.judging.kinds import content, logprobs, release, verdict
 
 #: answer kind -> the module that asks and reads it
 KINDS: dict[str, ModuleType] = {
     "verdict": verdict,    # a JSON verdict (winner, strength, axis marks, rationale): the paper's
     "logprobs": logprobs,  # one question at a time, read by the log-probability of "A" vs "B"
     "content": content,    # each reply's fit to the dialogue by a local model's likelihoods (not the rubric)
+    "release": release,    # the authors' released judging: six categories, verdicts like "A+++" (exploratory)
 }
 
 
