@@ -105,6 +105,7 @@ STUDY_TARGETS = [
     *([] if ARTIFACTS else ["results/data/esconv_source.parquet", ITEM_SOURCE_TABLES]),
     "results/items/items.parquet",
     "results/completions/systems.parquet",
+    "results/completions/safety.parquet",
     "results/judging/judgments.parquet",
     expand("results/tagging/{tagger}_f1.parquet", tagger=TAGGERS),
     "results/stats/ratings.parquet",

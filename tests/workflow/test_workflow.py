@@ -27,7 +27,8 @@ def test_lint_is_clean(workflow_copy):
 
 
 ONCE = {"ingest_esconv": 1, "collect_items": 1,
-        "original_completions": 1, "human_completions": 1, "summarize_systems": 1, "export_llm_cache": 1,
+        "original_completions": 1, "human_completions": 1, "summarize_systems": 1, "screen_completions": 1,
+        "export_llm_cache": 1,
         "llm_spend": 1, "all": 1,
         "design_pairs": 1, "human_judgments": 1, "combine_judgments": 1, "ratings": 1, "ratings_alternative": 1,
         "agreement": 1,

@@ -121,3 +121,26 @@ rule summarize_systems:
         human_file=bool(human_file(config["human_completions"]["path"])),
     script:
         "../scripts/summarize_systems.py"
+
+
+rule screen_completions:
+    # HEART section 6's automated safety screen of every completion: the offline lexicon (moderation categories)
+    input:
+        completions=COMPLETIONS,
+        lexicon=workflow.source_path("../resources/safety/lexicon.yaml"),
+    output:
+        table="results/completions/safety.parquet",
+        csv=report(
+            "results/tables/safety.csv",
+            caption="../report/table_safety.rst",
+            category="4. Tables",
+            labels={"table": "safety", "format": "csv"},
+        ),
+    log:
+        "logs/completions/screen_completions.log",
+    conda:
+        "../../envs/data.yaml"
+    params:
+        label=RUN_LABEL,
+    script:
+        "../scripts/screen_completions.py"

@@ -11,7 +11,7 @@ STAGE_RULES = {
     "data/items": ("download_esconv", "download_release", "ingest_esconv", "map_release", "release_items",
                    "screen_items", "screening_calibration", "make_adversarial_items", "collect_items"),
     "completions": ("generate_completions", "merge_completions", "import_completions", "original_completions",
-                    "human_completions", "summarize_systems"),
+                    "human_completions", "summarize_systems", "screen_completions"),
     "judging": ("design_pairs", "judge_pairs", "judge_qc", "judge_quality", "merge_judgments", "human_judgments",
                 "combine_judgments"),
     "tagging": ("tag_strategies", "merge_tags", "strategy_f1"),
