@@ -114,6 +114,13 @@ def test_system_must_name_a_configured_model():
         validate_config(cfg)
 
 
+def test_the_moderation_screen_must_name_a_configured_model():
+    cfg = load("config.yaml")
+    cfg["completions"] = {"moderation": "omni-moderation"}
+    with pytest.raises(ConfigError, match=r"completions.moderation: 'omni-moderation' is not a configured model"):
+        validate_config(cfg)
+
+
 # --- versioned resource files: heart.common.config.load_resource ---------------------------------------
 
 RESOURCES = REPO / "workflow" / "resources"

@@ -122,6 +122,11 @@ JUDGES = sorted(config["judging"]["judges"])
 TAGGERS = sorted(config["tagging"]["taggers"])
 
 
+# the model whose moderation endpoint screens the completions beside the offline lexicon (none from a bundle or
+# in an analysis-only run: nothing is called there, and there are no completions)
+MODERATION = None if ARTIFACTS or ANALYSIS_ONLY else config["completions"]["moderation"]
+
+
 def used_models():
     """Models that some stage calls: systems', the adversarial rewriter's, judges', taggers' (none from a
     bundle: its verdicts and tags are read, not made)."""
@@ -132,6 +137,8 @@ def used_models():
     names |= {t["model"] for t in config["tagging"]["taggers"].values()}
     if not (RELEASED_ITEMS or ANALYSIS_ONLY) and config["adversarial_items"]["n"] > 0:
         names.add(config["adversarial_items"]["model"])
+    if MODERATION:
+        names.add(MODERATION)
     return sorted(names)
 
 

@@ -142,5 +142,7 @@ rule screen_completions:
         "../../envs/data.yaml"
     params:
         label=RUN_LABEL,
+        moderation=model_params(MODERATION) if MODERATION else None,
+        cache_dir=config["llm"]["cache_dir"] if MODERATION else None,
     script:
         "../scripts/screen_completions.py"

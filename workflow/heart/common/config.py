@@ -261,6 +261,8 @@ def _dangling_references(config: dict) -> list[str]:
             refs.append((f"{stage}.{group}.{name}.model", entry["model"]))
     if "adversarial_items" in config:
         refs.append(("adversarial_items.model", config["adversarial_items"]["model"]))
+    if (config.get("completions") or {}).get("moderation"):
+        refs.append(("completions.moderation", config["completions"]["moderation"]))
     for key, model in refs:
         if model not in models:
             lines.append(f"{key}: {model!r} is not a configured model (models: {', '.join(sorted(models)) or 'none'})")
