@@ -137,3 +137,11 @@ def test_the_release_soft_score_fit_by_hand():
     gap = table[("release_soft", "s0")] - table[("release_soft", "s1")]
     assert gap == pytest.approx(400 * math.log10(3), abs=0.01)  # the ridge moves it by 0.001
     assert table[("release_soft", "s0")] + table[("release_soft", "s1")] == pytest.approx(3000)
+
+
+def test_a_system_with_only_ties_has_no_win_rate_and_ranks_last_there():
+    j = synthetic(n_conv=20)
+    tie = judgment("tie-only", "conv-x", "j1", None, system_a="s0", system_b="s9")  # s9 only ever tied
+    table = run(judgments_frame([*j.to_dict("records"), tie]), n_boot=0).set_index(["ranker", "system"])
+    assert np.isnan(table.loc[("win_rate", "s9"), "score"])
+    assert table.loc[("win_rate", "s9"), "rank"] == table.xs("win_rate")["rank"].max() == 6

@@ -79,8 +79,9 @@ def _scores(W, Wc, T, Ws, alpha) -> dict[str, tuple[np.ndarray, str]]:
 
 
 def _rank(score: np.ndarray) -> np.ndarray:
-    """1 + the number of systems scored higher (equal scores share the smaller rank)."""
-    score = np.asarray(score, dtype=float)
+    """1 + the number of systems scored higher (equal scores share the smaller rank); a system without a score
+    (a win rate with no decided comparison: only ties) ranks last."""
+    score = np.nan_to_num(np.asarray(score, dtype=float), nan=-np.inf)
     return 1 + (score[None, :] > score[:, None]).sum(axis=1)
 
 
