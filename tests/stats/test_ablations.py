@@ -4,6 +4,8 @@ rank changes and Kendall tau are those of the scores."""
 
 import math
 
+import pandas as pd
+
 import numpy as np
 import pytest
 from matplotlib.figure import Figure
@@ -145,3 +147,12 @@ def test_a_system_with_only_ties_has_no_win_rate_and_ranks_last_there():
     table = run(judgments_frame([*j.to_dict("records"), tie]), n_boot=0).set_index(["ranker", "system"])
     assert np.isnan(table.loc[("win_rate", "s9"), "score"])
     assert table.loc[("win_rate", "s9"), "rank"] == table.xs("win_rate")["rank"].max() == 6
+
+
+def test_online_elo_does_not_depend_on_the_tables_row_order():
+    """A bundle's pseudonymous pair ids reorder the judgments table: every ranker, online Elo included, gives the
+    same table for the same judgments in any row order."""
+    j = synthetic(n_conv=30)
+    one = run(j, n_boot=20)
+    other = run(j.sample(frac=1, random_state=5).reset_index(drop=True), n_boot=20)
+    pd.testing.assert_frame_equal(one, other)

@@ -116,7 +116,7 @@ def test_tagging_covers_every_completion_and_f1_says_absent(judged_workflow):
 
 
 FIGURES = ("fig4_leaderboard", "fig5_elo_ttft", "fig6_strategies", "elo_forest", "agreement", "bias_factors",
-           "example_pair", "judge_board")
+           "example_pair", "judge_board", "ablations")
 
 
 def test_figures_tables_and_report(judged_workflow):
@@ -338,7 +338,7 @@ def test_a_figure_style_of_its_own_reruns_that_figure_only_and_the_house_style_e
     rerun = set(wf.jobs(*wf.args, env=KEY_ENV)) - {"all"}
     assert rerun == {"figure_leaderboard", "figure_elo_ttft", "figure_strategies", "figure_elo_forest",
                      "figure_agreement", "figure_bias_factors", "figure_example_pair", "figure_rubric",
-                     "figure_protocol", "figure_judge_board"}, rerun
+                     "figure_protocol", "figure_judge_board", "figure_ablations"}, rerun
 
 
 def test_family_exclusion_leaves_a_judge_nothing_of_its_own(judged_copy):

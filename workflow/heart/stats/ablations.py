@@ -25,8 +25,8 @@ RANKERS = {
     "thurstone": ("a probit (Thurstone case V) link instead of the logistic; strength-weighted",
                   "Elo of 1.702 x probit theta"),
     "win_rate": ("a plain win rate: share of decided comparisons won, counts not strengths", "share won"),
-    "online_elo": ("online Elo, one comparison at a time in the judgments table's order (pair id: the order "
-                   "the judging made them is not recorded)", "Elo"),
+    "online_elo": ("online Elo, one comparison at a time in a pseudo-random order fixed by the data and the seed "
+                   "(the order the judging made them is not recorded)", "Elo"),
     "release_soft": ("the authors' released fit: Bradley–Terry on soft scores by strength (the release's "
                      "plus signs)", "Elo"),
 }
@@ -78,6 +78,17 @@ def _scores(W, Wc, T, Ws, alpha) -> dict[str, tuple[np.ndarray, str]]:
     }
 
 
+def play_order(items, comp: pd.DataFrame, seed: int) -> np.ndarray:
+    """The order online Elo plays the comparisons in: the order the judging made them is not recorded, so a
+    pseudo-random one fixed by the data and ``seed`` alone -- sorted by conversation, item, winner and loser
+    (comparisons alike in all four are alike to Elo), then shuffled with ``seed``. A table's row order (which a
+    bundle's pseudonymous pair ids change) plays no part."""
+    key = pd.DataFrame({"conversation": comp["conversation_id"].to_numpy(), "item": np.asarray(items, dtype=object),
+                        "winner": comp["winner"].to_numpy(), "loser": comp["loser"].to_numpy()})
+    canonical = key.sort_values(list(key.columns), kind="stable").index.to_numpy()
+    return canonical[np.random.default_rng(seed).permutation(len(canonical))]
+
+
 def _rank(score: np.ndarray) -> np.ndarray:
     """1 + the number of systems scored higher (equal scores share the smaller rank); a system without a score
     (a win rate with no decided comparison: only ties) ranks last."""
@@ -127,15 +138,16 @@ def ablations(judgments: pd.DataFrame, source: str, n_boot: int, seed: int, alph
     full = {k: v.sum(axis=0).reshape(K, K) for k, v in per_conv.items()}
     full["Ws"] = soft_matrix(by_strength.sum(axis=0).reshape(5, K, K), soft)
     point = _scores(full["W"], full["Wc"], full["T"], full["Ws"], alpha)
-    point["online_elo"] = (rankers.online_elo(w_idx, l_idx, K, k_factor=elo_k), "")
+    played = play_order(selected.loc[comp.index, "item_id"], comp, seed)
+    point["online_elo"] = (rankers.online_elo(w_idx[played], l_idx[played], K, k_factor=elo_k), "")
     reps = {}
     if n_boot:
         rep = {k: boot.resample(v).reshape(n_boot, K, K) for k, v in per_conv.items()}
         rep["Ws"] = soft_matrix(boot.resample(by_strength.reshape(len(boot.ids), -1)).reshape(n_boot, 5, K, K), soft)
         reps = {k: v for k, (v, _) in _scores(rep["W"], rep["Wc"], rep["T"], rep["Ws"], alpha).items()}
         # a sequential pass per replicate (5 ms each at the paper's 40,000 comparisons): its first ONLINE_BOOT
-        elo_reps = rankers.online_elo(w_idx, l_idx, K, k_factor=elo_k,
-                                      repeats=boot.counts[:ONLINE_BOOT, boot.index(conv)])
+        elo_reps = rankers.online_elo(w_idx[played], l_idx[played], K, k_factor=elo_k,
+                                      repeats=boot.counts[:ONLINE_BOOT, boot.index(conv[played])])
         reps["online_elo"] = np.vstack([elo_reps, np.full((n_boot - len(elo_reps), K), np.nan)])
     main_rank = _rank(point[MAIN][0])
     n_ties = int(full["T"].sum())
