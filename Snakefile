@@ -106,6 +106,7 @@ STUDY_TARGETS = [
     "results/items/items.parquet",
     "results/completions/systems.parquet",
     "results/completions/safety.parquet",
+    "results/completions/safety_flags.parquet",
     "results/judging/judgments.parquet",
     expand("results/tagging/{tagger}_f1.parquet", tagger=TAGGERS),
     "results/stats/ratings.parquet",

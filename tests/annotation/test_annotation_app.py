@@ -14,15 +14,15 @@ import pytest
 import yaml
 
 from support import REPO
-from heart.completions import imported
+from heart.completions import imported, safety_review
 from heart.judging import human_judgments, pairs as pairs_mod
 from heart.tagging import spot_checks
 from heart.annotation import app as app_mod
-from heart.annotation import db as store_db, export, links as store_links, store, tasks
+from heart.annotation import audit, db as store_db, export, links as store_links, store, tasks
 from heart.annotation.__main__ import _links
 from heart.tagging.taxonomy import load_taxonomy
-from support.annotation import (HOSTILE, KEYS, QC, TAXONOMY, answer, make_completions, make_items, nonce_of, posted,
-                                serve, stored)
+from support.annotation import (FLAGS, HOSTILE, KEYS, QC, TAXONOMY, answer, make_completions, make_items, nonce_of,
+                                posted, serve, stored)
 
 with warnings.catch_warnings():  # starlette's notice that its TestClient will move to httpx2
     warnings.simplefilter("ignore")
@@ -129,6 +129,9 @@ def test_cross_site_posts_are_refused(study, headers):
     ("labeller-01", {}, "None of these"),
     ("labeller-01", {"strategy": ["affirmation"], "none": "1"}, "untick one"),
     ("labeller-01", {"strategy": ["not_a_strategy"]}, "unknown strategy"),
+    ("reviewer-01", {"rationale": "it names a method"}, "Choose whether the flag is right"),
+    ("reviewer-01", {"decision": "keep", "rationale": "it names a method"}, "Choose whether the flag is right"),
+    ("reviewer-01", {"decision": "confirm", "rationale": "ok"}, "Say in a few words"),
 ])
 def test_bad_answers_are_refused_on_the_server_and_the_input_is_kept(study, kind, fields, message):
     r = answer(study["client"], study["links"][kind], **fields)
@@ -218,6 +221,36 @@ def test_export_round_trips_through_the_workflows_own_readers(study):
     assert sum(expected_fail.values()) > 0  # rater-01 answers 2 on B-side checks, rater-02 5 on A-side ones
     failures = client.get(coord).text.split('id="qc-failures"')[1].split("</table>")[0]
     assert failures.count('<tr><td data-label="rater">rater-01</td>') == expected_fail["rater-01"]
+
+
+def test_a_flag_is_reviewed_blind_and_exported_as_the_safety_reviews_the_workflow_reads(study):
+    """Two reviewers see each flagged reply with its categories and no system; one confirms, the other clears;
+    the export writes both reviews (with reasons, seconds and the completion they name) and the workflow's
+    reader finds both flags disputed; every answer is in the audit log."""
+    client, links, tmp = study["client"], study["links"], study["tmp"]
+    pages = [client.get(links["reviewer-01"]).text]
+    assert "Flagged for: <b>" in pages[0] and ("violence" in pages[0] or "self-harm" in pages[0])
+    finish(client, links["reviewer-01"], decision="confirm", rationale="It tells the seeker how to hurt someone.")
+    finish(client, links["reviewer-02"], decision="clear", rationale="Only asks whether the seeker is safe.")
+    assert not [p for p in pages if "secret-model" in p or "original" in p]
+    out = {k: tmp / "out" / f"{k}.csv" for k in ("completions", "judgments", "labels", "reviews")}
+    summary = export.export(study["db"], out["completions"], out["judgments"], out["labels"], KEYS,
+                            reviews_path=out["reviews"])
+    assert summary["safety_reviews"]["rows"] == 4
+    reviews = safety_review.read_reviews(out["reviews"], study["comp"])
+    assert sorted(zip(reviews["reviewer_id"], reviews["decision"])) == [
+        ("reviewer-01", "confirm"), ("reviewer-01", "confirm"), ("reviewer-02", "clear"), ("reviewer-02", "clear")]
+    assert reviews["seconds_spent"].notna().all() and set(reviews["system"]) == {"secret-model-x", "original"}
+    screen = FLAGS.assign(screen="lexicon", category=FLAGS["categories"].str.split(", ").str[0], flagged=True,
+                          status="screened")
+    assert safety_review.flags(screen, reviews)["review"].tolist() == ["disputed", "disputed"]
+    conn = store_db.connect(study["db"])
+    try:
+        events = audit.audit_frame(conn)
+    finally:
+        conn.close()
+    answered = events[events["event"] == "answer"]
+    assert answered["person_id"].str.startswith("reviewer-").sum() == 4
 
 
 def test_export_never_replaces_a_file_it_did_not_write(study):

@@ -19,17 +19,10 @@ from support.annotation import stored
 from support.annotation_server import AnnotationServer
 from support import KEY_ENV, REPO
 from support.workflow import WorkflowCopy, edit_config, judging_config
-from support.browser import LAPTOP, PHONE, QC_BAD, SHOTS, chromium, emulate, unemulate
+from support.browser import LAPTOP, PHONE, QC_BAD, SHOTS, emulate, unemulate
 
 pytestmark = [pytest.mark.e2e, pytest.mark.browser]
 
-
-
-@pytest.fixture(scope="module")
-def browser(tmp_path_factory):
-    driver = chromium(tmp_path_factory.mktemp("chromium"))
-    yield driver
-    driver.quit()
 
 
 @pytest.fixture(scope="module")

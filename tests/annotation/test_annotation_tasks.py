@@ -278,3 +278,22 @@ def test_the_paper_config_gives_the_papers_human_design():
     # every kind of pair is among them, about as often as in the design (13,500 of ~42,000 are human-model)
     kinds = llm_pairs.set_index("pair_id").loc[real["pair_id"].unique(), "kind"].value_counts()
     assert set(kinds.index) == {"model-model", "human-model", "dataset-model"} and 250 < kinds["human-model"] < 480
+
+
+def test_every_flagged_completion_goes_to_per_flag_reviewers_with_balanced_loads_and_no_system_shown():
+    from support.annotation import make_completions as comps, make_items as its
+
+    items = its(5)
+    comp = comps(items)
+    flags = pd.DataFrame([{"item_id": f"item{i}", "system": "secret-model-x", "contributor_id": None,
+                           "categories": "violence"} for i in range(5)])
+    t = tasks.safety_review_tasks(flags, comp, items, reviewers=3, per_flag=2, seed=5)
+    assert len(t) == 10 and t["kind"].eq("safety_review").all()
+    assert t.groupby("item_id")["person_id"].nunique().eq(2).all()
+    assert sorted(t["person_id"].value_counts().tolist()) == [3, 3, 4]  # 10 reviews over 3 people
+    assert set(t["text"]) == {f"Reply 0 to item{i}." for i in range(5)} and set(t["categories"]) == {"violence"}
+    assert t.equals(tasks.safety_review_tasks(flags, comp, items, 3, 2, 5))  # seeded
+    with pytest.raises(ValueError, match="per_flag: 4 distinct people per task but only 3"):
+        tasks.safety_review_tasks(flags, comp, items, 3, 4, 5)
+    with pytest.raises(ValueError, match="safety flags: completion secret-model-z of item 'item.' has no text"):
+        tasks.safety_review_tasks(flags.assign(system="secret-model-z"), comp, items, 3, 2, 5)

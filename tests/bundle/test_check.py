@@ -172,3 +172,27 @@ def test_a_tag_of_a_completion_the_bundle_lacks_stops_the_check(bundle, tmp_path
     with pytest.raises(load.BundleError, match=r"strategy_tags.parquet, row 2: field 'system' is 'gpt-6': the "
                                                "bundle has no such completion"):
         check.check(copy)
+
+
+def test_a_completion_withheld_for_safety_is_named_in_withheld_jsonl_and_its_pairs_stay(bundle, tmp_path):
+    """completions.confirmed_flags: bundle leaves a completion's row out of completions.parquet and lists it in
+    withheld.jsonl: the check (and a run) takes its pairs as naming a withheld completion; the same bundle
+    without withheld.jsonl names the pair whose completion is missing."""
+    import pandas as pd
+
+    copy = tmp_path / "bundle"
+    shutil.copytree(bundle, copy)
+    completions = pd.read_parquet(copy / "completions.parquet")
+    pairs = pd.read_parquet(copy / "pairs.parquet")
+    row = completions[completions["system"].isin(pairs["system_a"])].iloc[0]
+    completions.drop(index=row.name).to_parquet(copy / "completions.parquet", index=False)
+    (copy / "withheld.jsonl").write_text(json.dumps({"item_id": row["item_id"], "system": row["system"],
+                                                     "reason": "confirmed safety flag"}) + "\n")
+    check.write_manifest(copy)
+    summary = check.check(copy)
+    assert summary["pairs"] == len(pairs)
+    (copy / "withheld.jsonl").unlink()
+    check.write_manifest(copy)
+    with pytest.raises(load.BundleError, match=r"pairs.parquet, row \d+: field 'system_[ab]' is "
+                                               f"'{row['system']}': the bundle has no completion"):
+        check.check(copy)

@@ -6,7 +6,7 @@ import pandas as pd
 import pytest
 
 from support import FIXTURES, REPO
-from heart.completions import safety
+from heart.completions import safety, safety_review
 
 LEXICON = REPO / "workflow/resources/safety/lexicon.yaml"
 
@@ -52,11 +52,12 @@ def test_per_system_counts_completions_flags_and_categories():
     r = replies()
     table = safety.screen(r.assign(system=["a" if x.startswith("h") else "b" for x in r["reply_id"]]),
                           safety.load_lexicon(LEXICON))
-    report = safety.per_system(table).set_index("system")
+    report = safety_review.per_system(table, safety_review.flags(table, None)).set_index("system")
     flagged, _ = flags(table)
     assert report.loc["a", "completions"] == 20 and report.loc["a", "flagged"] == flagged.filter(like="h").sum()
     assert report.loc["b", "flagged"] == flagged.filter(like="s").sum()
     assert "harassment" in report.loc["a", "categories"]
+    assert report.loc["a", "unreviewed"] == report.loc["a", "flagged"] and report.loc["a", "confirmed"] == 0
 
 
 @pytest.mark.parametrize("text, message", [("version: 1\n", "needs 'version'"),

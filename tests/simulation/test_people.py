@@ -9,6 +9,7 @@ from heart.annotation import db as store_db, export, store, tasks
 from heart.judging import human_judgments, pairs as pairs_mod
 from heart.judging.material import load_rubric
 from heart.simulation import people
+from heart.completions import safety_review
 
 QC = yaml.safe_load((REPO / "workflow/resources/annotation/qc_replies.yaml").read_text())["replies"]
 
@@ -23,16 +24,18 @@ def test_simulated_people_answer_every_task_through_the_store(tmp_path):
                         + [{"item_id": it.item_id, "system": "original", "source": "dataset", "contributor_id": None,
                             "text": it.original_reply} for it in items.itertuples()])
     pairs = pairs_mod.design(comp, items, 1)
+    flags = pd.DataFrame([{"item_id": f"i{i}", "system": "m1", "contributor_id": None, "categories": "violence"}
+                          for i in range(4)])
     axes = tasks.rating_axes(load_rubric(REPO / "workflow/resources/rubric/heart.yaml"))
     table = pd.concat([tasks.writing_tasks(items, 2, 1, 1),
                        tasks.rating_tasks(items, pairs, comp, 3, 2, 0.2, QC, 1, axes=axes),
-                       tasks.spot_check_tasks(comp, items, 4, 2, 2, 1)], ignore_index=True)
+                       tasks.spot_check_tasks(comp, items, 4, 2, 2, 1),
+                       tasks.safety_review_tasks(flags, comp, items, 2, 2, 1)], ignore_index=True)
     db = tmp_path / "annotation.sqlite"
     keys = ["reflection", "question", "reassurance"]
     assert people.answer_all(db, table, ["writing"], keys) == {"writing": 4}
-    done = people.answer_all(db, table, ["rating", "spot_check"], keys, seed=1)
-    assert done == {"rating": int(table["kind"].eq("rating").sum()),
-                    "spot_check": int(table["kind"].eq("spot_check").sum())}
+    done = people.answer_all(db, table, ["rating", "spot_check", "safety_review"], keys, seed=1)
+    assert done == {kind: int(table["kind"].eq(kind).sum()) for kind in ("rating", "spot_check", "safety_review")}
     conn = store_db.connect(db)
     try:
         answers = store.answers_frame(conn)
@@ -45,6 +48,12 @@ def test_simulated_people_answer_every_task_through_the_store(tmp_path):
     raters = human_judgments.quality_control(read, 0.5, 5, 900)
     assert not raters["excluded"].any(), raters.to_dict("records")
     assert read["axis_H"].notna().all()
+    reviews = tmp_path / "reviews.csv"
+    export._write(export.reviews(answers), reviews)
+    read_reviews = safety_review.read_reviews(reviews, comp)
+    assert len(read_reviews) == 8 and read_reviews["reason"].str.startswith("[SIMULATED]").all()
+    assert set(safety_review.flags(flags.assign(flagged=True, screen="lexicon", category="violence"),
+                                   read_reviews)["review"]) <= {"confirmed", "cleared", "disputed"}
     writing = answers[answers["kind"].eq("writing")]
     assert writing["answer"].map(lambda a: a["text"].startswith("[SIMULATED]")).all()
     # a second pass answers nothing again: every task is done

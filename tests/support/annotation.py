@@ -31,6 +31,13 @@ QC = yaml.safe_load((REPO / "workflow/resources/annotation/qc_replies.yaml").rea
 HOSTILE = '<script>alert("x")</script> & </textarea>'
 
 
+#: two completions the safety screen flagged (SYNTHETIC)
+FLAGS = pd.DataFrame([{"item_id": "item1", "system": "secret-model-x", "contributor_id": None,
+                       "categories": "violence"},
+                      {"item_id": "item2", "system": "original", "contributor_id": None,
+                       "categories": "self-harm, self-harm/instructions"}])
+
+
 def make_items(n=3):
     return pd.DataFrame([{
         "item_id": f"item{i}", "conversation_id": i, "subset": "regular", "release_key": None,

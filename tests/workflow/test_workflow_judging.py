@@ -511,3 +511,60 @@ def test_adding_a_system_to_a_one_order_budgeted_study_pays_only_for_its_pairs(j
     # the new pairs' calls and nothing else (identical requests -- the SYNTHETIC humans' replies repeat --
     # are answered once)
     assert paid == new_verdicts["cache_key"].nunique()
+
+
+def test_a_confirmed_flag_leaves_the_reply_out_of_the_rating_pages_and_the_bundle(judged_copy):
+    """HEART §6 through the rules: a lexicon term that flags one of remote-a's replies (written here,
+    SYNTHETIC), a reviewer's confirmation in the reviews file, and completions.confirmed_flags [rating_pages,
+    bundle]: the flag is confirmed in safety_flags.parquet and the report's table, no rating task shows the reply,
+    and the bundle leaves its text out (withheld.jsonl) and still checks."""
+    import re
+
+    import yaml
+
+    from heart.bundle import check
+
+    wf = judged_copy
+    completions = tableio.read_table(wf.root / "results/completions/remote-a.parquet")
+    target = completions.iloc[0]
+    lexicon_path = wf.root / "workflow/resources/safety/lexicon.yaml"
+    lexicon = yaml.safe_load(lexicon_path.read_text())
+    lexicon["categories"]["violence"].setdefault("patterns", []).append(re.escape(target["text"]))
+    lexicon_path.write_text(yaml.safe_dump(lexicon))
+    (wf.root / "resources/human/safety_reviews.csv").write_text(
+        "item_id,system,reviewer_id,decision,reason\n"
+        f"{target['item_id']},remote-a,coordinator-1,confirm,\"Confirmed here to test the setting.\"\n")
+    edit_config(wf, lambda cfg: cfg.setdefault("completions", {}).update(confirmed_flags=["rating_pages", "bundle"]))
+    wf.snakemake("results/completions/safety_flags.parquet", "results/annotation/tasks.parquet", "results/bundle",
+                 *wf.args, env=KEY_ENV)
+
+    flags = tableio.read_table(wf.root / "results/completions/safety_flags.parquet")
+    mine = flags[(flags["item_id"] == target["item_id"]) & (flags["system"] == "remote-a")]
+    assert mine[["review", "left_out_of", "n_confirmed"]].values.tolist() == [
+        ["confirmed", "rating pages, bundle", 1]]
+    report = pd.read_csv(wf.root / "results/tables/safety.csv").set_index("system")
+    assert report.loc["remote-a", "confirmed"] == 1 and "violence" in report.loc["remote-a", "categories"]
+
+    tasks = tableio.read_table(wf.root / "results/annotation/tasks.parquet")
+    rating = tasks[(tasks["kind"] == "rating") & (tasks["item_id"] == target["item_id"])]
+    assert len(rating) and not rating[["ref_a", "ref_b"]].isin(["remote-a"]).any().any()
+    reviews = tasks[tasks["kind"] == "safety_review"]
+    assert (reviews["item_id"] + "/" + reviews["system"]).eq(f"{target['item_id']}/remote-a").any()
+
+    bundle = wf.root / "results/bundle"
+    public = pd.read_parquet(bundle / "completions.parquet")
+    assert not ((public["item_id"] == target["item_id"]) & (public["system"] == "remote-a")).any()
+    withheld = [json.loads(line) for line in (bundle / "withheld.jsonl").read_text().splitlines()]
+    assert [(w["item_id"], w["system"]) for w in withheld] == [(target["item_id"], "remote-a")]
+    # the fake provider gave remote-b the same words on that item: flagged too, not reviewed, so kept
+    assert public.loc[public["text"] == target["text"], "system"].tolist() == ["remote-b"]
+    twin = flags[(flags["item_id"] == target["item_id"]) & (flags["system"] == "remote-b")]
+    assert twin[["review", "left_out_of"]].values.tolist() == [["unreviewed", ""]]
+    verdicts = pd.read_parquet(bundle / "llm_verdicts.parquet").merge(pd.read_parquet(bundle / "pairs.parquet"),
+                                                                       on="pair_id")
+    withheld_pair = (verdicts["item_id_x" if "item_id_x" in verdicts else "item_id"] == target["item_id"]) & (
+        verdicts[["system_a", "system_b"]].eq("remote-a").any(axis=1))
+    assert withheld_pair.any() and verdicts.loc[withheld_pair, "rationale"].isna().all()
+    assert verdicts.loc[~withheld_pair, "rationale"].notna().any()
+    assert "The text of 1 completions is left out" in (bundle / "README.md").read_text()
+    assert check.check(bundle)["pairs"] == len(tableio.read_table(wf.root / "results/judging/pairs.parquet"))

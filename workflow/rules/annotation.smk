@@ -2,7 +2,7 @@
 #
 # annotation_tasks writes the people's tasks; `python -m heart.annotation serve` (make annotate) serves
 # them and keeps every answer in the store (config annotation.db); export_annotations turns the store
-# into the import files that human_completions, human_judgments and strategy_f1 read. The export rule
+# into the import files that human_completions, human_judgments, strategy_f1 and screen_completions read. The export rule
 # exists only once a store does, so a study without one reads hand-made files (or none) as before.
 
 
@@ -16,6 +16,8 @@ rule annotation_tasks:
         study_texts=workflow.source_path("../resources/annotation/study.yaml"),
         # the axes raters mark when annotation.rating.axes asks for them
         rubric=rubric_file(),
+        # the flagged completions people review (safety_review), and those a confirmed flag keeps off rating pages
+        safety_flags="results/completions/safety_flags.parquet",
     output:
         tasks="results/annotation/tasks.parquet",
         summary="results/annotation/summary.parquet",
@@ -43,6 +45,7 @@ if ANNOTATION_STORE:
             completions=config["human_completions"]["path"],
             judgments=config["human_judgments"]["path"],
             labels=config["tagging"]["spot_checks"],
+            reviews=config["completions"]["safety_reviews"],
             # every answer, void, revocation, consent and stop, for the data release's record
             audit="results/annotation/audit.parquet",
         log:

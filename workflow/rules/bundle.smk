@@ -36,6 +36,8 @@ if ARTIFACTS:
             ratings=[] if BUNDLE["pairs"] else BUNDLE["human_judgments"],
             item_table="results/items/items.parquet",
             completions=COMPLETIONS,
+            # completions whose text the study withheld (a confirmed safety flag): their pairs and tags stay
+            withheld=BUNDLE["withheld"],
         output:
             "results/judging/pairs.parquet",
         log:
@@ -91,6 +93,8 @@ if ARTIFACTS:
             table=BUNDLE["strategy_tags"],
             item_table="results/items/items.parquet",
             completions=COMPLETIONS,
+            # completions whose text the study withheld (a confirmed safety flag): their pairs and tags stay
+            withheld=BUNDLE["withheld"],
         output:
             "results/tagging/{tagger}.parquet",
         log:
@@ -125,6 +129,8 @@ else:
             tags=expand("results/tagging/{tagger}.parquet", tagger=TAGGERS),
             models=MODELS_CSV,
             human=[path for paths in BUNDLE_INPUTS.values() for path in paths],
+            # the completions a confirmed safety flag keeps out of the bundle (completions.confirmed_flags: bundle)
+            safety_flags="results/completions/safety_flags.parquet",
         output:
             directory("results/bundle"),
         log:

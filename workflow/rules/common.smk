@@ -255,6 +255,7 @@ ANNOTATION_EXPORTS = [
     config["human_completions"]["path"],
     config["human_judgments"]["path"],
     config["tagging"]["spot_checks"],
+    config["completions"]["safety_reviews"],
 ]
 if ANNOTATION_STORE:
     from heart.annotation.export import ExportError, check_writable  # noqa: E402

@@ -124,12 +124,16 @@ rule summarize_systems:
 
 
 rule screen_completions:
-    # HEART section 6's automated safety screen of every completion: the offline lexicon (moderation categories)
+    # HEART section 6's automated safety screen of every completion (the offline lexicon's moderation categories,
+    # and a provider's moderation endpoint where completions.moderation names one), the human review of its flags
+    # (annotation task safety_review, or a file) and what a confirmed flag does (completions.confirmed_flags)
     input:
         completions=COMPLETIONS,
         lexicon=workflow.source_path("../resources/safety/lexicon.yaml"),
+        reviews=human_file(config["completions"]["safety_reviews"]),
     output:
         table="results/completions/safety.parquet",
+        flags="results/completions/safety_flags.parquet",
         csv=report(
             "results/tables/safety.csv",
             caption="../report/table_safety.rst",
@@ -144,5 +148,7 @@ rule screen_completions:
         label=RUN_LABEL,
         moderation=model_params(MODERATION) if MODERATION else None,
         cache_dir=config["llm"]["cache_dir"] if MODERATION else None,
+        leave_out=config["completions"]["confirmed_flags"],
+        reviews_path=config["completions"]["safety_reviews"],
     script:
         "../scripts/screen_completions.py"

@@ -18,6 +18,8 @@ with logged(snakemake.log[0], snakemake) as log:
     extra = {}  # provenance beyond the rule's: what the design left out
     items = tableio.read_table(i.item_table) if i.get("item_table") else None
     completions = tableio.read_tables(i.completions, "completions") if i.get("completions") else None
+    if completions is not None:  # the pairs, verdicts and tags may name a completion whose text was withheld
+        completions = load.with_withheld(completions, one("withheld"))
     if p.table == "pairs":
         # pairs.parquet checked against the completions, or derived from the verdicts and ratings
         table = load.read_pairs(items, completions, pairs_path=one("table"), verdicts_path=one("verdicts"),

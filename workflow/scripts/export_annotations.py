@@ -9,7 +9,8 @@ from heart.tagging.taxonomy import load_taxonomy, strategy_keys
 with logged(snakemake.log[0], snakemake) as log:
     keys = strategy_keys(load_taxonomy(snakemake.input.taxonomy))
     out = snakemake.output
-    summary = export.export(snakemake.input.store, out.completions, out.judgments, out.labels, keys)
+    summary = export.export(snakemake.input.store, out.completions, out.judgments, out.labels, keys,
+                            reviews_path=out.reviews)
     for name, info in summary.items():
         log.info("%s: %s", name, info)
     with contextlib.closing(db.connect(snakemake.input.store)) as conn:

@@ -157,6 +157,8 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--completions", type=Path, default=Path("resources/human/completions.csv"))
     p.add_argument("--judgments", type=Path, default=Path("resources/human/judgments.csv"))
     p.add_argument("--labels", type=Path, default=Path("resources/human/strategy_labels.csv"))
+    p.add_argument("--reviews", type=Path, default=Path("resources/human/safety_reviews.csv"),
+                   help="where the safety reviews go (config completions.safety_reviews)")
     p.add_argument("--taxonomy", type=Path, default=DEFAULT_TAXONOMY)
     return parser
 
@@ -234,7 +236,8 @@ def _export(args) -> None:
     from heart.tagging.taxonomy import load_taxonomy, strategy_keys
 
     keys = strategy_keys(load_taxonomy(args.taxonomy))
-    for name, info in export.export(args.db, args.completions, args.judgments, args.labels, keys).items():
+    for name, info in export.export(args.db, args.completions, args.judgments, args.labels, keys,
+                                       reviews_path=args.reviews).items():
         print(f"{name}: {info}")
 
 

@@ -44,7 +44,8 @@ DEFAULTS = {
     "stopped_code": None,            # shown to a person stopped by the attention checks
     "stop_after_qc_failures": None,  # a number: stop a rater failing that many checks (and the share below)
     "max_qc_fail_share": 0.5,        # ... and at least this share of the checks so far (human_judgments')
-    "min_seconds": {"writing": 20, "rating": 8, "spot_check": 5},  # faster answers are flagged "fast"
+    # faster answers are flagged "fast"
+    "min_seconds": {"writing": 20, "rating": 8, "spot_check": 5, "safety_review": 5},
     "max_chars_per_second": 12,      # text that arrived faster cannot have been typed: flagged "pasted"
     "release_idle_minutes": 120,     # a place idle this long is given back to the next participant (None: never)
 }

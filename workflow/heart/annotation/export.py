@@ -6,7 +6,10 @@
   rationale, qc_expected, pair_id); quality-check rows carry ``qc_expected``;
 - spot-check answers -> strategy labels (item_id, system, contributor_id, strategy, present), one row
   per strategy of each completion whose labellers agree, or that the coordinator adjudicated; a
-  completion with one label so far, or with an open disagreement, is left out (and counted).
+  completion with one label so far, or with an open disagreement, is left out (and counted);
+- safety-review answers -> safety reviews (item_id, system, contributor_id, reviewer_id, decision, reason,
+  seconds_spent), one row per answer: every reviewer's decision is kept (two who disagree leave the flag
+  disputed: :mod:`heart.completions.safety_review`).
 
 Every answer is exported (an answered task is never retired: :func:`heart.annotation.store.load_tasks`).
 Files are written atomically, and each is recorded with its sha256 in a manifest beside it, so a later
@@ -30,6 +33,7 @@ COMPLETION_COLUMNS = ["item_id", "contributor_id", "text", "seconds_spent", "pas
 JUDGMENT_COLUMNS = ["rater_id", "item_id", "shown_a", "shown_b", "choice", "seconds_spent", "rationale",
                     "qc_expected", "pair_id", *AXIS_COLUMNS]
 LABEL_COLUMNS = ["item_id", "system", "contributor_id", "strategy", "present"]
+REVIEW_COLUMNS = ["item_id", "system", "contributor_id", "reviewer_id", "decision", "reason", "seconds_spent"]
 
 
 class ExportError(RuntimeError):
@@ -54,7 +58,8 @@ def check_writable(path) -> None:
         raise ExportError(
             f"{path} was not written by the annotation export (or was edited since), and exporting would "
             f"replace it. Move it away (or merge it into the store's answers), or point the export at "
-            f"another path in config (human_completions.path, human_judgments.path, tagging.spot_checks)")
+            f"another path in config (human_completions.path, human_judgments.path, tagging.spot_checks, "
+            f"completions.safety_reviews)")
 
 
 def _write(frame: pd.DataFrame, path) -> None:
@@ -110,8 +115,18 @@ def labels(answers: pd.DataFrame, decided: dict[str, list[str]], strategy_keys: 
     return pd.DataFrame(rows, columns=LABEL_COLUMNS), counts
 
 
-def export(db_path, completions_path, judgments_path, labels_path, strategy_keys: list[str]) -> dict:
-    """Write the three import files from the store; returns what was written, for the log.
+def reviews(answers: pd.DataFrame) -> pd.DataFrame:
+    rows = [{"item_id": a.item_id, "system": a.task["system"], "contributor_id": a.task.get("contributor_id") or "",
+             "reviewer_id": a.person_id, "decision": a.answer["decision"], "reason": a.answer["reason"],
+             "seconds_spent": a.seconds}
+            for a in answers.itertuples() if a.kind == "safety_review"]
+    return pd.DataFrame(rows, columns=REVIEW_COLUMNS)
+
+
+def export(db_path, completions_path, judgments_path, labels_path, strategy_keys: list[str],
+           reviews_path=None) -> dict:
+    """Write the import files from the store (the safety reviews where ``reviews_path`` is given); returns what
+    was written, for the log.
 
     Every file is written, a kind without answers as its header only (which the import reads as "no
     data", not "absent"); every path is checked before any is written.
@@ -126,6 +141,8 @@ def export(db_path, completions_path, judgments_path, labels_path, strategy_keys
               "judgments": (judgments(answers), judgments_path)}
     label_table, label_counts = labels(answers, decided, strategy_keys)
     tables["strategy_labels"] = (label_table, labels_path)
+    if reviews_path is not None:
+        tables["safety_reviews"] = (reviews(answers), reviews_path)
     for _, path in tables.values():
         check_writable(path)
     summary = {}

@@ -64,15 +64,9 @@ def validate(kind: str, form, strategy_keys: list[str], axes: list[str] = ()) ->
         choice = str(form.get("choice", ""))
         if choice not in {"1", "2", "3", "4", "5"}:
             return {}, "Choose one of the five options."
-        rationale, error = clean_text(form.get("rationale", ""), "reason")
+        rationale, error = _reason(form)
         if error:
             return {}, error
-        if (visible_length(rationale) < LIMITS["rationale_min_chars"]
-                or sum(ch.isalnum() for ch in rationale) < 2):
-            return {}, "Say in a few words why you chose it."
-        if len(rationale) > LIMITS["rationale_chars"]:  # refused whole, never cut: the page keeps the text
-            return {}, (f"Your reason has {len(rationale)} characters; shorten it to at most "
-                        f"{LIMITS['rationale_chars']} and submit again.")
         marks = {k: str(form.get(f"axis_{k}", "")) for k in axes}
         unmarked = [k for k, v in marks.items() if v not in AXIS_MARKS]
         if unmarked:
@@ -88,4 +82,25 @@ def validate(kind: str, form, strategy_keys: list[str], axes: list[str] = ()) ->
         if chosen and form.get("none") == "1":
             return {}, 'You ticked strategies and "None of these"; untick one.'
         return {"present": sorted(set(chosen))}, None
+    if kind == "safety_review":
+        decision = str(form.get("decision", ""))
+        if decision not in ("confirm", "clear"):
+            return {}, "Choose whether the flag is right (confirm) or wrong (clear)."
+        reason, error = _reason(form)
+        if error:
+            return {}, error
+        return {"decision": decision, "reason": reason}, None
     raise ValueError(f"unknown task kind {kind!r}")
+
+
+def _reason(form) -> tuple[str, str | None]:
+    """(the reason given, None) or ("", what is wrong with it): a few words, at most ``rationale_chars``."""
+    reason, error = clean_text(form.get("rationale", ""), "reason")
+    if error:
+        return "", error
+    if visible_length(reason) < LIMITS["rationale_min_chars"] or sum(ch.isalnum() for ch in reason) < 2:
+        return "", "Say in a few words why you chose it."
+    if len(reason) > LIMITS["rationale_chars"]:  # refused whole, never cut: the page keeps the text
+        return "", (f"Your reason has {len(reason)} characters; shorten it to at most "
+                    f"{LIMITS['rationale_chars']} and submit again.")
+    return reason, None

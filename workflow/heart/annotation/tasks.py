@@ -1,6 +1,6 @@
 """Tasks for people: who writes, rates and spot-checks what, in which order (HEART paper §9.3, §4.2, §9.10).
 
-Three kinds of human task, one table for all (:data:`TASK_COLUMNS`):
+Four kinds of human task, one table for all (:data:`TASK_COLUMNS`):
 
 * ``writing`` (§9.3): a writer is shown a context and writes the next supporter turn. Every context goes
   to ``per_context`` distinct writers of a pool (paper: 3 of 12) and the writers' loads are exactly
@@ -12,6 +12,8 @@ Three kinds of human task, one table for all (:data:`TASK_COLUMNS`):
 * ``spot_check`` (§9.10): a labeller checks the strategy tags of one completion; a stratified sample of
   completions (paper: 300, equal per system) goes to ``per_completion`` labellers each (paper: 2)
   (:func:`spot_check_tasks`).
+* ``safety_review`` (§6): a reviewer confirms or clears, with a reason, a flag of the automated safety screen;
+  every flagged completion goes to ``per_flag`` reviewers (:func:`safety_review_tasks`).
 
 Seeded and stable. Every random choice is a hash coin, :func:`heart.judging.pairs.unit` (seed, purpose, key),
 keyed by what it decides about (a pair, an item, a person), never a draw from one random stream. So a
@@ -39,9 +41,9 @@ from heart.common.records import is_blank
 
 TASK_COLUMNS = ["task_id", "kind", "person_id", "position", "item_id", "context",
                 "pair_id", "ref_a", "ref_b", "text_a", "text_b", "qc_expected", "axes",
-                "system", "contributor_id", "text"]
+                "system", "contributor_id", "text", "categories"]
 #: The kinds of task and the prefix of their people's ids.
-KINDS = {"writing": "writer", "rating": "rater", "spot_check": "labeller"}
+KINDS = {"writing": "writer", "rating": "rater", "spot_check": "labeller", "safety_review": "reviewer"}
 #: The ref of a quality-check pair's good side (the item's original reply) and the prefix of its bad side.
 QC_GOOD_REF = "original"
 QC_PREFIX = "qc:"
@@ -451,6 +453,40 @@ def spot_check_tasks(completions: pd.DataFrame, items: pd.DataFrame, n: int, lab
                 row.update(task_id=task_id("spot_check", person, c.item_id, key), system=c.system,
                            contributor_id=contributor, text=shown_text(c.text))
                 rows.append(row)
+    return _frame(rows, seed)
+
+
+def safety_review_tasks(flags: pd.DataFrame, completions: pd.DataFrame, items: pd.DataFrame, reviewers: int,
+                        per_flag: int, seed: int) -> pd.DataFrame:
+    """Safety reviews (§6): every completion the screen flagged (``flags``: item_id, system, contributor_id,
+    categories; :func:`heart.completions.safety_review.flagged`) to ``per_flag`` of ``reviewers`` reviewers,
+    the least loaded first (visited in the order of ``unit(seed, "review-order", ...)``), so loads are
+    balanced. The page shows the context, the reply and the categories flagged, never the system.
+
+    Raises
+    ------
+    ValueError
+        A bad setting (the message names it), or a flag of a completion or item that does not exist.
+    """
+    _check_pool("reviewers", reviewers, "per_flag", per_flag)
+    contexts, texts = _histories(items), _completion_texts(completions)
+    keys = [(f.item_id, f.system, key_text([f.contributor_id])[0], f.categories) for f in flags.itertuples()]
+    keys.sort(key=lambda k: (unit(seed, "review-order", "\x1f".join(k[:3])), k[:3]))
+    picks = _balanced(["\x1f".join(k[:3]) for k in keys], person_ids(KINDS["safety_review"], reviewers),
+                      per_flag, seed, "reviewer")
+    rows = []
+    for (item_id, system, contributor, categories), pick in zip(keys, picks):
+        ref = completion_ref(system, contributor or None)
+        text = texts.get((item_id, system, contributor))
+        if is_blank(text):
+            raise ValueError(f"safety flags: completion {ref} of item {item_id!r} has no text among the completions; "
+                             "rebuild the flags from the current completions (snakemake screen_completions)")
+        context = _context(contexts, item_id, f"safety flags ({ref})")
+        for person in pick:
+            row = _empty_row("safety_review", person, item_id, context)
+            row.update(task_id=task_id("safety_review", person, item_id, f"{system}#{contributor}"), system=system,
+                       contributor_id=contributor or None, text=shown_text(text), categories=categories)
+            rows.append(row)
     return _frame(rows, seed)
 
 

@@ -58,7 +58,7 @@ def check(folder) -> dict:
         raise load.BundleError(str(exc)) from None
     parts = load.parts(folder)
     items = load.read_items(parts["items"][0])
-    completions = _completions(folder, parts, items, config)
+    completions = load.with_withheld(_completions(folder, parts, items, config), (parts["withheld"] or [None])[0])
     verdicts_file = (parts["llm_verdicts"] or [None])[0]
     pairs = load.read_pairs(items, completions, pairs_path=(parts["pairs"] or [None])[0],
                             verdicts_path=verdicts_file, ratings_path=(parts["human_judgments"] or [None])[0])

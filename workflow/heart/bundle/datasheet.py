@@ -46,6 +46,11 @@ def text(manifest: dict, study: dict) -> str:
     taggers = ", ".join(sorted(study.get("tagging", {}).get("taggers", {}))) or "none"
     absent = sorted(n for n in ("human_completions.jsonl", "human_judgments.jsonl", "strategy_labels.jsonl",
                                 "imported_judgments.jsonl") if n not in manifest["files"])
+    n_withheld = c.get("withheld_completions", 0)
+    withheld = (f"- The text of {n_withheld:,} completions is left out (`withheld.jsonl`: a confirmed safety flag, the "
+                "study's `completions.confirmed_flags: bundle`); their pairs and verdicts are here, the rationales "
+                "of those verdicts and the evidence of their tags are empty, and what needs their text (lengths, "
+                "style control) is missing for them in a run from this bundle.\n" if n_withheld else "")
     return f"""# A HEART data release (`{manifest['format']}`)
 {simulated}
 Everything a HEART study computed its numbers from, in one folder: {c['items']:,} items, the completions of
@@ -88,4 +93,4 @@ human data are absent, every output that needs them says so.
   counts as no result, never as a tie.
 - `completions.parquet` has no token counts or the exact params sent (the import format has no column for
   them); the verdict tables keep the response cache's keys, so a published cache can be matched to them.
-"""
+{withheld}"""

@@ -70,6 +70,9 @@ FILES = {
     "strategy_labels.jsonl": "the human spot-check labels of strategies (resources/human/README.md)",
     "models.csv": "model metadata: family, the paper's Elo and win rate, Artificial Analysis index, TTFT "
                   "(workflow/resources/external/README.md)",
+    "withheld.jsonl": "the completions whose text the study left out of the bundle (a confirmed safety flag, "
+                      "completions.confirmed_flags: bundle): item_id, system, contributor_id, reason; their pairs and "
+                      "verdicts stay, the verdicts' rationales and the tags' evidence (which may quote them) are empty",
     "study.yaml": "the study's settings: systems, judges, taggers, judging design, human protocol, statistics and "
                   "figures (what make paper ARTIFACTS=<folder> runs with)",
 }
@@ -170,17 +173,22 @@ def _renamed_pairs(pairs: pd.DataFrame, writers: dict) -> tuple[pd.DataFrame, di
 
 def write(folder, *, items: pd.DataFrame, completions: pd.DataFrame, pairs: pd.DataFrame, verdicts: pd.DataFrame,
           checks: pd.DataFrame, tags: pd.DataFrame, files: dict, models_csv, study: dict,
-          provenance: dict | None = None) -> dict:
+          provenance: dict | None = None, withheld=frozenset()) -> dict:
     """Write the bundle to ``folder`` (which must not exist) and return its manifest.
 
     ``files`` maps ``human_completions``, ``human_judgments``, ``strategy_labels`` and ``imported_judgments``
     to the run's file, or to None where the run has none (the bundle then has none: absent stays absent).
     ``study`` is the study's settings (:func:`heart.bundle.study.study_settings` of the run's config).
+    ``withheld``: the (item_id, system, contributor_id or "") of completions whose text stays out of the bundle
+    (:func:`withhold`).
     """
     folder = Path(folder)
     if folder.exists():
         raise FileExistsError(f"{folder} exists: remove it, or export to another folder")
     human = _read_human(files)
+    withheld_rows = pd.DataFrame(sorted(withheld), columns=["item_id", "system", "contributor_id"])
+    if withheld:
+        items, completions, verdicts, tags, human = withhold(withheld, items, completions, pairs, verdicts, tags, human)
     writers, raters = _people(completions, pairs, tags, human)
     pairs_out, pair_ids = _renamed_pairs(pairs, writers)
     folder.parent.mkdir(parents=True, exist_ok=True)
@@ -204,12 +212,18 @@ def write(folder, *, items: pd.DataFrame, completions: pd.DataFrame, pairs: pd.D
                      "llm_verdicts.jsonl": len(public_view),
                      "judge_checks.parquet": len(checks), "strategy_tags.parquet": len(t)})
         rows.update(_human_files(tmp, human, writers, raters, pair_ids))
+        if len(withheld_rows):
+            renamed = pseudonyms.rename(withheld_rows["contributor_id"].replace("", None), writers)
+            _write_jsonl(withheld_rows.assign(contributor_id=renamed.astype(object).where(renamed.notna(), None),
+                                              reason="confirmed safety flag (completions.confirmed_flags: bundle)"),
+                         tmp / "withheld.jsonl")
+            rows["withheld.jsonl"] = len(withheld_rows)
         shutil.copyfile(models_csv, tmp / "models.csv")
         (tmp / "study.yaml").write_text(yaml.safe_dump(study, sort_keys=True, allow_unicode=True), encoding="utf-8")
         counts = {"items": len(items), "model_systems": int(public.column("system").unique().__len__()),
                   "pairs": len(pairs_out), "llm_judges": int(verdicts["judge"].nunique()),
                   "llm_verdicts": len(v), "writers": len(writers), "raters": len(raters),
-                  "taggers": int(tags["tagger"].nunique())}
+                  "taggers": int(tags["tagger"].nunique()), "withheld_completions": len(withheld_rows)}
         manifest = {"format": FORMAT, "label": study.get("simulated") and "SIMULATED" or None,
                     "counts": counts, "files": {}}
         for name in sorted(p.name for p in tmp.iterdir()):
@@ -224,6 +238,38 @@ def write(folder, *, items: pd.DataFrame, completions: pd.DataFrame, pairs: pd.D
         shutil.rmtree(tmp, ignore_errors=True)
         raise
     return manifest
+
+
+def withhold(withheld, items, completions, pairs, verdicts, tags, human: dict):
+    """The run's tables without the text of the ``withheld`` completions ((item_id, system, contributor or "")):
+    their rows left out of the completions and the human completions, a withheld original reply taken off its
+    item, and whatever may quote them emptied: the rationales of every verdict and rating on their pairs, the
+    evidence of their strategy tags. Pairs, verdicts and tags stay: every number from the judgments is the
+    same, and what needs the text (lengths, style) is missing for them, never made up."""
+    def key(item, system, contributor):
+        return (item, system, "" if records.is_blank(contributor) else str(contributor))
+
+    keep = np.array([key(*k) not in withheld for k in zip(completions["item_id"], completions["system"],
+                                                          completions["contributor_id"])], dtype=bool)
+    originals = {i for i, s, _ in withheld if s == "original"}
+    items = items.assign(original_reply=items["original_reply"].where(~items["item_id"].isin(originals), None))
+    touched = {pid for pid, i, sa, ca, sb, cb in zip(pairs["pair_id"], pairs["item_id"], pairs["system_a"],
+                                                     pairs["contributor_a"], pairs["system_b"], pairs["contributor_b"])
+               if key(i, sa, ca) in withheld or key(i, sb, cb) in withheld}
+    verdicts = verdicts.assign(rationale=verdicts["rationale"].where(~verdicts["pair_id"].isin(touched), None))
+    tag_keys = [key(*k) in withheld for k in zip(tags["item_id"], tags["system"], tags["contributor_id"])]
+    tags = tags.assign(evidence=tags["evidence"].where(~pd.Series(tag_keys, index=tags.index), None))
+    human = dict(human)
+    if "human_completions" in human:
+        h = human["human_completions"]
+        human["human_completions"] = h[np.array([key(i, "human", c) not in withheld
+                                                 for i, c in zip(h["item_id"], h["contributor_id"])], dtype=bool)]
+    if "human_judgments" in human:
+        h = human["human_judgments"]
+        quoted = [any(key(i, *(ref.split("#", 1) if "#" in ref else (ref, ""))) in withheld for ref in (a, b))
+                  for i, a, b in zip(h["item_id"], h["shown_a"], h["shown_b"])]
+        human["human_judgments"] = h.assign(rationale=h["rationale"].mask(pd.Series(quoted, index=h.index), ""))
+    return items, completions[keep], verdicts, tags, human
 
 
 def _human_files(tmp: Path, human: dict, writers: dict, raters: dict, pair_ids: dict) -> dict:

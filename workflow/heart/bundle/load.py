@@ -89,12 +89,13 @@ def pick(listed, slot: str) -> str | None:
 
 def parts(folder) -> dict[str, list[str]]:
     """Part -> [the path it is read from] ([] when the bundle has none) of bundle ``folder``, whose manifest
-    the run's start has checked: :data:`SLOTS`, the human ratings (``human_judgments``) and the model metadata
-    (``models``; the workflow's own where the bundle has none)."""
+    the run's start has checked: :data:`SLOTS`, the human ratings (``human_judgments``), the model metadata
+    (``models``; the workflow's own where the bundle has none) and the completions whose text the study withheld
+    (``withheld``)."""
     folder = Path(folder)
     listed = json.loads((folder / "manifest.json").read_text(encoding="utf-8"))["files"]
     out = {slot: [str(folder / name)] if (name := pick(listed, slot)) else [] for slot in SLOTS}
-    for name in ("human_judgments.jsonl", "models.csv"):
+    for name in ("human_judgments.jsonl", "models.csv", "withheld.jsonl"):
         out[name.split(".")[0]] = [str(folder / name)] if name in listed else []
     return out
 
@@ -215,6 +216,24 @@ def _first_bad(path, frame: pd.DataFrame, bad: pd.Series, field: str, why: str) 
         row = int(bad.to_numpy().nonzero()[0][0])
         raise BundleError(f"{path}, row {row + 1}: field {field!r} is {frame[field].iloc[row]!r}: {why} "
                           f"({int(bad.sum())} such rows)")
+
+
+def with_withheld(completions: pd.DataFrame, path) -> pd.DataFrame:
+    """``completions`` and, as rows without text, the completions ``withheld.jsonl`` (``path``; None: none) lists:
+    what the bundle's pairs, verdicts and tags may name though their text was left out (a confirmed safety
+    flag). Errors name the file, the line and the field."""
+    if path is None:
+        return completions
+    from heart.common import records
+
+    listed = _public(records.read_records, path, ["item_id", "system"], ["contributor_id", "reason"],
+                     False, ("item_id", "system", "contributor_id"))
+    for row in listed.itertuples():
+        for col in ("item_id", "system"):
+            if records.is_blank(getattr(row, col)):
+                raise BundleError(f"{path}, line {row.line}: field {col!r} is empty")
+    rows = listed.assign(contributor_id=listed["contributor_id"].replace("", None), text=None)
+    return pd.concat([completions, rows[["item_id", "system", "contributor_id", "text"]]], ignore_index=True)
 
 
 def _refs(completions: pd.DataFrame) -> set:

@@ -69,18 +69,3 @@ def screen(completions: pd.DataFrame, lexicon: Lexicon) -> pd.DataFrame:
         rows += [{**key, "category": c, "status": "not_screened", "score": None, "flagged": None, "evidence": None}
                  for c in lexicon.not_screened]
     return pd.DataFrame(rows, columns=COLUMNS)
-
-
-def per_system(table: pd.DataFrame) -> pd.DataFrame:
-    """The report's table: per system, completions screened, flagged (any category) and the flags per category."""
-    screened = table[table["status"] == "screened"]
-    if screened.empty:
-        return pd.DataFrame({"system": [], "completions": [], "flagged": [], "categories": []})
-    key = ["system", "item_id", "contributor_id"]
-    per_completion = screened.assign(contributor_id=screened["contributor_id"].fillna("")).groupby(
-        key, sort=True)["flagged"].any()
-    out = per_completion.groupby(level="system").agg(completions="size", flagged="sum").reset_index()
-    counts = screened[screened["flagged"].astype(bool)].groupby(["system", "category"]).size()
-    out["categories"] = [", ".join(f"{c} {n}" for c, n in counts[s].items()) if s in counts.index.get_level_values(0)
-                         else "none" for s in out["system"]]
-    return out

@@ -73,6 +73,15 @@ def spot_check(task: dict, person: str, strategies: list[str], seed: int) -> dic
     return {"present": present}
 
 
+def safety_review(task: dict, person: str, seed: int) -> dict:
+    """A SIMULATED reviewer's decision: a coin per flagged completion (confirm 1 time in 3), flipped 1 time in 10
+    per person, with a SIMULATED reason."""
+    key = f"{task['item_id']}|{task.get('system')}|{task.get('contributor_id')}"
+    confirm = (_unit(seed, "harmful", key) < 1 / 3) != (_unit(seed, person, key, "review") < 0.1)
+    return {"decision": "confirm" if confirm else "clear",
+            "reason": f"[SIMULATED] {person} {'confirms' if confirm else 'clears'} the {task.get('categories')} flag"}
+
+
 def writing(task: dict, person: str) -> dict:
     return {"text": f"[SIMULATED] {person} writes to the seeker of {task['item_id']}: that sounds hard, "
                     "what would help most right now?", "pasted": False}
@@ -97,6 +106,7 @@ def answer_all(db, tasks: pd.DataFrame, kinds, strategies: list[str], seed: int 
                 nonce = store.serve(conn, person, task["task_id"], at=clock)
                 value = (writing(task, person) if kind == "writing"
                          else rating(task, person, seed) if kind == "rating"
+                         else safety_review(task, person, seed) if kind == "safety_review"
                          else spot_check(task, person, strategies, seed))
                 store.answer(conn, store.served(conn, nonce, person), kind, value, at=clock + seconds)
                 clock += seconds
@@ -111,7 +121,8 @@ def main(argv=None) -> int:
     ap.add_argument("--tasks", type=Path, default=Path("results/annotation/tasks.parquet"))
     ap.add_argument("--db", type=Path, default=None, help="default: the store rule annotation_tasks recorded "
                     "beside --tasks (serve.json)")
-    ap.add_argument("--kinds", nargs="+", choices=("writing", "rating", "spot_check"), required=True)
+    ap.add_argument("--kinds", nargs="+", choices=("writing", "rating", "spot_check", "safety_review"),
+                    required=True)
     ap.add_argument("--seed", type=int, default=0)
     args = ap.parse_args(argv)
     recorded = json.loads((args.tasks.parent / "serve.json").read_text())

@@ -14,7 +14,8 @@ from heart.annotation.pages import CHOICES, guarded_post, site
 from heart.judging.human_judgments import qc_passed
 
 router = APIRouter()
-TEMPLATES = {"writing": "writing.html", "rating": "rating.html", "spot_check": "spot_check.html"}
+TEMPLATES = {"writing": "writing.html", "rating": "rating.html", "spot_check": "spot_check.html",
+             "safety_review": "safety_review.html"}
 
 
 @router.get("/p/{token}", response_class=HTMLResponse)
@@ -165,7 +166,7 @@ def kind_of(role: str) -> str:
 def practice_task(role: str, item: dict) -> dict:
     """A practice item as a task page shows it (rater: context and A/B; writer: context; labeller: a reply)."""
     return {"kind": kind_of(role), "context": item.get("context", []), "text_a": item.get("text_a"),
-            "text_b": item.get("text_b"), "text": item.get("text"), "axes": []}
+            "text_b": item.get("text_b"), "text": item.get("text"), "categories": item.get("categories"), "axes": []}
 
 
 def practice_check(kind: str, item: dict, value: dict) -> tuple[bool, str, str]:
@@ -173,6 +174,8 @@ def practice_check(kind: str, item: dict, value: dict) -> tuple[bool, str, str]:
     if kind == "rating":
         right = bool(qc_passed(item["expected"], value["choice"]))
         return right, dict(CHOICES)[value["choice"]], f"{item['expected']} is better"
+    if kind == "safety_review":
+        return value["decision"] == item["expected"], value["decision"], item["expected"]
     if kind == "spot_check":
         expected = set(item["expected"])
         return set(value["present"]) == expected, ", ".join(value["present"]) or "none", ", ".join(sorted(expected))
@@ -185,7 +188,7 @@ def task_axes(task: dict) -> list[dict]:
 
 
 def public(task: dict) -> dict:
-    """What a page may show of a task: the dialogue, the texts and the axes to mark, never a system, model
-    or writer."""
-    keep = {"kind", "context", "text_a", "text_b", "text"}
+    """What a page may show of a task: the dialogue, the texts, the axes to mark and the safety categories
+    flagged, never a system, model or writer."""
+    keep = {"kind", "context", "text_a", "text_b", "text", "categories"}
     return {**{k: v for k, v in task.items() if k in keep}, "axes": task_axes(task)}
