@@ -129,6 +129,8 @@ rule screen_completions:
     # (annotation task safety_review, or a file) and what a confirmed flag does (completions.confirmed_flags)
     input:
         completions=COMPLETIONS,
+        # the seeker turns a model wrote (the adversarial rewrites) are screened too
+        item_table="results/items/items.parquet",
         lexicon=workflow.source_path("../resources/safety/lexicon.yaml"),
         reviews=human_file(config["completions"]["safety_reviews"]),
     output:

@@ -15,11 +15,14 @@ with logged(snakemake.log[0], snakemake) as log:
     job = provenance.collect(snakemake)
     lexicon = safety.load_lexicon(snakemake.input.lexicon)
     completions = pd.concat([tableio.read_table(f) for f in snakemake.input.completions], ignore_index=True)
-    table = safety.screen(completions, lexicon)
+    # the seeker turns a model wrote (adversarial rewrites) are screened as the completions are
+    made = safety.model_written_items(tableio.read_table(snakemake.input.item_table))
+    screened = pd.concat([completions[made.columns], made], ignore_index=True)
+    table = safety.screen(screened, lexicon)
     if p.moderation:  # a provider's moderation endpoint beside the lexicon (completions.moderation)
         cfg = dict(p.moderation)
         spec = ModelSpec.from_config(cfg.pop("name"), cfg)
-        checked = moderation.screen(completions, spec, ResponseCache(p.cache_dir))
+        checked = moderation.screen(screened, spec, ResponseCache(p.cache_dir))
         table = pd.concat([table, checked], ignore_index=True)
         log.info("moderation %s: %d rows, %d failed calls", spec.model, len(checked),
                  int((checked["status"] == "failed").sum()))
@@ -29,6 +32,8 @@ with logged(snakemake.log[0], snakemake) as log:
     else:
         log.info("no safety reviews: %s does not exist; every flag is unreviewed", p.reviews_path)
     flags = safety_review.flags(table, reviews, p.leave_out)
+    log.info("%d model-written items screened (their seeker turns), %d flagged", len(made),
+             int(table.loc[table["system"] == safety.MODEL_ITEMS].groupby("item_id")["flagged"].any().sum()))
     stale = safety_review.unflagged_reviews(table, reviews)
     if stale:
         log.warning("%d reviews are of completions the screen does not flag now (not counted)", stale)

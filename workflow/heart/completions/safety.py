@@ -1,5 +1,6 @@
 """The automated safety screen of the completions (HEART paper §6: "All materials underwent automated safety
-screening and human review"): every completion's score and flag per moderation category, by the offline
+screening and human review"), and of the items a model wrote (the adversarial rewrites, :func:`model_written_items`):
+every completion's score and flag per moderation category, by the offline
 lexicon (``workflow/resources/safety/lexicon.yaml``, the embedded default's screen) with the categories named
 as OpenAI's moderation endpoint names them. What it can and cannot catch: ``docs/methods/safety.md``.
 """
@@ -19,6 +20,9 @@ COLUMNS = ["item_id", "system", "contributor_id", "screen", "screen_version", "c
 LEXICON = "lexicon"
 #: the longest evidence kept: the matched phrase (the table holds no more of a reply than the match)
 EVIDENCE_MAX = 80
+#: the ``system`` of an item's rows: the seeker turns a model wrote (the adversarial rewrites), screened as a
+#: completion is; reported beside the systems, never a system of the statistics nor a review task
+MODEL_ITEMS = "(model-written items)"
 
 
 @dataclass(frozen=True)
@@ -69,3 +73,14 @@ def screen(completions: pd.DataFrame, lexicon: Lexicon) -> pd.DataFrame:
         rows += [{**key, "category": c, "status": "not_screened", "score": None, "flagged": None, "evidence": None}
                  for c in lexicon.not_screened]
     return pd.DataFrame(rows, columns=COLUMNS)
+
+
+def model_written_items(items: pd.DataFrame) -> pd.DataFrame:
+    """The items a model wrote part of, as rows the screens read (item_id, system :data:`MODEL_ITEMS`,
+    contributor_id None, text): the adversarial items this workflow rewrote (no release key: the paper's released
+    ones were screened by its authors), their seeker turns joined by line breaks (every seeker turn of such a
+    window is a rewrite)."""
+    made = items[(items["subset"] == "adversarial") & items["release_key"].isna()]
+    texts = ["\n".join(t["text"] for t in history if t["role"] == "seeker") for history in made["history"]]
+    return pd.DataFrame({"item_id": made["item_id"].tolist(), "system": MODEL_ITEMS, "contributor_id": None,
+                         "text": texts}, columns=["item_id", "system", "contributor_id", "text"])

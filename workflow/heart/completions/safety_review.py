@@ -22,6 +22,7 @@ import numpy as np
 import pandas as pd
 
 from heart.common import records
+from heart.completions.safety import MODEL_ITEMS
 
 REVIEW_REQUIRED = ["item_id", "system", "reviewer_id", "decision", "reason"]
 REVIEW_OPTIONAL = ["contributor_id", "seconds_spent"]
@@ -41,8 +42,9 @@ def _key_frame(frame: pd.DataFrame) -> pd.DataFrame:
 
 
 def flagged(screen: pd.DataFrame) -> pd.DataFrame:
-    """One row per completion the screen flagged in any category: its categories and screens (sorted)."""
-    hits = _key_frame(screen[screen["flagged"].fillna(False).astype(bool)])
+    """One row per completion the screen flagged in any category: its categories and screens (sorted). The
+    screen's rows of model-written items are reported (:func:`per_system`), not reviewed here."""
+    hits = _key_frame(screen[screen["flagged"].fillna(False).astype(bool) & (screen["system"] != MODEL_ITEMS)])
     if hits.empty:
         return pd.DataFrame({c: pd.Series(dtype=object) for c in [*KEY, "categories", "screens"]})
     return hits.groupby(KEY, sort=True).agg(
