@@ -18,6 +18,9 @@ rule ratings:
         "logs/stats/ratings.log",
     benchmark:
         "benchmarks/stats/ratings.tsv"
+    # the longest jobs first (tens of seconds of bootstrap fits at the paper's scale): the short
+    # figure jobs then fill the other core instead of waiting for them at the end
+    priority: 10
     conda:
         "../../envs/stats.yaml"
     params:
@@ -39,6 +42,8 @@ rule ratings_alternative:
         "logs/stats/ratings_alternative.log",
     benchmark:
         "benchmarks/stats/ratings_alternative.tsv"
+    # a long job: started early (see rule ratings)
+    priority: 10
     conda:
         "../../envs/stats.yaml"
     params:
@@ -315,6 +320,8 @@ rule judge_board:
         "logs/stats/judge_board.log",
     benchmark:
         "benchmarks/stats/judge_board.tsv"
+    # a long job: started early (see rule ratings)
+    priority: 10
     conda:
         "../../envs/stats.yaml"
     params:
