@@ -376,6 +376,19 @@ def test_bias_panel_absent_tables_are_text(small):
 
 # --- Figures 2/3 -------------------------------------------------------------------------------
 
+def test_the_example_pair_is_never_one_with_a_flagged_reply():
+    """The report shows no text the safety screen flagged: the pair judged by the most judges is passed over
+    when one of its replies is flagged, and no pair is shown when every judged pair has one."""
+    rows = [("p1", "i1", "a", None, "human", "w1"), ("p1", "i1", "a", None, "human", "w1"),
+            ("p2", "i2", "a", None, "b", None)]
+    judgments = pd.DataFrame([{"pair_id": p, "item_id": i, "system_a": sa, "contributor_a": ca, "system_b": sb,
+                               "contributor_b": cb, "status": "ok", "judge_kind": "llm", "judge": f"j{k}"}
+                              for k, (p, i, sa, ca, sb, cb) in enumerate(rows)])
+    assert example_pair.pick_example(judgments) == "p1"
+    assert example_pair.pick_example(judgments, {("i1", "human", "w1")}) == "p2"
+    assert example_pair.pick_example(judgments, {("i1", "human", "w1"), ("i2", "b", "")}) is None
+
+
 def test_example_pair_escapes_html_and_renders():
     dialogue = pd.DataFrame({"turn_index": [1, 0], "role": ["supporter", "seeker"],
                              "text": ["How are you coping?",

@@ -184,6 +184,8 @@ rule figure_example_pair:
         judgments="results/judging/judgments.parquet",
         item_table="results/items/items.parquet",
         completions=COMPLETIONS,
+        # a reply the safety screen flagged is never the example (the report shows no flagged text)
+        safety_flags="results/completions/safety_flags.parquet",
         style=figure_style("example_pair"),
     output:
         png=report(

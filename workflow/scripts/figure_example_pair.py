@@ -14,10 +14,17 @@ with logged(snakemake.log[0], snakemake) as log, style.applied(snakemake.input.s
     items = tableio.read_table(snakemake.input.item_table).set_index("item_id")
     comp = pd.concat([tableio.read_table(p) for p in snakemake.input.completions], ignore_index=True)
     text = pairs.completion_text(comp)
-    pair = example_pair.pick_example(judgments)
+    flags = tableio.read_table(snakemake.input.safety_flags)
+    flagged = set(zip(flags["item_id"], flags["system"], flags["contributor_id"].fillna("")))
+    # nor a reply without its text here (a bundle's withheld completion)
+    sides = {(i, sys_, "" if pd.isna(c) else c) for x in "ab" for i, sys_, c in
+             zip(judgments["item_id"], judgments[f"system_{x}"], judgments[f"contributor_{x}"])}
+    untold = {k for k in sides if (k[0], k[1], k[2] or None) not in text}
+    pair = example_pair.pick_example(judgments, flagged | untold)
     if pair is None:
-        html, fig = example_pair.example_pair([], "", "", judgments.iloc[:0], title="No judged pair yet")
-        log.info("no pair with a verdict: the example says so")
+        title = "No judged pair yet" if not flagged else "No judged pair without a reply the safety screen flagged"
+        html, fig = example_pair.example_pair([], "", "", judgments.iloc[:0], title=title)
+        log.info("no pair with a verdict (%d flagged completions are never shown): the example says so", len(flagged))
     else:
         rows = judgments[judgments["pair_id"] == pair]
         p = rows.iloc[0]

@@ -7,6 +7,7 @@ import math
 import textwrap
 from collections.abc import Mapping
 
+import numpy as np
 import pandas as pd
 from matplotlib.figure import Figure
 from matplotlib.patches import Rectangle
@@ -228,10 +229,18 @@ def _figure(head: str, hidden: int, shown: list[tuple[str, str]], responses: tup
     return fig
 
 
-def pick_example(judgments: pd.DataFrame):
+def pick_example(judgments: pd.DataFrame, hidden=frozenset()):
     """The pair shown as the example (deterministic): judged by humans and LLMs if any, then by the most
-    judges with a verdict, then the smallest pair id. None when no pair has a verdict."""
+    judges with a verdict, then the smallest pair id. Never a pair with a ``hidden`` reply ((item_id, system,
+    contributor_id or ""): one the safety screen flagged, so that the report shows no flagged text, or one whose
+    text is not there). None when no pair has a verdict (or every such pair has a hidden reply)."""
     ok = judgments[judgments["status"] == "ok"]
+    if hidden and len(ok):
+        touched = np.array([(i, sa, "" if pd.isna(ca) else str(ca)) in hidden
+                            or (i, sb, "" if pd.isna(cb) else str(cb)) in hidden
+                            for i, sa, ca, sb, cb in zip(ok["item_id"], ok["system_a"], ok["contributor_a"],
+                                                         ok["system_b"], ok["contributor_b"])], dtype=bool)
+        ok = ok[~touched]
     if ok.empty:
         return None
     score = ok.groupby("pair_id").agg(kinds=("judge_kind", "nunique"), n=("judge", "size"))
