@@ -11,9 +11,9 @@ figures of the same run:
 - a new study: the verdicts the adaptive design needed to reach the fixed design's rank stability (mean Kendall τ
   of the bootstrap replicates with the point ranking, and the rank intervals' widths summed), as a share of the
   fixed design's verdicts (target <= 50 %);
-- one model added to the 17 others: the share of its fixed-design comparisons needed to place it with a 95 %
-  interval of half-width <= 15 Elo, how often it lands within +-15 Elo of its full-design estimate, and how often
-  its interval covers the truth (target <= 25 %);
+- one model added to the 17 others: the share of its fixed-design comparisons needed to place it to +-15 Elo
+  (95 %, judged by the Fisher information of its comparisons), how often it lands within +-15 Elo of its
+  full-design estimate (target <= 25 %);
 - coverage of the true values by the 95 % bootstrap intervals, both designs, in a world without the item effect
   (where the Bradley-Terry model is the true one, so that any shortfall is the design's, not the model's).
 """
@@ -66,7 +66,7 @@ def main(argv=None) -> int:
     print(f"adaptive / fixed verdicts: median {np.median(shares):.1%} (range {min(shares):.1%}-{max(shares):.1%}); "
           "target <= 50 %")
 
-    print("\nOne model added to the 17 others (stop: 95 % interval half-width <= 15 Elo)")
+    print("\nOne model added to the 17 others (stop: +-15 Elo at 95 % by the information of its comparisons)")
     placed = []
     for seed in range(max(1, args.seeds // 2)):
         world = sim.World(truth.to_numpy(), families, seed=100 + seed)
@@ -87,7 +87,7 @@ def main(argv=None) -> int:
         cov["fixed"] += list(r["fixed"]["covered"])
         cov["adaptive"] += list(r["adaptive"]["covered"])
     newcomer = []
-    for seed in range(max(1, args.seeds // 2)):
+    for seed in range(args.seeds):
         world = sim.World(truth.to_numpy(), families, seed=300 + seed, item_sd=0.0)
         newcomer += [sim.add_model(world, new, n_boot=args.n_boot, seed=seed)["covers"] for new in range(len(truth))]
     cov["added model (adaptive)"] = newcomer

@@ -71,4 +71,6 @@ def test_the_adaptive_study_stops_at_the_fixed_designs_stability_and_says_so():
     assert a["met"] and a["tau"] >= f["tau"] and a["width_sum"] <= f["width_sum"]
     assert a["verdicts"] == a["history"][-1]["verdicts"] and len(a["history"]) == a["rounds"]
     placed = sim.add_model(world, 1, n_boot=100, seed=1, half_width=40)
-    assert 0 < placed["own_used"] <= placed["own_fixed"] and placed["hi"] - placed["lo"] <= 80
+    assert 0 < placed["own_used"] < placed["own_fixed"] and placed["stop_width"] <= 40
+    by_interval = sim.add_model(world, 1, n_boot=100, seed=1, half_width=40, stop="bootstrap")
+    assert (by_interval["hi"] - by_interval["lo"]) / 2 <= 40

@@ -149,12 +149,17 @@ def new_study(world: World, n_boot: int = 200, seed: int = 0, first: float = 0.0
 
 
 def add_model(world: World, new: int, n_boot: int = 200, seed: int = 0, first: float = 0.05, step: float = 0.02,
-              half_width: float = 15.0) -> dict:
+              half_width: float = 15.0, confirm: int = 0, stop: str = "information") -> dict:
     """One system (``new``) placed into a study whose other systems were judged by the fixed design: its
     comparisons chosen in rounds (a first round of ``first`` of its fixed-design comparisons spread over its
     opponents, then rounds of ``step`` by :func:`heart.stats.adaptive.newcomer_weights`), until its Elo
-    relative to the others' mean has a bootstrap interval of half-width at most ``half_width``. Its full-design
-    estimate is the fit with all its fixed-design comparisons."""
+    relative to the others' mean is known to ``half_width`` (95 %), then ``confirm``
+    more rounds (the interval reported is the last one's: an interval that met the target by chance is not the
+    one reported, against optional stopping). ``stop``: "information" judges the precision by the Fisher
+    information of its comparisons at the current estimates (``1.96 / sqrt(sum n p (1 - p))``, on the Elo scale),
+    "bootstrap" by the bootstrap interval's half-width itself; stopping on the bootstrap's own noisy width picks
+    intervals that are narrow by chance (measured: ``docs/methods/adaptive-design.md``). Its full-design estimate is
+    the fit with all its fixed-design comparisons."""
     rng = np.random.default_rng(seed + 2)
     mine = (world.i == new) | (world.j == new)
     base = np.flatnonzero(world.fixed & ~mine)
@@ -173,7 +178,7 @@ def add_model(world: World, new: int, n_boot: int = 200, seed: int = 0, first: f
     by_opp = [cand[other == o] for o in opponents]
     used = np.zeros(opponents.size, dtype=np.int64)
     weights = np.ones(opponents.size)
-    chosen, share, rounds = [], first, 0
+    chosen, share, rounds, extra = [], first, 0, None
     while True:
         take = adaptive.allocate(weights, np.array([len(b) for b in by_opp]) - used, int(round(share * own_fixed)))
         if take.sum() == 0:
@@ -186,12 +191,25 @@ def add_model(world: World, new: int, n_boot: int = 200, seed: int = 0, first: f
         rounds += 1
         rel = relative(boot)
         lo, hi = np.percentile(rel, [2.5, 97.5])
-        if (hi - lo) / 2 <= half_width:
-            break
+        own_picked = np.concatenate(chosen)
+        if stop == "information":  # the design's own precision at the current estimates: not the interval's noise
+            gap = (point[world.i[own_picked]] - point[world.j[own_picked]]) * LOGIT_PER_ELO
+            p = 1 / (1 + np.exp(-gap))
+            width = 1.96 / LOGIT_PER_ELO / np.sqrt(np.sum(world.n[own_picked] * p * (1 - p)))
+        else:
+            width = (hi - lo) / 2
+        if extra is not None:
+            extra -= 1
+            if extra <= 0:
+                break
+        elif width <= half_width:
+            if confirm <= 0:
+                break
+            extra = confirm
         weights = adaptive.newcomer_weights(boot, point, new, opponents)
         share = step
     own = int(sum(c.size for c in chosen))
-    return {"own_fixed": own_fixed, "own_used": own, "share": own / own_fixed, "rounds": rounds,
+    return {"own_fixed": own_fixed, "own_used": own, "share": own / own_fixed, "rounds": rounds, "stop_width": width,
             "estimate": float(relative(point)), "full_estimate": float(relative(f_point)),
             "truth": float(truth), "lo": float(lo), "hi": float(hi), "covers": bool(lo <= truth <= hi),
             "full_half_width": float(np.diff(np.percentile(relative(f_boot), [2.5, 97.5]))[0] / 2)}
