@@ -3,6 +3,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from heart.completions import safety_review
 from heart.judging import pairs
 from heart.common import tableio
 from heart.common.atomic import atomic_path
@@ -15,10 +16,10 @@ with logged(snakemake.log[0], snakemake) as log, style.applied(snakemake.input.s
     comp = pd.concat([tableio.read_table(p) for p in snakemake.input.completions], ignore_index=True)
     text = pairs.completion_text(comp)
     flags = tableio.read_table(snakemake.input.safety_flags)
-    flagged = set(zip(flags["item_id"], flags["system"], flags["contributor_id"].fillna("")))
+    flagged = set(safety_review.completion_keys(flags["item_id"], flags["system"], flags["contributor_id"]))
     # nor a reply without its text here (a bundle's withheld completion)
-    sides = {(i, sys_, "" if pd.isna(c) else c) for x in "ab" for i, sys_, c in
-             zip(judgments["item_id"], judgments[f"system_{x}"], judgments[f"contributor_{x}"])}
+    sides = {k for x in "ab" for k in safety_review.completion_keys(
+        judgments["item_id"], judgments[f"system_{x}"], judgments[f"contributor_{x}"])}
     untold = {k for k in sides if (k[0], k[1], k[2] or None) not in text}
     pair = example_pair.pick_example(judgments, flagged | untold)
     if pair is None:

@@ -38,6 +38,7 @@ from heart.common import records, tableio
 from heart.common.atomic import sha256_file
 from heart.common.vocabulary import AXIS_COLUMNS
 from heart.completions.imported import HUMAN_COLUMNS, IMPORTED_NUMBERS
+from heart.completions.safety_review import completion_keys, touching, without_originals
 from heart.judging import human_judgments, judgment_import, pairs as pairs_mod
 from heart.tagging.spot_checks import SPOT_CHECK_OPTIONAL, SPOT_CHECK_REQUIRED
 
@@ -246,30 +247,26 @@ def withhold(withheld, items, completions, pairs, verdicts, tags, human: dict):
     item, and whatever may quote them emptied: the rationales of every verdict and rating on their pairs, the
     evidence of their strategy tags. Pairs, verdicts and tags stay: every number from the judgments is the
     same, and what needs the text (lengths, style) is missing for them, never made up."""
-    def key(item, system, contributor):
-        return (item, system, "" if records.is_blank(contributor) else str(contributor))
+    def hit(item_ids, systems, contributors) -> np.ndarray:
+        return np.array([k in withheld for k in completion_keys(item_ids, systems, contributors)], dtype=bool)
 
-    keep = np.array([key(*k) not in withheld for k in zip(completions["item_id"], completions["system"],
-                                                          completions["contributor_id"])], dtype=bool)
-    originals = {i for i, s, _ in withheld if s == "original"}
-    items = items.assign(original_reply=items["original_reply"].where(~items["item_id"].isin(originals), None))
-    touched = {pid for pid, i, sa, ca, sb, cb in zip(pairs["pair_id"], pairs["item_id"], pairs["system_a"],
-                                                     pairs["contributor_a"], pairs["system_b"], pairs["contributor_b"])
-               if key(i, sa, ca) in withheld or key(i, sb, cb) in withheld}
+    keep = ~hit(completions["item_id"], completions["system"], completions["contributor_id"])
+    touched = set(pairs.loc[touching(pairs, withheld), "pair_id"])
     verdicts = verdicts.assign(rationale=verdicts["rationale"].where(~verdicts["pair_id"].isin(touched), None))
-    tag_keys = [key(*k) in withheld for k in zip(tags["item_id"], tags["system"], tags["contributor_id"])]
-    tags = tags.assign(evidence=tags["evidence"].where(~pd.Series(tag_keys, index=tags.index), None))
+    tags = tags.assign(evidence=tags["evidence"].where(~hit(tags["item_id"], tags["system"], tags["contributor_id"]),
+                                                       None))
     human = dict(human)
     if "human_completions" in human:
         h = human["human_completions"]
-        human["human_completions"] = h[np.array([key(i, "human", c) not in withheld
-                                                 for i, c in zip(h["item_id"], h["contributor_id"])], dtype=bool)]
-    if "human_judgments" in human:
+        human["human_completions"] = h[~hit(h["item_id"], ["human"] * len(h), h["contributor_id"])]
+    if "human_judgments" in human:  # a rating names its completions as <system> or <system>#<contributor>
         h = human["human_judgments"]
-        quoted = [any(key(i, *(ref.split("#", 1) if "#" in ref else (ref, ""))) in withheld for ref in (a, b))
-                  for i, a, b in zip(h["item_id"], h["shown_a"], h["shown_b"])]
-        human["human_judgments"] = h.assign(rationale=h["rationale"].mask(pd.Series(quoted, index=h.index), ""))
-    return items, completions[keep], verdicts, tags, human
+        quoted = np.zeros(len(h), dtype=bool)
+        for col in ("shown_a", "shown_b"):
+            refs = [ref.partition("#") for ref in h[col]]
+            quoted |= hit(h["item_id"], [r[0] for r in refs], [r[2] for r in refs])
+        human["human_judgments"] = h.assign(rationale=h["rationale"].mask(quoted, ""))
+    return without_originals(items, withheld), completions[keep], verdicts, tags, human
 
 
 def _human_files(tmp: Path, human: dict, writers: dict, raters: dict, pair_ids: dict) -> dict:

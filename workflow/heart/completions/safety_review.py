@@ -36,9 +36,31 @@ KEY = ["item_id", "system", "contributor_id"]
 FLAG_COLUMNS = [*KEY, "categories", "screens", "n_reviews", "n_confirmed", "n_cleared", "review", "left_out_of"]
 
 
+def completion_keys(item_ids, systems, contributors) -> list[tuple[str, str, str]]:
+    """(item_id, system, contributor_id or "") of each completion: the key every table here joins on (and the
+    bundle's withholding and the report's example pair with it)."""
+    return [(i, s, "" if records.is_blank(c) else str(c)) for i, s, c in zip(item_ids, systems, contributors)]
+
+
 def _key_frame(frame: pd.DataFrame) -> pd.DataFrame:
-    """``frame`` with contributor_id "" where none (the key every table here joins on)."""
-    return frame.assign(contributor_id=frame["contributor_id"].map(lambda c: "" if records.is_blank(c) else str(c)))
+    """``frame`` with contributor_id "" where none (:func:`completion_keys`)."""
+    return frame.assign(contributor_id=[k[2] for k in completion_keys(frame["item_id"], frame["system"],
+                                                                      frame["contributor_id"])])
+
+
+def touching(pairs: pd.DataFrame, keys) -> np.ndarray:
+    """Per pair (item_id, system_a, contributor_a, system_b, contributor_b): does either of its completions have
+    one of ``keys`` (:func:`completion_keys`)? A boolean array (a list would select columns when empty)."""
+    sides = [completion_keys(pairs["item_id"], pairs[f"system_{x}"], pairs[f"contributor_{x}"]) for x in "ab"]
+    return np.array([a in keys or b in keys for a, b in zip(*sides)], dtype=bool)
+
+
+def without_originals(items: pd.DataFrame, keys) -> pd.DataFrame:
+    """``items`` with the dataset's reply taken off every item whose "original" completion is in ``keys``."""
+    originals = {i for i, s, _ in keys if s == "original"}
+    if not originals or "original_reply" not in items:
+        return items
+    return items.assign(original_reply=items["original_reply"].where(~items["item_id"].isin(originals), None))
 
 
 def flagged(screen: pd.DataFrame) -> pd.DataFrame:
@@ -170,13 +192,4 @@ def for_rating(items: pd.DataFrame, pairs: pd.DataFrame, flag_table: pd.DataFram
     out = left_out(flag_table, "rating_pages")
     if not out:
         return items, pairs
-
-    def side(x):
-        return [(i, s, "" if records.is_blank(c) else str(c))
-                for i, s, c in zip(pairs["item_id"], pairs[f"system_{x}"], pairs[f"contributor_{x}"])]
-
-    keep = np.array([a not in out and b not in out for a, b in zip(side("a"), side("b"))], dtype=bool)
-    originals = {i for i, s, _ in out if s == "original"}
-    if originals and "original_reply" in items:
-        items = items.assign(original_reply=items["original_reply"].where(~items["item_id"].isin(originals), None))
-    return items, pairs[keep]
+    return without_originals(items, out), pairs[~touching(pairs, out)]

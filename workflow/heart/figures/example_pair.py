@@ -7,12 +7,12 @@ import math
 import textwrap
 from collections.abc import Mapping
 
-import numpy as np
 import pandas as pd
 from matplotlib.figure import Figure
 from matplotlib.patches import Rectangle
 
 from heart.common.vocabulary import AXES
+from heart.completions.safety_review import touching
 from heart.figures.style import FONT, headline, new_figure, num, status_word
 
 
@@ -236,11 +236,7 @@ def pick_example(judgments: pd.DataFrame, hidden=frozenset()):
     text is not there). None when no pair has a verdict (or every such pair has a hidden reply)."""
     ok = judgments[judgments["status"] == "ok"]
     if hidden and len(ok):
-        touched = np.array([(i, sa, "" if pd.isna(ca) else str(ca)) in hidden
-                            or (i, sb, "" if pd.isna(cb) else str(cb)) in hidden
-                            for i, sa, ca, sb, cb in zip(ok["item_id"], ok["system_a"], ok["contributor_a"],
-                                                         ok["system_b"], ok["contributor_b"])], dtype=bool)
-        ok = ok[~touched]
+        ok = ok[~touching(ok, hidden)]
     if ok.empty:
         return None
     score = ok.groupby("pair_id").agg(kinds=("judge_kind", "nunique"), n=("judge", "size"))
