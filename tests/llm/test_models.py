@@ -5,7 +5,7 @@ from pathlib import Path
 
 from snakemake.iocontainers import Namedlist  # what a script's snakemake.input is
 
-from heart.llm.models import ModelSpec
+from heart.llm.models import CALLING, ModelSpec, answering, calling
 from heart.llm.stage import Stage
 
 
@@ -21,10 +21,31 @@ def test_a_models_limits_are_split_over_the_jobs_of_a_stage(tmp_path):
     # a stage's script gets the share of its shard: k of n
     prompt = tmp_path / "prompt.md"
     prompt.write_text("Be kind.")
+    # the limits are how the model is called: not in the rule's params (a change reruns nothing), read from the
+    # run's config by the job
+    config = {"models": {"m": {"model": "openai/m", "max_concurrency": 32, "rpm": 50, "timeout": 7}},
+              "llm": {"cache_dir": str(tmp_path / "cache"), "replay": None, "shards": 8}}
     smk = types.SimpleNamespace(
-        params=types.SimpleNamespace(model={"name": "m", "model": "openai/m", "max_concurrency": 32, "rpm": 50},
-                                     llm={"cache_dir": str(tmp_path / "cache")}, shard="3of8"),
+        params=types.SimpleNamespace(model={"name": "m", **answering(config["models"]["m"], "models")},
+                                     llm=answering(config["llm"], "llm"), shard="3of8"),
         input=Namedlist(fromdict={"prompt": str(prompt)}), scriptdir=str(ROOT / "workflow/scripts"),
-        rule="judge_pairs", config={})
+        rule="judge_pairs", config=config)
+    assert smk.params.model == {"name": "m", "model": "openai/m"} and "cache_dir" not in smk.params.llm
     stage = Stage.of(smk)
     assert stage.spec.max_concurrency == 4 and stage.engine.specs["m"] is stage.spec and stage.shard == "3of8"
+    assert stage.spec.timeout == 7 and stage.engine.cache.dir == tmp_path / "cache"
+
+
+def test_how_a_model_is_called_is_split_from_what_it_answers():
+    entry = {"model": "openai/m", "family": "f", "params": {"temperature": 0}, "api_base": None, "stream": True,
+             "batch": "openai", "max_concurrency": 4, "rpm": 60, "tpm": None, "timeout": 30, "max_retries": 2,
+             "api_key_env": "M_KEY"}
+    kept = answering(entry, "models")
+    # what the answers (and their price and timing) depend on stays a param: changing it reruns the model's jobs
+    assert kept == {"model": "openai/m", "family": "f", "params": {"temperature": 0}, "api_base": None,
+                    "stream": True, "batch": "openai"}
+    assert {**kept, **calling({"models": {"m": entry}}, "models", "m")} == entry
+    llm = {"cache_dir": "c", "replay": "r.parquet", "backoff_s": 1, "shards": 2, "batch_poll_s": 5,
+           "batch_max_requests": 9}
+    assert answering(llm, "llm") == {"replay": "r.parquet", "shards": 2}
+    assert set(calling({"llm": llm}, "llm")) == set(CALLING["llm"])

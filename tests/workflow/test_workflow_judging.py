@@ -328,6 +328,25 @@ def test_a_judge_tagger_or_figure_setting_reruns_what_reads_it_only(judged_workf
     assert not must_not & jobs.keys(), sorted(jobs)
 
 
+def test_how_the_models_are_called_reruns_nothing(judged_workflow, tmp_path):
+    """Concurrency, rates, timeouts, retries, back-off and batch polling change how calls are made, not their
+    answers (every one so far is in the response cache): a run with them changed has nothing to do
+    (heart.llm.models.CALLING); what a model answers (its decoding params) reruns its jobs."""
+    import yaml
+
+    wf = judged_workflow
+    cfg = yaml.safe_load((wf.root / "api.yaml").read_text())
+    cfg["models"]["remote"].update(max_concurrency=1, rpm=30, tpm=9000, timeout=3, max_retries=0)
+    cfg["llm"].update(backoff_s=2.5, batch_poll_s=5, batch_max_requests=100)
+    changed = tmp_path / "calling.yaml"
+    changed.write_text(yaml.safe_dump(cfg))
+    assert wf.jobs("--configfile", str(changed), env=KEY_ENV) == {}
+    cfg["models"]["remote"]["params"]["max_tokens"] = 300
+    changed.write_text(yaml.safe_dump(cfg))
+    assert {"generate_completions", "judge_pairs", "tag_strategies"} <= wf.jobs("--configfile", str(changed),
+                                                                               env=KEY_ENV).keys()
+
+
 def test_a_figure_style_of_its_own_reruns_that_figure_only_and_the_house_style_every_figure(judged_copy):
     wf = judged_copy
     styles = wf.root / "workflow/resources/figures"

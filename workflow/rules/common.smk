@@ -13,6 +13,7 @@ _others = [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p an
 os.environ.update(PYTHONPATH=os.pathsep.join([HEART_PATH, *_others]))
 
 from heart.llm import batch_protocols, shards  # noqa: E402
+from heart.llm.models import answering  # noqa: E402
 from heart.common.config import StartupError, paper_reference, start as start_config  # noqa: E402
 from heart.judging.judge import Judge  # noqa: E402
 from heart.judging import kinds as judge_kinds  # noqa: E402
@@ -115,8 +116,10 @@ COMPLETIONS = expand("results/completions/{system}.parquet", system=SYSTEMS)
 
 # LLM stages run in shards (results/<stage>/shards/<name>/<k>of<n>.parquet), merged by a local rule
 SHARDS = shards.names(config["llm"]["shards"])
-# the engine's settings as the LLM scripts get them (the shard count is in their paths instead)
-ENGINE = {k: v for k, v in config["llm"].items() if k != "shards"}
+# the engine's settings as the LLM scripts get them in params (the shard count is in their paths instead; how
+# calls are made -- the cache's folder, back-off, batch polling -- a job reads from the config: changing it
+# reruns nothing, heart.llm.models.CALLING)
+ENGINE = {k: v for k, v in answering(config["llm"], "llm").items() if k != "shards"}
 
 JUDGES = sorted(config["judging"]["judges"])
 TAGGERS = sorted(config["tagging"]["taggers"])
@@ -151,8 +154,10 @@ def required_keys():
 
 
 def model_params(name):
-    """Config entry of model ``name`` as passed to scripts (names of key variables, never keys)."""
-    return {"name": name, **config["models"][name]}
+    """Config entry of model ``name`` as passed to scripts: what its answers depend on (how it is called --
+    concurrency, rates, timeout, retries, the key's variable -- a job reads from the config: changing it reruns
+    nothing, heart.llm.models.CALLING)."""
+    return {"name": name, **answering(config["models"][name], "models")}
 
 
 def uses_local_model(name):

@@ -149,7 +149,6 @@ rule screen_completions:
     params:
         label=RUN_LABEL,
         moderation=model_params(MODERATION) if MODERATION else None,
-        cache_dir=config["llm"]["cache_dir"] if MODERATION else None,
         leave_out=config["completions"]["confirmed_flags"],
         reviews_path=config["completions"]["safety_reviews"],
     script:

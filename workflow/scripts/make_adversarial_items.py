@@ -8,7 +8,7 @@ from heart.common.runtime import logged
 
 with logged(snakemake.log[0], snakemake) as log:
     job = provenance.collect(snakemake)
-    engine = Engine([snakemake.params.model], snakemake.params.llm)
+    engine = Engine.of_job(snakemake, [snakemake.params.model])
     spec = next(iter(engine.specs.values()))
     prompt, version = template(snakemake.input.prompt)
     items, attempts = adversarial.build(

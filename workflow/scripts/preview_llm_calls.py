@@ -21,7 +21,7 @@ def prompt(paths, name):
 
 with logged(snakemake.log[0], snakemake) as log:
     job, p = provenance.collect(snakemake), snakemake.params
-    engine = Engine(p.models.values(), p.llm)
+    engine = Engine.of_job(snakemake, p.models.values())
     conversations, turns = tableio.read_table(snakemake.input.conversations), tableio.read_table(snakemake.input.turns)
     regular = tableio.read_table(snakemake.input.regular)
     scope = "all items" if regular["subset"].eq("adversarial").any() else "regular items"

@@ -8,7 +8,7 @@ from heart.common.atomic import sha256_file
 from heart.common.runtime import logged
 from heart.completions import moderation, safety, safety_review
 from heart.llm.cache import ResponseCache
-from heart.llm.models import ModelSpec
+from heart.llm.models import ModelSpec, calling
 
 with logged(snakemake.log[0], snakemake) as log:
     p = snakemake.params
@@ -20,9 +20,9 @@ with logged(snakemake.log[0], snakemake) as log:
     screened = pd.concat([completions[made.columns], made], ignore_index=True)
     table = safety.screen(screened, lexicon)
     if p.moderation:  # a provider's moderation endpoint beside the lexicon (completions.moderation)
-        cfg = dict(p.moderation)
+        cfg = {**p.moderation, **calling(snakemake.config, "models", p.moderation["name"])}
         spec = ModelSpec.from_config(cfg.pop("name"), cfg)
-        checked = moderation.screen(screened, spec, ResponseCache(p.cache_dir))
+        checked = moderation.screen(screened, spec, ResponseCache(calling(snakemake.config, "llm")["cache_dir"]))
         table = pd.concat([table, checked], ignore_index=True)
         log.info("moderation %s: %d rows, %d failed calls", spec.model, len(checked),
                  int((checked["status"] == "failed").sum()))

@@ -12,6 +12,25 @@ from heart.common.config import schema_defaults
 #: config ``models.<name>``'s defaults: said once, in the schema
 _D = schema_defaults("models.*")
 
+#: how a model is called, not what it answers (config ``models.<name>``; and ``llm``: where the response cache
+#: lives, how retries back off, how batches are polled and cut). A rule's params leave them out
+#: (:func:`answering`) and its job takes them from the run's config (:func:`calling`): changing them reruns
+#: nothing, since every answer so far is in the response cache and would be the same
+CALLING = {"models": ("max_concurrency", "rpm", "tpm", "timeout", "max_retries", "api_key_env"),
+           "llm": ("cache_dir", "backoff_s", "batch_poll_s", "batch_max_requests")}
+
+
+def answering(entry: dict, section: str) -> dict:
+    """Config entry ``entry`` of ``section`` (``"models"``: one model's; ``"llm"``) without how it is called."""
+    return {k: v for k, v in entry.items() if k not in CALLING[section]}
+
+
+def calling(config: dict, section: str, name: str | None = None) -> dict:
+    """How the run's ``config`` says to call model ``name`` (``section`` ``"models"``) or what the engine does
+    between calls (``"llm"``): the settings :func:`answering` leaves out of a rule's params."""
+    entry = config[section] if name is None else config[section][name]
+    return {k: entry[k] for k in CALLING[section] if k in entry}
+
 
 @dataclass(frozen=True)
 class ModelSpec:

@@ -30,7 +30,7 @@ class Stage:
     def of(cls, smk, resource: str | None = None) -> "Stage":
         """From a script's ``snakemake`` object: params ``model``, ``llm``, ``shard``; inputs ``prompt`` and,
         when ``resource`` names one (``"rubric"``, ``"taxonomy"``), that input."""
-        engine = Engine([smk.params.model], smk.params.llm)
+        engine = Engine.of_job(smk, [smk.params.model])
         name, (_, n_shards) = smk.params.model["name"], shards.parse(smk.params.shard)
         spec = engine.specs[name] = engine.specs[name].share(n_shards)  # its shard's part of the model's limits
         text, version = template(smk.input.prompt)
