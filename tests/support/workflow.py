@@ -51,7 +51,8 @@ class WorkflowCopy:
 
     def jobs(self, *args: str, env: dict | None = None) -> dict[str, int]:
         """Rule -> job count that a dry run with ``args`` would schedule."""
-        out = self.snakemake("-n", "--quiet=rules", *args, env=env).stdout
+        self.last_plan = self.snakemake("-n", "--quiet=rules", *args, env=env)  # what it printed besides
+        out = self.last_plan.stdout
         counts = {}
         for line in out.splitlines():
             parts = line.split()

@@ -56,10 +56,12 @@ def test_dry_run_whole_dag(workflow_copy, configfile, model_systems, judges, sha
                     "merge_completions": model_systems, "judge_pairs": judges * shards, "merge_judgments": judges,
                     "judge_qc": judges,
                     "tag_strategies": shards, "merge_tags": 1, "strategy_f1": 1}
-    jobs = workflow_copy.jobs("--configfile", configfile, "--config", f"esconv={{local_copy: {TINY}}}", env=PAPER_KEYS)
-    assert "download_esconv" not in jobs and jobs["generate_completions"] == model_systems * shards
-    # the shard count is a setting: 3 shards of the default's 2 systems
-    jobs = workflow_copy.jobs("--configfile", configfile, "--config", "llm={shards: 3}", env=PAPER_KEYS)
+    # every key the config needs is set: start-up says nothing of keys
+    assert "API keys not set" not in workflow_copy.last_plan.stdout + workflow_copy.last_plan.stderr
+    # a local copy replaces the download; the shard count is a setting (3 shards of each model's stages)
+    jobs = workflow_copy.jobs("--configfile", configfile, "--config", f"esconv={{local_copy: {TINY}}}",
+                              "llm={shards: 3}", env=PAPER_KEYS)
+    assert "download_esconv" not in jobs
     assert jobs["generate_completions"] == 3 * model_systems and jobs["judge_pairs"] == 3 * judges
 
 
@@ -69,17 +71,15 @@ def test_paper_config_without_keys_looks_and_names_them(workflow_copy):
     set, and say at start-up which are missing (a job that would call a provider stops before its first call:
     tests/llm/test_engine.py)."""
     no_keys = {k: None for k in PAPER_KEYS}
-    proc = workflow_copy.snakemake("-n", "--configfile", "config/paper.yaml", check=False, env=no_keys)
+    # the whole DAG and the call preview (with every key set nothing is said: test_dry_run_whole_dag)
+    proc = workflow_copy.snakemake("-n", "all", "results/llm/calls_preview.parquet", "--configfile",
+                                   "config/paper.yaml", check=False, env=no_keys)
     out = proc.stdout + proc.stderr
     assert proc.returncode == 0, out[-3000:]
     assert "API keys not set: " + ", ".join(sorted(PAPER_KEYS)) in out
     assert "generate_completions" in out  # the whole DAG, not a stop at start-up
-    proc = workflow_copy.snakemake("-n", "results/llm/calls_preview.parquet", "--configfile", "config/paper.yaml",
-                                   check=False, env=no_keys)
-    assert proc.returncode == 0 and "preview_llm_calls" in proc.stdout + proc.stderr
-    # with every key set, nothing is said; replaying a published cache needs no keys and says nothing either
-    assert "API keys not set" not in workflow_copy.snakemake("-n", "--configfile", "config/paper.yaml",
-                                                             env=PAPER_KEYS).stderr
+    assert "preview_llm_calls" in out
+    # replaying a published cache needs no keys and says nothing of them
     proc = workflow_copy.snakemake("-n", "--configfile", "config/paper.yaml", "--config",
                                    "llm={replay: results/llm/cache.parquet}", check=False, env=no_keys)
     assert "API keys not set" not in proc.stdout + proc.stderr
