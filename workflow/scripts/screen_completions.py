@@ -8,7 +8,7 @@ from heart.common.atomic import sha256_file
 from heart.common.runtime import logged
 from heart.completions import moderation, safety, safety_review
 from heart.llm.cache import ResponseCache
-from heart.llm.models import ModelSpec, calling
+from heart.llm.models import ModelSpec, as_called, calling
 
 with logged(snakemake.log[0], snakemake) as log:
     p = snakemake.params
@@ -20,8 +20,7 @@ with logged(snakemake.log[0], snakemake) as log:
     screened = pd.concat([completions[made.columns], made], ignore_index=True)
     table = safety.screen(screened, lexicon)
     if p.moderation:  # a provider's moderation endpoint beside the lexicon (completions.moderation)
-        cfg = {**p.moderation, **calling(snakemake.config, "models", p.moderation["name"])}
-        spec = ModelSpec.from_config(cfg.pop("name"), cfg)
+        spec = ModelSpec.from_params(as_called(p.moderation, snakemake.config))
         checked = moderation.screen(screened, spec, ResponseCache(calling(snakemake.config, "llm")["cache_dir"]))
         table = pd.concat([table, checked], ignore_index=True)
         log.info("moderation %s: %d rows, %d failed calls", spec.model, len(checked),

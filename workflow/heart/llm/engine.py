@@ -34,7 +34,7 @@ from heart.llm.batch import Journal, run_batches
 from heart.llm.cache import ResponseCache, cache_key, clean_hit
 from heart.llm.decoding import resolved_params
 from heart.llm.local_server import LocalServer
-from heart.llm.models import ModelSpec, calling, cost_usd
+from heart.llm.models import ModelSpec, as_called, calling, cost_usd
 from heart.llm.pacing import Pacer, RateLimiter, retry_after, token_estimate
 from heart.llm.request import Request, prepare_all
 from heart.llm.wire import RetryableResponse, by_batch, usage_of, wire_messages, wire_params  # noqa: F401
@@ -358,8 +358,8 @@ class Engine:
         """The engine of a job: its rule's params (``model_params``, ``llm``: what the answers depend on) with
         how the models are called from the run's config (:data:`heart.llm.models.CALLING`: left out of params,
         so that changing them reruns nothing)."""
-        models = [{**params, **calling(smk.config, "models", params["name"])} for params in model_params]
-        return cls(models, {**smk.params.llm, **calling(smk.config, "llm")})
+        return cls([as_called(params, smk.config) for params in model_params],
+                   {**smk.params.llm, **calling(smk.config, "llm")})
 
     def run(self, requests: list[Request], desc: str) -> dict[str, dict]:
         return run_requests(self.specs, requests, self.cache, desc=desc, backoff=self.backoff, batch=self.batch)

@@ -32,6 +32,12 @@ def calling(config: dict, section: str, name: str | None = None) -> dict:
     return {k: entry[k] for k in CALLING[section] if k in entry}
 
 
+def as_called(params: dict, config: dict) -> dict:
+    """A rule's params of one model (:func:`answering`, with its ``name``) with how the run's ``config`` says to
+    call it put back: what :meth:`ModelSpec.from_params` takes."""
+    return {**params, **calling(config, "models", params["name"])}
+
+
 @dataclass(frozen=True)
 class ModelSpec:
     """A configured model (config ``models.<name>``; its defaults are the config schema's)."""
