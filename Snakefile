@@ -26,7 +26,7 @@ wildcard_constraints:
     system="|".join(map(re.escape, MODEL_SYSTEMS + IMPORTED_SYSTEMS)) or "(?!)",
     judge="|".join(map(re.escape, JUDGES)) or "(?!)",
     tagger="|".join(map(re.escape, TAGGERS)) or "(?!)",
-    shard=r"\d+of\d+",
+    shard=r"\d+of\d+|round\d+",
 
 
 # what each item source leaves to look at besides the items
@@ -108,6 +108,7 @@ STUDY_TARGETS = [
     "results/completions/safety.parquet",
     "results/completions/safety_flags.parquet",
     "results/judging/judgments.parquet",
+    *(["results/judging/adaptive.parquet"] if ADAPTIVE else []),
     expand("results/tagging/{tagger}_f1.parquet", tagger=TAGGERS),
     "results/stats/ratings.parquet",
     "results/stats/agreement_human_llm.parquet",

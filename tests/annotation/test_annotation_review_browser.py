@@ -66,6 +66,8 @@ def test_reviewers_confirm_or_clear_each_flag_with_a_reason_and_the_export_reads
                  "reviewer-02": ("2", "I read it as harmful but clear it to test a dispute.")}
     for reviewer, (key, reason) in decisions.items():
         driver.get(site["links"][reviewer])
+        # (on a loaded machine the page source can be read before the document is there: wait for it)
+        WebDriverWait(driver, 30).until(lambda x: "Flagged for:" in x.page_source)
         page = driver.page_source
         assert "Flagged for:" in page and "Flagged reply" in page
         assert "secret-model" not in page and "original" not in page.replace("originally", "")  # no system named

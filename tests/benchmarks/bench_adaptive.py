@@ -1,7 +1,11 @@
 """SIMULATED benchmark of the adaptive pair design against the paper's fixed design (issue 44; prints its figures,
 not part of the test suite).
 
-    .venv/bin/python tests/benchmarks/bench_adaptive.py [--seeds 10] [--n-boot 200]
+    .venv/bin/python tests/benchmarks/bench_adaptive.py [--seeds 10] [--n-boot 200] [--write PATH]
+
+``--write workflow/resources/adaptive/expected.yaml`` keeps the two medians (a new study's share of the fixed
+design's verdicts, a newcomer's share of its own comparisons at +-15 Elo) as the call preview's SIMULATED
+expectation of an adaptive design's cost (rule preview_llm_calls).
 
 The world (heart.simulation.adaptive, labelled SIMULATED: no model or person made these verdicts): the paper's 18
 Figure 4 Elo values, 300 items in 250 conversations, three judges (gpt, claude, gemini families, never on their own
@@ -45,6 +49,7 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--seeds", type=int, default=10)
     ap.add_argument("--n-boot", type=int, default=200)
+    ap.add_argument("--write", type=Path, help="keep the medians here (the preview's expected adaptive cost)")
     args = ap.parse_args(argv)
     truth, families = paper_world()
     start = time.time()
@@ -94,6 +99,18 @@ def main(argv=None) -> int:
     for name, c in cov.items():
         print(f"{name:22s} {np.mean(c):.1%} of {len(c)} intervals")
     print(f"\n{time.time() - start:.0f} s")
+    if args.write:
+        import yaml
+
+        args.write.parent.mkdir(parents=True, exist_ok=True)
+        args.write.write_text(
+            "# SIMULATED (tests/benchmarks/bench_adaptive.py --write; docs/benchmarks.md): the adaptive design's\n"
+            "# median share of the fixed design in the paper's Figure 4 world, the call preview's expected cost\n"
+            + yaml.safe_dump({"label": sim.LABEL, "seeds": args.seeds, "n_boot": args.n_boot,
+                              "new_study_share": round(float(np.median(shares)), 4),
+                              "newcomer_share": round(float(np.median(share)), 4), "newcomer_half_width": 15.0},
+                             sort_keys=False))
+        print(f"wrote {args.write}")
     return 0
 
 

@@ -7,7 +7,7 @@ import pytest
 
 from heart.llm.cache import ResponseCache, cache_key
 from heart.llm.models import ModelSpec
-from heart.llm.preview import common_prefix_length, preview, preview_summary
+from heart.llm.preview import common_prefix_length, preview, preview_summary, scenario_summary
 from heart.llm.request import Request
 from support.llm import LOCAL, req
 from heart.common import tableio
@@ -64,6 +64,20 @@ def test_preview_summary_counts_unpriced_calls_instead_of_pricing_them_at_zero()
     only_unknown = preview_summary(table.iloc[2:3])
     assert only_unknown == "300 calls to make (0 cached); 300 calls (1 model: kimi) unpriced: cost unknown"
     assert preview_summary(table.iloc[5:]) == "0 calls to make (40 cached); nothing to pay"
+
+
+def test_compared_designs_are_shown_beside_the_run_never_summed_into_it():
+    table = preview_rows(("judging j (adaptive, worst case: ...)", "gpt-4o", 1000, 0, 10.0, "priced"),
+                         ("tagging t", "gpt-4o", 100, 0, 1.0, "priced"),
+                         ("judging j (fixed design: ...)", "gpt-4o", 1000, 0, 10.0, "priced"),
+                         ("judging j (adaptive, expected (SIMULATED): ...)", "gpt-4o", 700, 0, 7.0, "priced"))
+    table["scenario"] = [None, None, "fixed design", "adaptive, expected (SIMULATED)"]
+    assert preview_summary(table) == "1,100 calls to make (0 cached); at most $11.00"  # the run's rows only
+    assert scenario_summary(table).splitlines() == [
+        "judging, this run (adaptive, worst case): 1,000 calls to make, at most $10.00",
+        "judging, fixed design: 1,000 calls to make, at most $10.00",
+        "judging, adaptive, expected (SIMULATED): 700 calls to make, at most $7.00"]
+    assert scenario_summary(table.assign(scenario=None)) == ""
 
 
 def test_preview_prices_both_modes_from_the_price_map_and_counts_shared_prefixes(tmp_path):

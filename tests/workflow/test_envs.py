@@ -192,6 +192,7 @@ print("RULES=" + json.dumps(rules))
 # the last one defines rule export_annotations, which exists once an annotation store does (an empty one,
 # made by rule_conda_problems)
 PROBE_CONFIGS = ({}, {"items": {"source": "release"}}, {"analysis_only": {"judgments": "votes.csv"}},
+                 {"judging": {"adaptive": {"enabled": True}}},
                  {"annotation": {"db": "probe-store.sqlite"}}, {"artifacts": {"path": "probe-bundle"}})
 
 
@@ -218,7 +219,7 @@ def rule_conda_problems(root: Path) -> list[str]:
     # guard against rules the API did not see (e.g. defined only under some config)
     seen = {r["name"] for r in rules}
     for smk in [root / "Snakefile", *sorted((root / "workflow/rules").glob("*.smk"))]:
-        for name in re.findall(r"^\s*rule\s+(\w+)\s*:", smk.read_text(), re.M):
+        for name in re.findall(r"^\s*(?:rule|checkpoint)\s+(\w+)\s*:", smk.read_text(), re.M):
             if name not in seen:
                 problems.append(f"rule {name} ({smk.name}) was not defined when loading the workflow")
     envs = (root / "envs").resolve()

@@ -587,3 +587,35 @@ def test_a_confirmed_flag_leaves_the_reply_out_of_the_rating_pages_and_the_bundl
     assert verdicts.loc[~withheld_pair, "rationale"].notna().any()
     assert "The text of 1 completions is left out" in (bundle / "README.md").read_text()
     assert check.check(bundle)["pairs"] == len(tableio.read_table(wf.root / "results/judging/pairs.parquet"))
+
+
+# --- the adaptive pair design (config judging.adaptive; issue 44) ----------------------------------------------
+
+def test_a_model_added_adaptively_reuses_the_study_and_says_what_it_used(judged_copy, provider):
+    state, _ = provider
+    wf = judged_copy
+    edit_config(wf, lambda cfg: cfg["judging"].update(adaptive={
+        "enabled": True, "newcomer": "remote-b", "first": 0.4, "half_width": 100000.0, "n_boot": 50}))
+    calls = sum(state.calls.values())
+    wf.snakemake("results/judging/adaptive.parquet", "results/stats/ratings.parquet",
+                 "results/llm/calls_preview.parquet", *wf.args, env=KEY_ENV)
+    assert sum(state.calls.values()) == calls  # the study's verdicts (and these) were in the response cache
+    pairs = read(wf, "results/judging/pairs.parquet")
+    newcomer = (pairs["system_a"] == "remote-b") | (pairs["system_b"] == "remote-b")
+    round0 = set(read(wf, "results/judging/adaptive/round0.parquet")["pair_id"])
+    assert set(pairs.loc[~newcomer, "pair_id"]) <= round0  # every pair of the study, in round 0
+    rounds = read(wf, "results/judging/adaptive.parquet")
+    last = rounds.iloc[-1]
+    assert last["done"] and last["reason"].startswith("target met: remote-b known to +/-")
+    assert last["n_newcomer_fixed"] == newcomer.sum() and last["n_newcomer_chosen"] == round(0.4 * newcomer.sum())
+    assert last["calls"] < last["calls_fixed"]
+    log = (wf.root / "logs/judging/adaptive.log").read_text()
+    assert f"remote-b: {last['n_newcomer_chosen']} of its {newcomer.sum()} pairs" in log
+    assert "remote-b" in set(read(wf, "results/stats/ratings.parquet")["system"])
+    # the preview: this run's judging at its worst case, beside the fixed design and the SIMULATED expectation
+    preview = read(wf, "results/llm/calls_preview.parquet")
+    judging = preview[preview["stage"].str.startswith("judging fake-judge")].set_index("scenario", drop=False)
+    assert judging["scenario"].isna().sum() == 1 and "adaptive, worst case" in judging["stage"].iloc[0]
+    fixed = judging.loc["fixed design", "calls"]
+    assert fixed == last["calls_fixed"] and judging["calls"].iloc[0] == fixed  # budget 1.0: every pair at worst
+    assert judging.loc["adaptive, expected (SIMULATED)", "calls"] < fixed

@@ -12,6 +12,8 @@ sys.path.insert(0, HEART_PATH)
 _others = [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p and p != HEART_PATH]
 os.environ.update(PYTHONPATH=os.pathsep.join([HEART_PATH, *_others]))
 
+import pyarrow.parquet as pq  # noqa: E402
+
 from heart.llm import batch_protocols, shards  # noqa: E402
 from heart.llm.models import answering  # noqa: E402
 from heart.common.config import StartupError, paper_reference, start as start_config  # noqa: E402
@@ -122,6 +124,8 @@ SHARDS = shards.names(config["llm"]["shards"])
 ENGINE = {k: v for k, v in answering(config["llm"], "llm").items() if k != "shards"}
 
 JUDGES = sorted(config["judging"]["judges"])
+# the adaptive pair design (config judging.adaptive, off by default): a judge's shards are then its rounds
+ADAPTIVE = bool(config["judging"]["adaptive"]["enabled"] and not (ANALYSIS_ONLY or ARTIFACTS))
 TAGGERS = sorted(config["tagging"]["taggers"])
 
 
@@ -168,6 +172,33 @@ def uses_local_model(name):
 def judge_of(name):
     """LLM judge ``name`` (config judging.judges.<name>) as one object, built here once for every rule."""
     return Judge.from_config(name, config["judging"])
+
+
+def adaptive_rounds():
+    """How many rounds of the adaptive design chose pairs (rounds 0..n-1; round n chose none and ended it). Each
+    round is a checkpoint: asking for its status plans it, and Snakemake plans again once it has run."""
+    k = 0
+    while True:
+        status = checkpoints.adaptive_round.get(round=k).output.status
+        if pq.read_table(status, columns=["done"]).column("done")[0].as_py():
+            return k
+        k += 1
+
+
+def judge_shards(judge):
+    """The verdict tables merged into judge ``judge``'s table: its shards, or in the adaptive design its rounds."""
+    if ADAPTIVE:
+        # (round 0 even if it chose nothing: its verdict table is then empty, and the merge has a table to read)
+        k = range(max(1, adaptive_rounds()))
+        return expand("results/judging/shards/{judge}/round{k}.parquet", judge=judge, k=k)
+    return expand("results/judging/shards/{judge}/{shard}.parquet", judge=judge, shard=SHARDS)
+
+
+def judge_pair_table(wildcards):
+    """The pairs a judge_pairs job reads: the design's, or the round's in the adaptive design."""
+    if wildcards.shard.startswith("round"):
+        return f"results/judging/adaptive/{wildcards.shard}.parquet"
+    return "results/judging/pairs.parquet"
 
 
 def judge_prompt(name):

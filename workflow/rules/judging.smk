@@ -45,9 +45,10 @@ else:
     if not ARTIFACTS:
 
         rule judge_pairs:
-            # one shard of the pairs, by their item (llm.shards); merge_judgments joins the shards
+            # one shard of the pairs, by their item (llm.shards), or one round of the adaptive design (shard
+            # round<k>: one job, one batch, per judge and round); merge_judgments joins them
             input:
-                pair_table="results/judging/pairs.parquet",
+                pair_table=judge_pair_table,
                 item_table="results/items/items.parquet",
                 completions=COMPLETIONS,
                 rubric=rubric_file(),
@@ -66,7 +67,7 @@ else:
             params:
                 judge=lambda wc: judge_of(wc.judge).as_params(),  # heart.judging.judge.Judge, as a plain dict
                 model=lambda wc: model_params(judge_of(wc.judge).model),
-                shard=lambda wc: wc.shard,
+                shard=lambda wc: "1of1" if wc.shard.startswith("round") else wc.shard,
                 families=system_families(),
                 exclude_own_family=config["judging"]["exclude_own_family"],
                 both_orders=config["judging"]["both_orders"],
@@ -121,10 +122,58 @@ else:
         script:
             "../scripts/judge_quality.py"
 
+    if ADAPTIVE:
+
+        checkpoint adaptive_round:
+            # round k of the adaptive design, from the verdicts of rounds 0..k-1 (round 0: from none)
+            input:
+                pair_table="results/judging/pairs.parquet",
+                earlier=lambda wc: expand("results/judging/adaptive/round{k}.parquet", k=range(int(wc.round))),
+                verdicts=lambda wc: expand(
+                    "results/judging/shards/{judge}/round{k}.parquet",
+                    judge=JUDGES,
+                    k=range(int(wc.round)),
+                ),
+            output:
+                pairs="results/judging/adaptive/round{round}.parquet",
+                status="results/judging/adaptive/round{round}_status.parquet",
+            log:
+                "logs/judging/adaptive/round{round}.log",
+            wildcard_constraints:
+                round=r"\d+",
+            conda:
+                "../../envs/stats.yaml"
+            params:
+                round=lambda wc: int(wc.round),
+                settings=config["judging"]["adaptive"],
+                seed=config["judging"]["seed"],
+                families=system_families(),
+                judge_families=judge_families(),
+                exclude_own_family=config["judging"]["exclude_own_family"],
+                both_orders=config["judging"]["both_orders"],
+                bt_alpha=config["stats"]["bt_alpha"],
+            script:
+                "../scripts/adaptive_round.py"
+
+        rule adaptive_design:
+            input:
+                status=lambda wc: expand(
+                    "results/judging/adaptive/round{k}_status.parquet",
+                    k=range(adaptive_rounds() + 1),
+                ),
+            output:
+                "results/judging/adaptive.parquet",
+            log:
+                "logs/judging/adaptive.log",
+            conda:
+                "../../envs/data.yaml"
+            script:
+                "../scripts/adaptive_design.py"
+
     rule merge_judgments:
         input:
             pair_table="results/judging/pairs.parquet",
-            shards=expand("results/judging/shards/{{judge}}/{shard}.parquet", shard=SHARDS),
+            shards=lambda wc: judge_shards(wc.judge),
         output:
             "results/judging/llm/{judge}.parquet",
         log:

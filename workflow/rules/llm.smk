@@ -64,6 +64,8 @@ rule preview_llm_calls:
         qc_replies=workflow.source_path("../resources/annotation/qc_replies.yaml"),
         taxonomy=taxonomy_file(),
         tagging_prompts=[tagger_prompt(name) for name in TAGGERS],
+        # the adaptive design's SIMULATED expected share (tests/benchmarks/bench_adaptive.py --write)
+        adaptive_expected=workflow.source_path("../resources/adaptive/expected.yaml"),
     output:
         "results/llm/calls_preview.parquet",
     log:
@@ -77,6 +79,7 @@ rule preview_llm_calls:
         taggers=[tagger_of(name).as_params() for name in TAGGERS],
         pair_design=dict(seed=config["judging"]["seed"], sample=config["judging"]["pair_sample"]),
         both_orders=config["judging"]["both_orders"],
+        adaptive=config["judging"]["adaptive"],
         qc=dict(seed=config["judging"]["seed"], kinds=config["judging"]["qc"]["kinds"]),
         exclude_own_family=config["judging"]["exclude_own_family"],
         human_per_context=config["human_completions"]["per_context"],

@@ -1,6 +1,8 @@
 """rule preview_llm_calls: how many calls each LLM stage would make and roughly what they cost."""
 from pathlib import Path
 
+import yaml
+
 from heart.common import provenance, tableio
 from heart.common.runtime import logged, tell
 from heart.completions import generate
@@ -8,8 +10,9 @@ from heart.items import adversarial, screening
 from heart.judging import judge_qc, material, pairs
 from heart.judging.judge import Judge
 from heart.llm.engine import Engine
-from heart.llm.preview import preview, preview_summary
+from heart.llm.preview import preview, preview_summary, scenario_summary
 from heart.llm.request import template
+from heart.stats import adaptive
 from heart.tagging.tagger import Tagger
 from heart.tagging.taxonomy import load_taxonomy
 
@@ -25,7 +28,7 @@ with logged(snakemake.log[0], snakemake) as log:
     conversations, turns = tableio.read_table(snakemake.input.conversations), tableio.read_table(snakemake.input.turns)
     regular = tableio.read_table(snakemake.input.regular)
     scope = "all items" if regular["subset"].eq("adversarial").any() else "regular items"
-    stages = {}
+    stages, scenarios = {}, {}
     if p.adversarial["n"] > 0:
         text, version = template(snakemake.input.adversarial_prompt)
         model = p.adversarial["model"]
@@ -47,11 +50,24 @@ with logged(snakemake.log[0], snakemake) as log:
         log.info("judging design: %d pairs (%s), %s; %d human completions per context assumed", len(design),
                  design["kind"].value_counts().to_dict(), orders, p.human_per_context)
         rubric = material.load_rubric(snakemake.input.rubric)
+        # the adaptive design (judging.adaptive): this run's judging is its worst case, shown beside the fixed
+        # design and the SIMULATED expectation (rows with a scenario: compared, not summed)
+        designs = {None: design}
+        if p.adaptive["enabled"]:
+            expected = yaml.safe_load(Path(snakemake.input.adaptive_expected).read_text())
+            picked = adaptive.cost_scenarios(design, p.adaptive, expected, p.pair_design["seed"])
+            designs = {None: picked["worst case"], "fixed design": design,
+                       "adaptive, expected (SIMULATED)": picked["expected"]}
         for judge in map(Judge.from_params, p.judges):
-            keep = material.eligible(design, engine.specs[judge.model].family, p.families, p.exclude_own_family)
             text, version = prompt(snakemake.input.judge_prompts, judge.prompt)
-            stages[f"judging {judge.name} ({scope}, {len(design)} pairs, {orders})"] = judge.requests(
-                design[keep], regular, texts, text, rubric, version, p.both_orders)
+            for label, chosen in designs.items():
+                keep = material.eligible(chosen, engine.specs[judge.model].family, p.families, p.exclude_own_family)
+                what = ("adaptive, worst case: " if p.adaptive["enabled"] and label is None else
+                        f"{label}: " if label else "")
+                name = f"judging {judge.name} ({what}{scope}, {len(chosen)} of {len(design)} pairs, {orders})"
+                stages[name] = judge.requests(chosen[keep], regular, texts, text, rubric, version, p.both_orders)
+                if label:
+                    scenarios[name] = label
         # the known-answer quality checks every judge also judges, in both orders (rule judge_qc), on the items
         if p.qc["kinds"]:
             qc_design, qc_texts = judge_qc.design(regular, judge_qc.load_replies(snakemake.input.qc_replies),
@@ -64,8 +80,9 @@ with logged(snakemake.log[0], snakemake) as log:
         for tagger in map(Tagger.from_params, p.taggers):
             text, version = prompt(snakemake.input.tagging_prompts, tagger.prompt)
             stages[f"tagging {tagger.name} ({scope}, estimated)"] = tagger.requests(stand_ins, text, taxonomy, version)
-    table = preview(engine.specs, stages, engine.cache)
+    table = preview(engine.specs, stages, engine.cache, scenarios)
     tableio.write_table(table, snakemake.output[0], "llm_preview", job)
-    text, summary = table.to_string(index=False), preview_summary(table)
+    text = table.drop(columns="scenario").to_string(index=False)
+    summary = "\n".join(filter(None, [preview_summary(table), scenario_summary(table)]))
     log.info("LLM call preview:\n%s\n%s", text, summary)
     tell(f"\nLLM call preview\n{text}\n{summary}\n", snakemake)

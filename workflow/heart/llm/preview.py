@@ -13,7 +13,7 @@ from heart.llm.request import Request, prepare_all, shared_prefix_end
 PREVIEW_COLUMNS = ["stage", "model", "litellm_model", "mode", "calls", "cached", "to_call", "est_prompt_tokens",
                    "est_shared_prefix_tokens", "est_cache_read_tokens", "max_completion_tokens", "est_max_cost_usd",
                    "est_max_cost_sync_usd", "est_max_cost_batch_usd", "est_cost_with_prompt_cache_usd",
-                   "cost_status"]
+                   "cost_status", "scenario"]
 
 #: smallest prefix a provider caches, where the price map gives none (OpenAI caches 1,024 tokens and up)
 DEFAULT_CACHE_MIN_TOKENS = 1024
@@ -57,7 +57,7 @@ def shared_prefix_chars(spec: ModelSpec, reqs: list[Request]) -> list[int]:
 
 
 def preview(specs: dict[str, ModelSpec], requests_by_stage: dict[str, list[Request]],
-            cache: ResponseCache) -> pd.DataFrame:
+            cache: ResponseCache, scenarios: dict[str, str] | None = None) -> pd.DataFrame:
     """Calls each stage would make, how many are cached, and what they would cost, before paying for any.
 
     Prompt tokens are counted with the gpt-4o tokenizer for every model, on an
@@ -81,6 +81,10 @@ def preview(specs: dict[str, ModelSpec], requests_by_stage: dict[str, list[Reque
     ``cost_status`` says what ``est_max_cost_usd`` is: "priced" (the upper bound from the price map),
     "unpriced" (the map has no price for the model or this mode: null, never 0), "local" (a model served
     on this machine, ``local_gguf``: 0, nothing is paid), "none to call" (every call cached: 0).
+
+    ``scenarios`` (stage -> label) marks stages that are not this run's calls but a design to compare it with
+    (the adaptive design's preview: the fixed design, the adaptive one as expected); their rows carry the label
+    in ``scenario`` (null for the run's own) and :func:`preview_summary` leaves them out of its totals.
     """
     import litellm
 
@@ -133,7 +137,8 @@ def preview(specs: dict[str, ModelSpec], requests_by_stage: dict[str, list[Reque
                          "est_cache_read_tokens": reads if todo and not spec.local_gguf else 0,
                          "max_completion_tokens": completion_tokens, "est_max_cost_usd": cost,
                          "est_max_cost_sync_usd": sync, "est_max_cost_batch_usd": batch,
-                         "est_cost_with_prompt_cache_usd": cached_cost, "cost_status": status})
+                         "est_cost_with_prompt_cache_usd": cached_cost, "cost_status": status,
+                         "scenario": (scenarios or {}).get(stage)})
     return pd.DataFrame(rows, columns=PREVIEW_COLUMNS)
 
 
@@ -144,6 +149,8 @@ def preview_summary(table: pd.DataFrame) -> str:
     E.g. "126,380 calls to make (0 cached); at most $4,609.12 for the 100,000 priced calls; 26,380 calls
     (2 models: kimi-k2, llama-3.1-405b) unpriced: cost unknown".
     """
+    if "scenario" in table:
+        table = table[table["scenario"].isna()]  # a design to compare with is not this run's calls
     to_call, cached = int(table["to_call"].sum()), int(table["cached"].sum())
     todo = table[table["to_call"] > 0]
     parts = [f"{to_call:,} calls to make ({cached:,} cached)"]
@@ -174,3 +181,20 @@ def preview_summary(table: pd.DataFrame) -> str:
         named = f"{len(models)} model{'' if len(models) == 1 else 's'}: {', '.join(models)}"
         parts.append(f"{int(unpriced['to_call'].sum()):,} calls ({named}) unpriced: cost unknown")
     return "; ".join(parts)
+
+
+def scenario_summary(table: pd.DataFrame) -> str:
+    """One line per compared design of a :func:`preview` table (``scenario``) and the run's own judging: calls to
+    make and their upper-bound cost, e.g. "judging, fixed design: 40,000 calls, at most $1,266.00"."""
+    if "scenario" not in table or table["scenario"].isna().all():
+        return ""
+    lines = []
+    judging = table["stage"].str.startswith("judging ")
+    for label, rows in [("this run (adaptive, worst case)", table[judging & table["scenario"].isna()]),
+                        *((str(s), table[table["scenario"] == s]) for s in table["scenario"].dropna().unique())]:
+        todo = rows[rows["to_call"] > 0]
+        priced = todo[todo["cost_status"] == "priced"]
+        cost = (f", at most ${float(priced['est_max_cost_usd'].sum()):,.2f}" if len(priced) == len(todo) and len(todo)
+                else " (cost unknown: unpriced or local calls)" if len(todo) else "")
+        lines.append(f"judging, {label}: {int(todo['to_call'].sum()):,} calls to make{cost}")
+    return "\n".join(lines)

@@ -3,15 +3,21 @@ comparisons, each round chosen from the current fit's conversation bootstrap whe
 of the systems that are still close, and a stopping rule on that uncertainty. Methods and measured savings:
 ``docs/methods/adaptive-design.md``.
 
-The pieces here act on a fit's bootstrap (``boot``: replicates x systems, Elo) and on the candidate comparisons a
+:func:`next_round` is what rule ``adaptive_round`` runs: a study's next round of pairs (or the decision that it has
+ended) from the pairs its judges may judge and the verdicts of the rounds before. The pieces it uses act on a fit's
+bootstrap (``boot``: replicates x systems, Elo) and on the candidate comparisons a
 design allows (eligibility, both shown orders and judge families are the fixed design's); the simulation that
 measures them is :mod:`heart.simulation.adaptive` (SIMULATED).
 """
 
 from __future__ import annotations
 
-import numpy as np
+import hashlib
 
+import numpy as np
+import pandas as pd
+
+from heart.stats import bradley_terry as bt
 from heart.stats.rankers import tau_b
 
 
@@ -92,3 +98,203 @@ def newcomer_weights(boot, point, new: int, opponents) -> np.ndarray:
     gap = (boot[:, [new]] - boot[:, np.asarray(opponents)]) * np.log(10) / 400
     p = 1.0 / (1.0 + np.exp(-gap))
     return (p * (1 - p)).mean(axis=0)
+
+
+# --- a study's rounds (rule adaptive_round) ------------------------------------------------------------
+
+STATUS_COLUMNS = ("round", "n_round", "n_chosen", "n_candidates", "n_fixed", "newcomer", "n_newcomer_chosen",
+                  "n_newcomer_fixed", "n_comparisons", "max_rank_width", "tau", "newcomer_half_width", "done",
+                  "reason")
+
+
+def system_pair(pairs: pd.DataFrame) -> np.ndarray:
+    """The unordered pair of systems of each row, as text ("a | b", sorted): the unit a round allocates over."""
+    a, b = pairs["system_a"].astype(str).to_numpy(), pairs["system_b"].astype(str).to_numpy()
+    lo, hi = np.where(a <= b, a, b), np.where(a <= b, b, a)
+    return np.char.add(np.char.add(lo.astype(str), " | "), hi.astype(str))
+
+
+def draw_order(pair_ids, seed: int) -> np.ndarray:
+    """Each pair's place in the seeded order its system pair's items are taken in: a hash of the seed and the pair
+    id alone, so a pair's place does not depend on which other pairs exist."""
+    keys = [hashlib.sha256(f"{seed}:{p}".encode()).hexdigest()[:16] for p in pair_ids]
+    return np.argsort(np.argsort(keys, kind="stable"), kind="stable")
+
+
+def _fit(judgments: pd.DataFrame, n_boot: int, seed: int, alpha: float):
+    """Point Elo, the conversation bootstrap's replicates and the systems (those with a comparison), or Nones."""
+    if judgments is None or judgments.empty:
+        return None, None, []
+    comp = bt.comparisons(judgments)
+    if comp.empty:
+        return None, None, []
+    systems = sorted(set(comp["winner"]) | set(comp["loser"]))
+    index = pd.Index(systems)
+    point = bt.elo(bt.fit(index.get_indexer(comp["winner"]), index.get_indexer(comp["loser"]),
+                          comp["weight"].to_numpy(dtype=float), len(systems), alpha=alpha))
+    boot = bt.bootstrap(comp, systems, n_boot=n_boot, seed=seed, alpha=alpha)
+    return point, boot, systems
+
+
+def _newcomer_half_width(judgments: pd.DataFrame, point, systems, newcomer: str) -> float:
+    """The 95 % half-width (Elo) of the newcomer's rating from its comparisons' Fisher information at the current
+    estimates, ``1.96 / sqrt(sum p (1 - p))`` on the Elo scale: the design's own precision, not a bootstrap
+    interval's noisy width (stopping on that picks intervals narrow by chance: docs/methods/adaptive-design.md)."""
+    if point is None or newcomer not in systems:
+        return float("inf")
+    comp = bt.comparisons(judgments)
+    mine = comp[(comp["winner"] == newcomer) | (comp["loser"] == newcomer)]
+    if mine.empty:
+        return float("inf")
+    elo_of = dict(zip(systems, point))
+    other = np.where(mine["winner"] == newcomer, mine["loser"], mine["winner"])
+    gap = (elo_of[newcomer] - np.array([elo_of[o] for o in other])) * np.log(10) / 400
+    p = 1 / (1 + np.exp(-gap))
+    return float(1.96 / (np.log(10) / 400) / np.sqrt(np.sum(p * (1 - p))))
+
+
+def next_round(candidates: pd.DataFrame, chosen_ids, judgments: pd.DataFrame | None, round_: int,
+               settings: dict, n_fixed: int, seed: int, alpha: float = bt.DEFAULT_ALPHA
+               ) -> tuple[pd.DataFrame, dict]:
+    """Round ``round_`` of the adaptive design: the pairs to judge next (rows of ``candidates``), and its status
+    (:data:`STATUS_COLUMNS`; ``done`` with no pairs when the design has ended, ``reason`` saying why).
+
+    ``candidates`` are the fixed design's pairs that at least one judge may judge (``results/judging/pairs.parquet``
+    after the family exclusion; ``n_fixed`` the fixed design's pair count: the worst case), ``chosen_ids`` the pair
+    ids of the earlier rounds, ``judgments`` their combined verdicts (every judge; ``heart.judging.combine``).
+    ``settings`` is config ``judging.adaptive``.
+
+    A new study (no ``newcomer``): round 0 takes ``first`` of the fixed design's pairs spread evenly over the pairs
+    of systems; each later round fits the verdicts so far with their conversation bootstrap, ends the design if
+    every system's 95 % rank interval is at most ``max_rank_width`` wide, else takes ``step`` more, allocated by
+    :func:`round_weights`. Add a model (``newcomer``): round 0 takes every pair without it (an existing study's
+    verdicts: from the response cache, paying nothing) and ``first`` of its own, each later round ends when its
+    rating is known to ``half_width`` Elo (:func:`_newcomer_half_width`) or takes ``step`` more of its own,
+    allocated by :func:`newcomer_weights`. Either ends at ``budget`` (a share of the fixed design's pairs, the
+    newcomer's own when adding a model), after ``max_rounds`` rounds, or when no candidate is left. Within a pair of
+    systems, items are taken in :func:`draw_order`. Deterministic given its inputs."""
+    newcomer = settings.get("newcomer")
+    chosen = candidates["pair_id"].isin(set(chosen_ids)).to_numpy()
+    sp = system_pair(candidates)
+    is_new = ((candidates["system_a"] == newcomer) | (candidates["system_b"] == newcomer)).to_numpy() \
+        if newcomer else np.zeros(len(candidates), dtype=bool)
+    n_new_fixed = int(is_new.sum())
+    status = {"round": int(round_), "n_round": 0, "n_chosen": int(chosen.sum()), "n_candidates": len(candidates),
+              "n_fixed": int(n_fixed), "newcomer": newcomer, "n_newcomer_chosen": int((chosen & is_new).sum()),
+              "n_newcomer_fixed": n_new_fixed if newcomer else None, "n_comparisons": 0, "max_rank_width": None,
+              "tau": None, "newcomer_half_width": None, "done": False, "reason": ""}
+    none = candidates.iloc[:0]
+
+    def end(reason):
+        return none, {**status, "done": True, "reason": reason}
+
+    if newcomer and n_new_fixed == 0:
+        raise ValueError(f"judging.adaptive.newcomer: {newcomer!r} is in no pair a judge may judge "
+                         "(is it a system of this study, and not of every judge's family?)")
+    if round_ >= settings["max_rounds"]:
+        return end(f"max_rounds ({settings['max_rounds']}) reached")
+    scope = is_new if newcomer else np.ones(len(candidates), dtype=bool)
+    denominator = n_new_fixed if newcomer else int(n_fixed)
+    budget = int(np.floor(settings["budget"] * denominator + 1e-9))
+    spent = int((chosen & scope).sum())
+    take_base = np.zeros(len(candidates), dtype=bool)
+    if round_ == 0:
+        n_round = max(1, int(round(settings["first"] * denominator)))
+        units = np.unique(sp[scope])
+        weights = np.ones(len(units))
+        if newcomer:
+            take_base = ~is_new & ~chosen
+    else:
+        point, boot, systems = _fit(judgments, settings["n_boot"], seed + round_, alpha)
+        status["n_comparisons"] = 0 if judgments is None else int(len(bt.comparisons(judgments)))
+        units = np.unique(sp[scope])
+        if newcomer:
+            width = _newcomer_half_width(judgments, point, systems, newcomer)
+            status["newcomer_half_width"] = width if np.isfinite(width) else None
+            if width <= settings["half_width"]:
+                return end(f"target met: {newcomer} known to +/- {width:.1f} Elo "
+                           f"(half_width {settings['half_width']})")
+        if point is not None and len(systems) > 1:
+            stab = rank_stability(boot, point)
+            status["max_rank_width"] = float(stab["widths"].max())
+            status["tau"] = stab["tau"]
+            if not newcomer and not (set(np.unique(np.concatenate([candidates["system_a"], candidates["system_b"]])))
+                                     - set(systems)) and stab["widths"].max() <= settings["max_rank_width"]:
+                return end(f"target met: every rank interval at most {settings['max_rank_width']} wide "
+                           f"(widest {stab['widths'].max():g})")
+        weights = _unit_weights(units, point, boot, systems, newcomer)
+        n_round = max(1, int(round(settings["step"] * denominator)))
+    left = scope & ~chosen
+    if not left.any() and not take_base.any():
+        return end("every candidate chosen")
+    n_round = min(n_round, budget - spent)
+    if n_round <= 0 and not take_base.any():
+        return end(f"budget reached ({spent} of {denominator} pairs, budget {settings['budget']:g})")
+    pick = take_base.copy()
+    if n_round > 0 and left.any():
+        unit_of = pd.Index(units).get_indexer(sp)
+        capacity = np.bincount(unit_of[left], minlength=len(units))
+        take = allocate(weights, capacity, n_round)
+        if take.sum() < n_round:  # the weighted units are used up: the rest of the round over the others
+            take += allocate(np.ones(len(units)), capacity - take, n_round - int(take.sum()))
+        rank = draw_order(candidates["pair_id"].astype(str).to_numpy(), seed)
+        for u in np.flatnonzero(take):
+            rows = np.flatnonzero(left & (unit_of == u))
+            pick[rows[np.argsort(rank[rows], kind="stable")[:take[u]]]] = True
+    out = candidates[pick]
+    return out, {**status, "n_round": int(pick.sum()), "n_chosen": int((chosen | pick).sum()),
+                 "n_newcomer_chosen": int(((chosen | pick) & is_new).sum()),
+                 "reason": "first round" if round_ == 0 else "continuing"}
+
+
+def _unit_weights(units, point, boot, systems, newcomer) -> np.ndarray:
+    """The weight of each pair of systems (``units``, "a | b") in the next round: :func:`round_weights` for a new
+    study, :func:`newcomer_weights` for the newcomer's opponents; a pair with a system not fitted yet (no
+    comparison won or lost) weighs most."""
+    a = np.array([u.split(" | ")[0] for u in units])
+    b = np.array([u.split(" | ")[1] for u in units])
+    if point is None:
+        return np.ones(len(units))
+    index = pd.Index(systems)
+    ia, ib = index.get_indexer(a), index.get_indexer(b)
+    known = (ia >= 0) & (ib >= 0)
+    w = np.zeros(len(units))
+    if newcomer:
+        if newcomer in systems:
+            opp = np.where(a == newcomer, ib, ia)
+            ok = known & (opp >= 0)
+            w[ok] = newcomer_weights(boot, point, index.get_loc(newcomer), opp[ok])
+    else:
+        w[known] = round_weights(boot, point, ia[known], ib[known])
+    top = w.max() if len(w) and w.max() > 0 else 1.0
+    w[~known] = top
+    return w
+
+
+def cost_scenarios(design: pd.DataFrame, settings: dict, expected: dict, seed: int) -> dict[str, pd.DataFrame]:
+    """The pairs of ``design`` (the fixed design's) an adaptive design would judge, for the call preview:
+    ``worst case`` what its budget allows (every pair at budget 1.0; adding a model: every pair without it and the
+    budget's share of its own), ``expected`` the SIMULATED median share ``expected`` holds
+    (``workflow/resources/adaptive/expected.yaml``, written by ``tests/benchmarks/bench_adaptive.py --write``: a new
+    study to the fixed design's rank stability, a newcomer to +-15 Elo, scaled by ``(15 / half_width)^2`` for
+    another target: comparisons grow with the inverse square of the precision), at least round 0's. The pairs are
+    the first of :func:`draw_order`, so their prompts are the design's own."""
+    rank = draw_order(design["pair_id"].astype(str).to_numpy(), seed)
+    newcomer = settings.get("newcomer")
+    mine = ((design["system_a"] == newcomer) | (design["system_b"] == newcomer)).to_numpy() if newcomer \
+        else np.ones(len(design), dtype=bool)
+    n = int(mine.sum())
+    if newcomer:
+        share = expected["newcomer_share"] * (expected["newcomer_half_width"] / settings["half_width"]) ** 2
+    else:
+        share = expected["new_study_share"]
+    worst = int(np.floor(settings["budget"] * n + 1e-9))
+    likely = min(worst, max(int(round(min(share, 1.0) * n)), int(round(settings["first"] * n))))
+
+    def first(k):
+        rows = np.flatnonzero(mine)
+        keep = ~mine
+        keep[rows[np.argsort(rank[rows], kind="stable")[:k]]] = True
+        return design[keep]
+
+    return {"worst case": first(worst), "expected": first(likely)}
