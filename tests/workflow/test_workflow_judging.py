@@ -609,6 +609,9 @@ def test_a_model_added_adaptively_reuses_the_study_and_says_what_it_used(judged_
     assert last["done"] and last["reason"].startswith("target met: remote-b known to +/-")
     assert last["n_newcomer_fixed"] == newcomer.sum() and last["n_newcomer_chosen"] == round(0.4 * newcomer.sum())
     assert last["calls"] < last["calls_fixed"]
+    # the fake provider's model has no price: the cost is unknown, never $0; the table is in the report
+    assert pd.isna(last["cost_usd"]) and pd.isna(last["est_cost_fixed_usd"])
+    assert pd.read_csv(wf.root / "results/tables/adaptive_design.csv")["reason"].iloc[-1] == last["reason"]
     log = (wf.root / "logs/judging/adaptive.log").read_text()
     assert f"remote-b: {last['n_newcomer_chosen']} of its {newcomer.sum()} pairs" in log
     assert "remote-b" in set(read(wf, "results/stats/ratings.parquet")["system"])

@@ -156,13 +156,21 @@ else:
                 "../scripts/adaptive_round.py"
 
         rule adaptive_design:
+            # every round in one table, with what the judging cost beside the fixed design's estimate
             input:
                 status=lambda wc: expand(
                     "results/judging/adaptive/round{k}_status.parquet",
                     k=range(adaptive_rounds() + 1),
                 ),
+                verdicts=expand("results/judging/llm/{judge}.parquet", judge=JUDGES),
             output:
-                "results/judging/adaptive.parquet",
+                parquet="results/judging/adaptive.parquet",
+                csv=report(
+                    "results/tables/adaptive_design.csv",
+                    caption="../report/table_adaptive_design.rst",
+                    category="2. Judges",
+                    labels={"table": "adaptive_design", "format": "csv"},
+                ),
             log:
                 "logs/judging/adaptive.log",
             conda:

@@ -1,5 +1,5 @@
-"""rule adaptive_design: the adaptive design's rounds as one table: what each chose, and what it cost beside the
-fixed design."""
+"""rule adaptive_design: the adaptive design's rounds as one table: what each chose, and what the judging cost
+beside the fixed design."""
 import pandas as pd
 
 from heart.common import provenance, tableio
@@ -7,10 +7,22 @@ from heart.common.runtime import logged
 
 with logged(snakemake.log[0], snakemake) as log:
     rounds = tableio.read_tables(snakemake.input.status, "adaptive_rounds")
-    tableio.write_table(rounds, snakemake.output[0], "adaptive_rounds", provenance.collect(snakemake))
-    last = rounds.iloc[-1]
-    used = (f"{last['newcomer']}: {last['n_newcomer_chosen']} of its {last['n_newcomer_fixed']} pairs"
-            if not pd.isna(last["newcomer"]) else f"{last['n_chosen']} of {last['n_fixed']} pairs")
-    log.info("adaptive design: %d rounds judged, %s; %d judge calls where the fixed design makes %d (%.0f %%); "
-             "ended: %s", len(rounds) - 1, used, last["calls"], last["calls_fixed"],
-             100 * last["calls"] / max(last["calls_fixed"], 1), last["reason"])
+    verdicts = pd.concat([tableio.read_table(p) for p in snakemake.input.verdicts], ignore_index=True)
+    cost = verdicts["cost_usd"].astype(float)
+    # one price per call: the answers' (a cached answer keeps the price it was paid); none known: null, never 0
+    paid = float(cost.sum()) if len(cost) and cost.notna().all() else None
+    per_call = paid / len(verdicts) if paid is not None and len(verdicts) else None
+    last = len(rounds) - 1
+    rounds["cost_usd"] = [paid if k == last else None for k in range(len(rounds))]
+    rounds["est_cost_fixed_usd"] = [per_call * rounds["calls_fixed"].iloc[k] if per_call is not None and k == last
+                                    else None for k in range(len(rounds))]
+    tableio.write_table(rounds, snakemake.output.parquet, "adaptive_rounds", provenance.collect(snakemake))
+    rounds.to_csv(snakemake.output.csv, index=False)
+    end = rounds.iloc[-1]
+    used = (f"{end['newcomer']}: {end['n_newcomer_chosen']} of its {end['n_newcomer_fixed']} pairs"
+            if not pd.isna(end["newcomer"]) else f"{end['n_chosen']} of {end['n_fixed']} pairs")
+    dollars = ("" if paid is None else
+               f"; ${paid:,.2f} where the fixed design would cost ~${end['est_cost_fixed_usd']:,.2f}")
+    log.info("adaptive design: %d rounds judged, %s; %d judge calls where the fixed design makes %d (%.0f %%)%s; "
+             "ended: %s", max(len(rounds) - 1, 0), used, end["calls"], end["calls_fixed"],
+             100 * end["calls"] / max(end["calls_fixed"], 1), dollars, end["reason"])

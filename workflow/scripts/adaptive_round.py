@@ -20,6 +20,7 @@ with logged(snakemake.log[0], snakemake) as log:
                                         p.seed, p.bt_alpha)
     status["calls"] = int(calls[list(earlier | set(table["pair_id"]))].sum())
     status["calls_fixed"] = int(calls.sum())
+    status["cost_usd"] = status["est_cost_fixed_usd"] = None  # the whole design's, in results/judging/adaptive.parquet
     tableio.write_tables([(table, snakemake.output.pairs, "pairs"),
                           (pd.DataFrame([status]), snakemake.output.status, "adaptive_rounds")], job)
     log.info("round %d: %s; %d pairs (%d of %d chosen so far, %d judge calls of the fixed design's %d)%s",

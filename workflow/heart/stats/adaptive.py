@@ -230,21 +230,28 @@ def next_round(candidates: pd.DataFrame, chosen_ids, judgments: pd.DataFrame | N
     n_round = min(n_round, budget - spent)
     if n_round <= 0 and not take_base.any():
         return end(f"budget reached ({spent} of {denominator} pairs, budget {settings['budget']:g})")
-    pick = take_base.copy()
-    if n_round > 0 and left.any():
-        unit_of = pd.Index(units).get_indexer(sp)
-        capacity = np.bincount(unit_of[left], minlength=len(units))
-        take = allocate(weights, capacity, n_round)
-        if take.sum() < n_round:  # the weighted units are used up: the rest of the round over the others
-            take += allocate(np.ones(len(units)), capacity - take, n_round - int(take.sum()))
-        rank = draw_order(candidates["pair_id"].astype(str).to_numpy(), seed)
-        for u in np.flatnonzero(take):
-            rows = np.flatnonzero(left & (unit_of == u))
-            pick[rows[np.argsort(rank[rows], kind="stable")[:take[u]]]] = True
+    pick = take_base | (_take(candidates, sp, left, units, weights, n_round, seed) if n_round > 0 else False)
     out = candidates[pick]
     return out, {**status, "n_round": int(pick.sum()), "n_chosen": int((chosen | pick).sum()),
                  "n_newcomer_chosen": int(((chosen | pick) & is_new).sum()),
                  "reason": "first round" if round_ == 0 else "continuing"}
+
+
+def _take(candidates: pd.DataFrame, sp, left, units, weights, n_round: int, seed: int) -> np.ndarray:
+    """Mask of the ``n_round`` candidates a round takes among those ``left``: allocated over the pairs of systems
+    ``units`` by ``weights`` (:func:`allocate`; once the weighted ones are used up, the rest evenly over the
+    others), each pair of systems' items in :func:`draw_order`."""
+    pick = np.zeros(len(candidates), dtype=bool)
+    unit_of = pd.Index(units).get_indexer(sp)
+    capacity = np.bincount(unit_of[left], minlength=len(units))
+    take = allocate(weights, capacity, n_round)
+    if take.sum() < n_round:
+        take += allocate(np.ones(len(units)), capacity - take, n_round - int(take.sum()))
+    rank = draw_order(candidates["pair_id"].astype(str).to_numpy(), seed)
+    for u in np.flatnonzero(take):
+        rows = np.flatnonzero(left & (unit_of == u))
+        pick[rows[np.argsort(rank[rows], kind="stable")[:take[u]]]] = True
+    return pick
 
 
 def _unit_weights(units, point, boot, systems, newcomer) -> np.ndarray:
