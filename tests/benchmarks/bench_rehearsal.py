@@ -100,6 +100,10 @@ def main():
     ap.add_argument("--batch-delay", type=float, default=30.0, help="simulator: seconds until a batch ends")
     ap.add_argument("--batch-error-rate", type=float, default=0.005, help="simulator: failed requests per batch")
     ap.add_argument("--batch-expire-rate", type=float, default=0.1, help="simulator: batches that expire half answered")
+    ap.add_argument("--adaptive", type=float, nargs="?", const=0.1, default=None, metavar="STEP",
+                    help="judge by the adaptive pair design (judging.adaptive on; its first round and every later "
+                         "one STEP of the fixed design's pairs, 0.1 unless given): each round one batch per judge, "
+                         "the kill falls in a round (--kill-at is then a share of the fixed design's judge calls)")
     ap.add_argument("--skip-kill", action="store_true")
     ap.add_argument("--skip-noop", action="store_true")
     ap.add_argument("--skip-shards", action="store_true")

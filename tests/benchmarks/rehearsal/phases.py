@@ -395,6 +395,12 @@ class Rehearsal(Runner):
                          "max_concurrency": m.get("max_concurrency")})
         return rows
 
+    def _sim_batches(self):
+        try:
+            return self.sim.stats().get("batches")
+        except Exception:  # the simulator already stopped: the count is in its last stats
+            return (self.monitor.last_stats or {}).get("batches")
+
     def measure(self):
         runs = [r for r in self.runs if r.name in ("until-judging", "judging-killed", "rerun-after-kill", "report")]
         stages = stage_walls(runs)
@@ -426,6 +432,14 @@ class Rehearsal(Runner):
                     sim_calls["other"] += d
         self.out["stages"] = stages
         self.out["targets"] = self.llm_targets(runs)
+        rounds = self.wd / "results/judging/adaptive.parquet"
+        if rounds.exists():  # --adaptive: what the rounds chose, beside the fixed design
+            r = pd.read_parquet(rounds)
+            end = r.iloc[-1]
+            self.out["adaptive"] = {"rounds_judged": int((r["n_round"] > 0).sum()), "pairs": int(end["n_chosen"]),
+                                    "pairs_fixed": int(end["n_fixed"]), "calls": int(end["calls"]),
+                                    "calls_fixed": int(end["calls_fixed"]), "ended": str(end["reason"]),
+                                    "batches": self._sim_batches()}
         self.out["bench"] = bench
         self.out["calls_logs"] = {k: dict(v) for k, v in by_stage_logs.items()}
         self.out["calls_sim"] = dict(sim_calls)

@@ -126,6 +126,13 @@ def report(reh):
           f"repeat {allowed} ({why}); recovery: {' then '.join(k.get('recovery') or []) or 'a plain rerun'}; "
           f"repeated successes over the killed run and its rerun: {k.get('repeated')} "
           f"({k.get('cross_shard_duplicates')} identical requests called by two judging/tagging shards)")
+    if "adaptive" in o:
+        d = o["adaptive"]
+        p("")
+        share = d["calls"] / max(d["calls_fixed"], 1)
+        p(f"Adaptive design: {d['rounds_judged']} rounds judged, {d['pairs']:,} of the fixed design's "
+          f"{d['pairs_fixed']:,} pairs, {d['calls']:,} of its {d['calls_fixed']:,} judge calls ({share:.0%}); "
+          f"ended: {d['ended']}; {d['batches']} batches at the simulator over the whole rehearsal")
     if "noop" in o:
         n = o["noop"]
         p(f"No-op rerun: {n['wall_s']:.1f} s, {n['jobs']} jobs, exit {n['rc']} (snakemake -n on the same state: "

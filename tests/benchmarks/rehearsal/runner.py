@@ -132,6 +132,12 @@ class Runner:
             self.notes.append("--rpm none: the models' rpm limits of paper.yaml were lifted (" + ", ".join(
                 f"{n} {v}" for n, v in limited.items()) + " per model); each model is bound by its "
                 "max_concurrency only")
+        if self.a.adaptive:
+            adaptive = {"enabled": True, "first": self.a.adaptive, "step": self.a.adaptive}
+            local["judging"] = {"adaptive": adaptive}
+            self.config["judging"]["adaptive"].update(adaptive)
+            self.notes.append(f"ADAPTIVE: judging.adaptive on (rounds of {self.a.adaptive:.0%} of the fixed design's "
+                              "pairs, each one batch per judge; results/judging/adaptive.parquet)")
         batched = sorted(n for n, m in self.config["models"].items() if m.get("batch"))
         if self.a.sync:
             local.setdefault("models", {}).update({n: {**local.get("models", {}).get(n, {}), "batch": None}
