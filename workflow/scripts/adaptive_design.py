@@ -12,10 +12,9 @@ with logged(snakemake.log[0], snakemake) as log:
     # one price per call: the answers' (a cached answer keeps the price it was paid); none known: null, never 0
     paid = float(cost.sum()) if len(cost) and cost.notna().all() else None
     per_call = paid / len(verdicts) if paid is not None and len(verdicts) else None
-    last = len(rounds) - 1
-    rounds["cost_usd"] = [paid if k == last else None for k in range(len(rounds))]
-    rounds["est_cost_fixed_usd"] = [per_call * rounds["calls_fixed"].iloc[k] if per_call is not None and k == last
-                                    else None for k in range(len(rounds))]
+    last = rounds.index[-1]  # the whole design's cost, on its last row
+    rounds.loc[last, "cost_usd"] = paid
+    rounds.loc[last, "est_cost_fixed_usd"] = None if per_call is None else per_call * rounds.loc[last, "calls_fixed"]
     tableio.write_table(rounds, snakemake.output.parquet, "adaptive_rounds", provenance.collect(snakemake))
     rounds.to_csv(snakemake.output.csv, index=False)
     end = rounds.iloc[-1]

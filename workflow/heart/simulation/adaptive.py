@@ -193,9 +193,8 @@ def add_model(world: World, new: int, n_boot: int = 200, seed: int = 0, first: f
         lo, hi = np.percentile(rel, [2.5, 97.5])
         own_picked = np.concatenate(chosen)
         if stop == "information":  # the design's own precision at the current estimates: not the interval's noise
-            gap = (point[world.i[own_picked]] - point[world.j[own_picked]]) * LOGIT_PER_ELO
-            p = 1 / (1 + np.exp(-gap))
-            width = 1.96 / LOGIT_PER_ELO / np.sqrt(np.sum(world.n[own_picked] * p * (1 - p)))
+            width = adaptive.information_half_width(point[world.i[own_picked]] - point[world.j[own_picked]],
+                                                    world.n[own_picked])
         else:
             width = (hi - lo) / 2
         if extra is not None:

@@ -102,9 +102,20 @@ def newcomer_weights(boot, point, new: int, opponents) -> np.ndarray:
 
 # --- a study's rounds (rule adaptive_round) ------------------------------------------------------------
 
-STATUS_COLUMNS = ("round", "n_round", "n_chosen", "n_candidates", "n_fixed", "newcomer", "n_newcomer_chosen",
-                  "n_newcomer_fixed", "n_comparisons", "max_rank_width", "tau", "newcomer_half_width", "done",
-                  "reason")
+def involving(pairs: pd.DataFrame, system: str | None) -> np.ndarray:
+    """Mask of the rows of ``pairs`` with ``system`` on either side (none for None)."""
+    if not system:
+        return np.zeros(len(pairs), dtype=bool)
+    return ((pairs["system_a"] == system) | (pairs["system_b"] == system)).to_numpy()
+
+
+def information_half_width(gap_elo, counts=1.0) -> float:
+    """The 95 % half-width (Elo) of a rating known from comparisons at Elo gaps ``gap_elo`` (each made ``counts``
+    times), by their Fisher information at those gaps: ``1.96 / sqrt(sum n p (1 - p))`` on the Elo scale, ``p`` the
+    win probability at the gap. The design's own precision, not a bootstrap interval's noisy width (stopping on
+    that picks intervals narrow by chance: docs/methods/adaptive-design.md)."""
+    p = 1 / (1 + np.exp(-np.asarray(gap_elo, dtype=float) / bt.ELO_SCALE))
+    return float(1.96 * bt.ELO_SCALE / np.sqrt(np.sum(np.asarray(counts) * p * (1 - p))))
 
 
 def system_pair(pairs: pd.DataFrame) -> np.ndarray:
@@ -121,43 +132,38 @@ def draw_order(pair_ids, seed: int) -> np.ndarray:
     return np.argsort(np.argsort(keys, kind="stable"), kind="stable")
 
 
-def _fit(judgments: pd.DataFrame, n_boot: int, seed: int, alpha: float):
-    """Point Elo, the conversation bootstrap's replicates and the systems (those with a comparison), or Nones."""
-    if judgments is None or judgments.empty:
-        return None, None, []
-    comp = bt.comparisons(judgments)
+def _fit(comp: pd.DataFrame, n_boot: int, seed: int, alpha: float):
+    """Point Elo, the conversation bootstrap's replicates and the systems (those with a comparison) of
+    comparisons ``comp`` (:func:`heart.stats.bradley_terry.comparisons`), or Nones."""
     if comp.empty:
         return None, None, []
     systems = sorted(set(comp["winner"]) | set(comp["loser"]))
     index = pd.Index(systems)
-    point = bt.elo(bt.fit(index.get_indexer(comp["winner"]), index.get_indexer(comp["loser"]),
-                          comp["weight"].to_numpy(dtype=float), len(systems), alpha=alpha))
-    boot = bt.bootstrap(comp, systems, n_boot=n_boot, seed=seed, alpha=alpha)
-    return point, boot, systems
+    theta = bt.fit(index.get_indexer(comp["winner"]), index.get_indexer(comp["loser"]),
+                   comp["weight"].to_numpy(dtype=float), len(systems), alpha=alpha)
+    boot = bt.bootstrap(comp, systems, n_boot=n_boot, seed=seed, alpha=alpha, theta0=theta)
+    return bt.elo(theta), boot, systems
 
 
-def _newcomer_half_width(judgments: pd.DataFrame, point, systems, newcomer: str) -> float:
-    """The 95 % half-width (Elo) of the newcomer's rating from its comparisons' Fisher information at the current
-    estimates, ``1.96 / sqrt(sum p (1 - p))`` on the Elo scale: the design's own precision, not a bootstrap
-    interval's noisy width (stopping on that picks intervals narrow by chance: docs/methods/adaptive-design.md)."""
+def _newcomer_half_width(comp: pd.DataFrame, point, systems, newcomer: str) -> float:
+    """The newcomer's 95 % half-width (Elo) by :func:`information_half_width`, its comparisons at the current
+    estimates' gaps (infinite before it has one)."""
     if point is None or newcomer not in systems:
         return float("inf")
-    comp = bt.comparisons(judgments)
     mine = comp[(comp["winner"] == newcomer) | (comp["loser"] == newcomer)]
     if mine.empty:
         return float("inf")
     elo_of = dict(zip(systems, point))
     other = np.where(mine["winner"] == newcomer, mine["loser"], mine["winner"])
-    gap = (elo_of[newcomer] - np.array([elo_of[o] for o in other])) * np.log(10) / 400
-    p = 1 / (1 + np.exp(-gap))
-    return float(1.96 / (np.log(10) / 400) / np.sqrt(np.sum(p * (1 - p))))
+    return information_half_width(elo_of[newcomer] - np.array([elo_of[o] for o in other]))
 
 
 def next_round(candidates: pd.DataFrame, chosen_ids, judgments: pd.DataFrame | None, round_: int,
                settings: dict, n_fixed: int, seed: int, alpha: float = bt.DEFAULT_ALPHA
                ) -> tuple[pd.DataFrame, dict]:
     """Round ``round_`` of the adaptive design: the pairs to judge next (rows of ``candidates``), and its status
-    (:data:`STATUS_COLUMNS`; ``done`` with no pairs when the design has ended, ``reason`` saying why).
+    (the columns of ``workflow/schemas/tables/adaptive_rounds.schema.yaml`` but ``calls``, ``calls_fixed`` and
+    the costs, which the rule adds; ``done`` with no pairs when the design has ended, ``reason`` saying why).
 
     ``candidates`` are the fixed design's pairs that at least one judge may judge (``results/judging/pairs.parquet``
     after the family exclusion; ``n_fixed`` the fixed design's pair count: the worst case), ``chosen_ids`` the pair
@@ -176,8 +182,7 @@ def next_round(candidates: pd.DataFrame, chosen_ids, judgments: pd.DataFrame | N
     newcomer = settings.get("newcomer")
     chosen = candidates["pair_id"].isin(set(chosen_ids)).to_numpy()
     sp = system_pair(candidates)
-    is_new = ((candidates["system_a"] == newcomer) | (candidates["system_b"] == newcomer)).to_numpy() \
-        if newcomer else np.zeros(len(candidates), dtype=bool)
+    is_new = involving(candidates, newcomer)
     n_new_fixed = int(is_new.sum())
     status = {"round": int(round_), "n_round": 0, "n_chosen": int(chosen.sum()), "n_candidates": len(candidates),
               "n_fixed": int(n_fixed), "newcomer": newcomer, "n_newcomer_chosen": int((chosen & is_new).sum()),
@@ -198,18 +203,19 @@ def next_round(candidates: pd.DataFrame, chosen_ids, judgments: pd.DataFrame | N
     budget = int(np.floor(settings["budget"] * denominator + 1e-9))
     spent = int((chosen & scope).sum())
     take_base = np.zeros(len(candidates), dtype=bool)
+    units = np.unique(sp[scope])
     if round_ == 0:
         n_round = max(1, int(round(settings["first"] * denominator)))
-        units = np.unique(sp[scope])
         weights = np.ones(len(units))
         if newcomer:
             take_base = ~is_new & ~chosen
     else:
-        point, boot, systems = _fit(judgments, settings["n_boot"], seed + round_, alpha)
-        status["n_comparisons"] = 0 if judgments is None else int(len(bt.comparisons(judgments)))
-        units = np.unique(sp[scope])
+        comp = bt.comparisons(judgments) if judgments is not None and len(judgments) else pd.DataFrame(
+            columns=bt.COMPARISON_COLUMNS)
+        point, boot, systems = _fit(comp, settings["n_boot"], seed + round_, alpha)
+        status["n_comparisons"] = len(comp)
         if newcomer:
-            width = _newcomer_half_width(judgments, point, systems, newcomer)
+            width = _newcomer_half_width(comp, point, systems, newcomer)
             status["newcomer_half_width"] = width if np.isfinite(width) else None
             if width <= settings["half_width"]:
                 return end(f"target met: {newcomer} known to +/- {width:.1f} Elo "
@@ -218,8 +224,8 @@ def next_round(candidates: pd.DataFrame, chosen_ids, judgments: pd.DataFrame | N
             stab = rank_stability(boot, point)
             status["max_rank_width"] = float(stab["widths"].max())
             status["tau"] = stab["tau"]
-            if not newcomer and not (set(np.unique(np.concatenate([candidates["system_a"], candidates["system_b"]])))
-                                     - set(systems)) and stab["widths"].max() <= settings["max_rank_width"]:
+            every_one = set(candidates["system_a"]) | set(candidates["system_b"]) <= set(systems)
+            if not newcomer and every_one and stab["widths"].max() <= settings["max_rank_width"]:
                 return end(f"target met: every rank interval at most {settings['max_rank_width']} wide "
                            f"(widest {stab['widths'].max():g})")
         weights = _unit_weights(units, point, boot, systems, newcomer)
@@ -288,8 +294,7 @@ def cost_scenarios(design: pd.DataFrame, settings: dict, expected: dict, seed: i
     the first of :func:`draw_order`, so their prompts are the design's own."""
     rank = draw_order(design["pair_id"].astype(str).to_numpy(), seed)
     newcomer = settings.get("newcomer")
-    mine = ((design["system_a"] == newcomer) | (design["system_b"] == newcomer)).to_numpy() if newcomer \
-        else np.ones(len(design), dtype=bool)
+    mine = involving(design, newcomer) if newcomer else np.ones(len(design), dtype=bool)
     n = int(mine.sum())
     if newcomer:
         share = expected["newcomer_share"] * (expected["newcomer_half_width"] / settings["half_width"]) ** 2
