@@ -30,8 +30,17 @@ def test_default_pipeline_on_the_local_model(workflow_copy):
     # window the validator admits (4 turns: two seeker turns to rewrite), one window tried (the default's second
     # doubled the stage's ~100 s: SmolLM2's rewrites rarely pass the validator), one kind of quality check (the
     # letter judge's checks were the slowest job, 20 s; the other kind is held to its rules with the fake provider)
-    cfg = [*LOCAL_TARGETS, "--config", f"esconv={{local_copy: {TINY}}}", "regular_items={n: 1, seed: 1}",
-           "adversarial_items={n: 1, max_turns: 4, max_windows: 1}", "judging={qc: {kinds: [unhelpful]}}"]
+    # and one model system, the paper's prompt (the default's second, a contrasting prompt, tripled the judges'
+    # calls: three pairs of replies per item instead of one; a system's prompt is held to its rules with the fake
+    # provider): the default config file without it (--config merges systems, it cannot remove one)
+    import yaml
+
+    default = yaml.safe_load((wf.root / "config/config.yaml").read_text())
+    default["systems"] = {"smollm2-listener": default["systems"]["smollm2-listener"]}
+    (wf.root / "config/smallest.yaml").write_text(yaml.safe_dump(default))
+    cfg = [*LOCAL_TARGETS, "--configfile", "config/smallest.yaml", "--config", f"esconv={{local_copy: {TINY}}}",
+           "regular_items={n: 1, seed: 1}", "adversarial_items={n: 1, max_turns: 4, max_windows: 1}",
+           "judging={qc: {kinds: [unhelpful]}}"]
     wf.snakemake(*cfg)
     r = lambda p: tableio.read_table(wf.root / p)  # noqa: E731
     items, attempts = r("results/items/items.parquet"), r("results/items/adversarial_attempts.parquet")
@@ -42,7 +51,7 @@ def test_default_pipeline_on_the_local_model(workflow_copy):
     for h, profile in zip(adv["history"], adv["profile"]):
         assert h[0]["role"] == "supporter" and h[-1]["role"] == "seeker" and profile in (
             "Always-10", "Linear-Ramp", "Mid-Spike", "Mid-Ramp")
-    for system in ("smollm2-listener", "smollm2-brief"):
+    for system in ("smollm2-listener",):
         c = r(f"results/completions/{system}.parquet")
         assert sorted(c["item_id"]) == sorted(items["item_id"])
         assert c["text"].str.strip().str.len().gt(0).all() and not c["from_cache"].any()
@@ -56,7 +65,7 @@ def test_default_pipeline_on_the_local_model(workflow_copy):
     assert (original.loc[items["item_id"], "text"].to_numpy() == items["original_reply"].to_numpy()).all()
     systems = r("results/completions/systems.parquet").set_index("system")
     assert systems.loc["human", "status"] == "absent" and "no human completions file" in systems.loc["human", "note"]
-    assert (systems.loc[["smollm2-listener", "smollm2-brief", "original"], "status"] == "present").all()
+    assert (systems.loc[["smollm2-listener", "original"], "status"] == "present").all()
     exported = pd.read_parquet(wf.root / "results/llm/cache.parquet")
     assert len(exported) == len(list((wf.root / "resources/llm_cache").rglob("*.json"))) > 0
 
@@ -82,7 +91,7 @@ def test_default_pipeline_on_the_local_model(workflow_copy):
     assert len(qc) == 2 * overall.loc["smollm2-judge", "n_checks"] and qc["margin_E"].isna().all()
     assert set(quality.loc[quality["kind"] != "all", "kind"]) == {"unhelpful"}
     tags = r("results/tagging/smollm2-tagger.parquet")
-    comp = pd.concat([r(f"results/completions/{s}.parquet") for s in ("smollm2-listener", "smollm2-brief", "original")])
+    comp = pd.concat([r(f"results/completions/{s}.parquet") for s in ("smollm2-listener", "original")])
     assert len(tags) == 15 * len(comp)
     sources = r("results/judging/sources.parquet").set_index("judge")
     assert sources.loc["human", "status"] == "absent"
@@ -91,15 +100,15 @@ def test_default_pipeline_on_the_local_model(workflow_copy):
     # nothing to do on a rerun; forced reruns of the LLM stages make no model call (their tables asked for, not
     # the statistics and figures after them)
     assert wf.jobs(*cfg) == {}
-    wf.snakemake("results/completions/smollm2-brief.parquet", "results/judging/llm/smollm2-judge.parquet",
+    wf.snakemake("results/completions/smollm2-listener.parquet", "results/judging/llm/smollm2-judge.parquet",
                  "results/tagging/smollm2-tagger.parquet", *cfg[len(LOCAL_TARGETS):], "-R", "generate_completions",
                  "judge_pairs", "tag_strategies")
-    assert r("results/completions/smollm2-brief.parquet")["from_cache"].all()
+    assert r("results/completions/smollm2-listener.parquet")["from_cache"].all()
     assert r("results/judging/llm/smollm2-judge.parquet")["from_cache"].all()
     assert r("results/tagging/smollm2-tagger.parquet")["from_cache"].all()
 
     # editing one prompt reruns that system's completions and what follows them, nothing upstream
-    prompt = wf.root / "workflow/resources/prompts/completion/brief_advice.md"
+    prompt = wf.root / "workflow/resources/prompts/completion/supportive_listener.md"
     prompt.write_text(prompt.read_text() + "Be polite.\n")
     jobs = wf.jobs(*cfg)
     assert jobs["generate_completions"] == 1 and jobs["judge_pairs"] == 2 and jobs["tag_strategies"] == 1
