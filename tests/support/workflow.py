@@ -30,9 +30,9 @@ class WorkflowCopy:
 
     def snakemake(self, *args: str, check: bool = True, timeout: float = 900,
                   env: dict | None = None) -> subprocess.CompletedProcess:
-        """Snakemake on the copy with ``args``; a dry run (``-n``) is planned in this process (:func:`plan`),
-        anything that runs jobs in a process of its own."""
-        if "-n" in args:
+        """Snakemake on the copy with ``args``; what runs no job (a dry run, ``--list-rules``, ``--lint``) is
+        done in this process (:func:`plan`), what runs jobs in a process of its own."""
+        if PLANS & set(args):
             proc = plan(self.root, ["--cores", "2", *args], env)
         else:
             proc = subprocess.run(
@@ -67,9 +67,14 @@ class WorkflowCopy:
         return counts
 
 
+#: the Snakemake commands that run no job
+PLANS = {"-n", "--dry-run", "--list-rules", "--lint"}
+
+
 def plan(root: Path, argv: list[str], env: dict | None = None) -> subprocess.CompletedProcess:
-    """``snakemake <argv>`` (a dry run) in this process, in ``root``, with ``env`` applied to the environment
-    for its length (a None value removes a variable): what it printed, and its exit status.
+    """``snakemake <argv>`` (a dry run, or another command of :data:`PLANS`) in this process, in ``root``, with
+    ``env`` applied to the environment for its length (a None value removes a variable): what it printed, and
+    its exit status.
 
     The command line is Snakemake's own (``snakemake.cli``'s parser and ``args_to_api``, what its ``main``
     runs), so a plan is the plan the command would print; only the start-up is spared -- importing Snakemake
