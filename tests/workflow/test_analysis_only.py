@@ -30,14 +30,36 @@ def test_analysis_only_plans_no_data_items_completions_or_calls(workflow_copy):
     assert "paper_comparison" in workflow_copy.jobs(*args)
 
 
+FORMULA = "=cmd|' /C calc'!A0"
+HOSTILE = {"gpt-4o": FORMULA, "llama-3.1-8b": r"\input{/etc/passwd}"}
+MATHTEXT_JUDGE = r"gpt $\foo{$ 4o"
+
+
+@pytest.fixture(scope="module")
+def hostile_run(tmp_path_factory):
+    """The whole analysis of the example votes, two systems named like a spreadsheet formula and a LaTeX command
+    and a judge like broken mathtext (HOSTILE, MATHTEXT_JUDGE): one run, read by the end-to-end test and the
+    hostile-names test (each run of the whole analysis costs ~25 s of the suite)."""
+    from support.workflow import WorkflowCopy
+
+    votes = pd.read_csv(VOTES, dtype=str, keep_default_na=False)
+    for col in ("system_a", "system_b"):
+        votes[col] = votes[col].replace(HOSTILE)
+    votes["judge"] = votes["judge"].replace({"gpt-4.1": MATHTEXT_JUDGE})
+    path = tmp_path_factory.mktemp("hostile") / "votes.csv"
+    votes.to_csv(path, index=False)
+    wf = WorkflowCopy(tmp_path_factory.mktemp("analysis") / "wf")
+    wf.snakemake(*analysis_args(path))
+    return wf
+
+
 @pytest.mark.e2e
-def test_analysis_only_end_to_end(workflow_copy):
-    workflow_copy.snakemake(*analysis_args())
-    res = workflow_copy.root / "results"
+def test_analysis_only_end_to_end(hostile_run):
+    res = hostile_run.root / "results"
     ratings = tableio.read_table(res / "stats/ratings.parquet")
     overall = ratings[ratings["axis"].eq("overall") & ratings["subset"].eq("all")]
     # both intervals for every rated system, from string conversation keys
-    assert {"gpt-4o", "llama-3.1-8b", "original", "human"} <= set(overall["system"])
+    assert {*HOSTILE.values(), "original", "human"} <= set(overall["system"])
     ok = overall[overall["status"].eq("ok")]
     assert ok[["elo_lo_asym", "elo_hi_asym", "elo_lo_boot", "elo_hi_boot"]].notna().all().all()
     judgments = tableio.read_table(res / "judging/judgments.parquet")
@@ -48,7 +70,7 @@ def test_analysis_only_end_to_end(workflow_copy):
     human_llm = tableio.read_table(res / "stats/agreement_human_llm.parquet")
     assert human_llm.loc[human_llm["scope"].eq("all"), "status"].eq("ok").all()
     position = tableio.read_table(res / "stats/bias_position.parquet")
-    assert set(position["judge"]) == {"gpt-4.1", "claude-3.7-sonnet"} and position["n_verdicts"].gt(0).all()
+    assert set(position["judge"]) == {MATHTEXT_JUDGE, "claude-3.7-sonnet"} and position["n_verdicts"].gt(0).all()
     for fig in ("fig4_leaderboard", "elo_forest", "agreement", "bias_factors", "ablations"):
         assert (res / f"figures/{fig}.png").stat().st_size > 10_000
     assert not (res / "items").exists() and not (res / "completions").exists()
@@ -177,25 +199,13 @@ def test_arena_hard_pandalm_and_alpaca_eval_shapes_run_through_their_recipes_and
     assert inter.loc[("krippendorff_alpha", "preference (-2..2)"), "status"].eq("absent").all()
 
 
-FORMULA = "=cmd|' /C calc'!A0"
-HOSTILE = {"gpt-4o": FORMULA, "llama-3.1-8b": r"\input{/etc/passwd}"}
-MATHTEXT_JUDGE = r"gpt $\foo{$ 4o"
-
-
 @pytest.mark.e2e
-def test_hostile_names_are_text_in_every_table_and_figure(workflow_copy, tmp_path):
+def test_hostile_names_are_text_in_every_table_and_figure(hostile_run):
     """A system named like a spreadsheet formula or a LaTeX command, a judge named like broken mathtext:
     every CSV is safe to open in a spreadsheet, every .tex safe to \\input, and the figures are drawn."""
     import csv
 
-    votes = pd.read_csv(VOTES, dtype=str, keep_default_na=False)
-    for col in ("system_a", "system_b"):
-        votes[col] = votes[col].replace(HOSTILE)
-    votes["judge"] = votes["judge"].replace({"gpt-4.1": MATHTEXT_JUDGE})
-    path = tmp_path / "votes.csv"
-    votes.to_csv(path, index=False)
-    workflow_copy.snakemake(*analysis_args(path))
-    res = workflow_copy.root / "results"
+    res = hostile_run.root / "results"
     assert FORMULA in set(tableio.read_table(res / "stats/ratings.parquet")["system"])  # the name is kept
     seen_formula = False
     for table in sorted((res / "tables").glob("*.csv")):
