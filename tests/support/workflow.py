@@ -82,20 +82,17 @@ def plan(root: Path, argv: list[str], env: dict | None = None) -> subprocess.Com
     (the suite plans some fifty times)."""
     import contextlib
     import io
+    from unittest import mock
 
     from snakemake.cli import args_to_api, parse_args
 
     out, err = io.StringIO(), io.StringIO()
-    saved = {key: os.environ.get(key) for key in (env or {})}
     cwd, path = os.getcwd(), list(sys.path)  # the Snakefile puts its copy's workflow/ on the path
     try:
-        for key, value in (env or {}).items():
-            if value is None:
-                os.environ.pop(key, None)
-            else:
-                os.environ[key] = value
         os.chdir(root)
-        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        # the environment a subprocess would get (WorkflowCopy._env), the process's own put back after
+        with mock.patch.dict(os.environ, WorkflowCopy._env(env), clear=True), \
+                contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
             try:
                 parser, args = parse_args(argv)
                 code = 0 if args_to_api(args, parser) else 1
@@ -109,11 +106,6 @@ def plan(root: Path, argv: list[str], env: dict | None = None) -> subprocess.Com
     finally:
         os.chdir(cwd)
         sys.path[:] = path
-        for key, value in saved.items():
-            if value is None:
-                os.environ.pop(key, None)
-            else:
-                os.environ[key] = value
     return subprocess.CompletedProcess(["snakemake", *argv], code, out.getvalue(), err.getvalue())
 
 

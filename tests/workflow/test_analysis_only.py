@@ -4,6 +4,7 @@ import pandas as pd
 import pytest
 
 from support import FIXTURES
+from support.workflow import WorkflowCopy
 from heart.common import tableio
 
 VOTES = FIXTURES / "imported" / "example_votes.csv"  # a public-format example written for this project
@@ -40,8 +41,6 @@ def hostile_run(tmp_path_factory):
     """The whole analysis of the example votes, two systems named like a spreadsheet formula and a LaTeX command
     and a judge like broken mathtext (HOSTILE, MATHTEXT_JUDGE): one run, read by the end-to-end test and the
     hostile-names test (each run of the whole analysis costs ~25 s of the suite)."""
-    from support.workflow import WorkflowCopy
-
     votes = pd.read_csv(VOTES, dtype=str, keep_default_na=False)
     for col in ("system_a", "system_b"):
         votes[col] = votes[col].replace(HOSTILE)
