@@ -29,11 +29,12 @@ def test_a_models_limits_are_split_over_the_jobs_of_a_stage(tmp_path):
         params=types.SimpleNamespace(model={"name": "m", **answering(config["models"]["m"], "models")},
                                      llm=answering(config["llm"], "llm"), shard="3of8"),
         input=Namedlist(fromdict={"prompt": str(prompt)}), scriptdir=str(ROOT / "workflow/scripts"),
-        rule="judge_pairs", config=config)
+        rule="judge_pairs", config=config, threads=3)
     assert smk.params.model == {"name": "m", "model": "openai/m"} and "cache_dir" not in smk.params.llm
     stage = Stage.of(smk)
     assert stage.spec.max_concurrency == 4 and stage.engine.specs["m"] is stage.spec and stage.shard == "3of8"
     assert stage.spec.timeout == 7 and stage.engine.cache.dir == tmp_path / "cache"
+    assert stage.engine.threads == 3  # the job's threads: what a local model's server runs on
 
 
 def test_how_a_model_is_called_is_split_from_what_it_answers():
@@ -46,6 +47,6 @@ def test_how_a_model_is_called_is_split_from_what_it_answers():
                     "stream": True, "batch": "openai"}
     assert {**kept, **calling({"models": {"m": entry}}, "models", "m")} == entry
     llm = {"cache_dir": "c", "replay": "r.parquet", "backoff_s": 1, "shards": 2, "batch_poll_s": 5,
-           "batch_max_requests": 9}
+           "batch_max_requests": 9, "local_threads": 2}
     assert answering(llm, "llm") == {"replay": "r.parquet", "shards": 2}
     assert set(calling({"llm": llm}, "llm")) == set(CALLING["llm"])

@@ -65,6 +65,33 @@ def test_dry_run_whole_dag(workflow_copy, configfile, model_systems, judges, sha
     assert jobs["generate_completions"] == 3 * model_systems and jobs["judge_pairs"] == 3 * judges
 
 
+def planned_threads(wf, *args, env=None) -> dict[str, set[int]]:
+    """Rule -> the threads its jobs would take, from a dry run's job blocks (a block names them when over 1)."""
+    out = wf.snakemake("-n", *args, env=env).stdout
+    threads: dict[str, set[int]] = {}
+    for block in out.split("\nrule ")[1:]:
+        rule, _, body = block.partition(":")
+        n = [int(line.split(":")[1]) for line in body.splitlines() if line.strip().startswith("threads:")]
+        threads.setdefault(rule.strip(), set()).add(n[0] if n else 1)
+    return threads
+
+
+@pytest.mark.dag
+def test_a_job_on_the_local_model_takes_its_threads_of_the_cores(workflow_copy):
+    """A job on a local model takes llm.local_threads of --cores (its llama.cpp runs on as many, so nothing runs
+    on those cores beside it), capped at --cores; a job calling a provider takes one."""
+    llm_rules = {"make_adversarial_items", "generate_completions", "judge_pairs", "judge_qc", "tag_strategies"}
+    local = planned_threads(workflow_copy, "--config", f"esconv={{local_copy: {TINY}}}", "llm={local_threads: 3}",
+                            "--cores", "4")
+    assert {rule: local[rule] for rule in llm_rules} == {rule: {3} for rule in llm_rules}
+    assert local["ratings"] == {1}
+    capped = planned_threads(workflow_copy, "--config", f"esconv={{local_copy: {TINY}}}", "--cores", "1")
+    assert {rule: capped[rule] for rule in llm_rules} == {rule: {1} for rule in llm_rules}
+    remote = planned_threads(workflow_copy, "--configfile", "config/paper.yaml", "--config",
+                             f"esconv={{local_copy: {TINY}}}", env=PAPER_KEYS)
+    assert remote["generate_completions"] == remote["judge_pairs"] == remote["tag_strategies"] == {1}
+
+
 @pytest.mark.dag
 def test_paper_config_without_keys_looks_and_names_them(workflow_copy):
     """Looking before paying needs no key: a dry run of the paper's config and the call preview run with none

@@ -37,6 +37,9 @@ def test_default_pipeline_on_the_local_model(workflow_copy):
 
     default = yaml.safe_load((wf.root / "config/config.yaml").read_text())
     default["systems"] = {"smollm2-listener": default["systems"]["smollm2-listener"]}
+    # one core for llama.cpp: the suite's other worker holds the other (two threads spinning beside it took this
+    # test from 102 s to 143 s alone, and slowed the other worker's tests)
+    default.setdefault("llm", {})["local_threads"] = 1
     (wf.root / "config/smallest.yaml").write_text(yaml.safe_dump(default))
     cfg = [*LOCAL_TARGETS, "--configfile", "config/smallest.yaml", "--config", f"esconv={{local_copy: {TINY}}}",
            "regular_items={n: 1, seed: 1}", "adversarial_items={n: 1, max_turns: 4, max_windows: 1}",

@@ -169,6 +169,12 @@ def uses_local_model(name):
     return int(bool(config["models"][name]["local_gguf"]))
 
 
+def model_threads(name):
+    """The threads of a job on model ``name``: llm.local_threads for a local model (its llama.cpp runs on as many,
+    so Snakemake runs nothing on those cores beside it), else 1 (a provider's calls wait on the network)."""
+    return config["llm"]["local_threads"] if uses_local_model(name) else 1
+
+
 def judge_of(name):
     """LLM judge ``name`` (config judging.judges.<name>) as one object, built here once for every rule."""
     return Judge.from_config(name, config["judging"])

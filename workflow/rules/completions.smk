@@ -22,6 +22,7 @@ if not ARTIFACTS:
             system="|".join(map(re.escape, MODEL_SYSTEMS)) or "(?!)",
         conda:
             "../../envs/llm.yaml"
+        threads: lambda wc: model_threads(config["systems"][wc.system]["model"])
         resources:
             local_llm=lambda wc: uses_local_model(config["systems"][wc.system]["model"]),
         params:

@@ -74,6 +74,7 @@ else:
             "benchmarks/items/make_adversarial_items.tsv"
         conda:
             "../../envs/llm.yaml"
+        threads: model_threads(config["adversarial_items"]["model"])
         resources:
             local_llm=uses_local_model(config["adversarial_items"]["model"]),
         params:

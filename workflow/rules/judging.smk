@@ -62,6 +62,7 @@ else:
                 "benchmarks/judging/{judge}/{shard}.tsv"
             conda:
                 "../../envs/llm.yaml"
+            threads: lambda wc: model_threads(judge_of(wc.judge).model)
             resources:
                 local_llm=lambda wc: uses_local_model(judge_of(wc.judge).model),
             params:
@@ -91,6 +92,7 @@ else:
                 "benchmarks/judging/qc/{judge}.tsv"
             conda:
                 "../../envs/llm.yaml"
+            threads: lambda wc: model_threads(judge_of(wc.judge).model)
             resources:
                 local_llm=lambda wc: uses_local_model(judge_of(wc.judge).model),
             params:

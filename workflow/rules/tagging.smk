@@ -19,6 +19,7 @@ if not ARTIFACTS:
             "benchmarks/tagging/{tagger}/{shard}.tsv"
         conda:
             "../../envs/llm.yaml"
+        threads: lambda wc: model_threads(tagger_of(wc.tagger).model)
         resources:
             local_llm=lambda wc: uses_local_model(tagger_of(wc.tagger).model),
         params:

@@ -261,8 +261,8 @@ def prefix_order(specs: dict[str, ModelSpec], requests: list[Request]) -> list[R
 
 
 def run_requests(specs: dict[str, ModelSpec], requests: list[Request], cache: ResponseCache,
-                 desc: str = "LLM calls", log=None, backoff: float = 1.0, batch: dict | None = None
-                 ) -> dict[str, dict]:
+                 desc: str = "LLM calls", log=None, backoff: float = 1.0, batch: dict | None = None,
+                 threads: int = 1) -> dict[str, dict]:
     """Answer every request (cache first, then the model); raise LLMStageError if any failed.
 
     Returns
@@ -303,7 +303,7 @@ def run_requests(specs: dict[str, ModelSpec], requests: list[Request], cache: Re
                 alias = spec.model.partition("/")[2]  # "openai/<alias>" on the local server
                 logits_all = any(resolved_params(spec, r).get("logprobs") for r in todo)
                 server = stack.enter_context(LocalServer(spec.local_gguf, alias=alias, log=log,
-                                                         logits_all=logits_all))
+                                                         logits_all=logits_all, threads=threads))
                 servers.append(server)
                 api_bases[name] = server.api_base
             else:
@@ -346,8 +346,9 @@ def run_requests(specs: dict[str, ModelSpec], requests: list[Request], cache: Re
 class Engine:
     """The engine as a script uses it: model specs (from rule params), the cache, and ``run``."""
 
-    def __init__(self, model_params, llm_cfg: dict):
+    def __init__(self, model_params, llm_cfg: dict, threads: int = 1):
         llm_cfg = {**schema_defaults("llm"), **llm_cfg}  # config ``llm`` over its schema's defaults
+        self.threads = threads  # a local model's CPU threads: the job's (Snakemake's ``threads``)
         self.specs = {s.name: s for s in map(ModelSpec.from_params, model_params)}
         self.cache = ResponseCache(llm_cfg["cache_dir"], replay=llm_cfg["replay"])
         self.backoff = llm_cfg["backoff_s"]
@@ -359,7 +360,8 @@ class Engine:
         how the models are called from the run's config (:data:`heart.llm.models.CALLING`: left out of params,
         so that changing them reruns nothing)."""
         return cls([as_called(params, smk.config) for params in model_params],
-                   {**smk.params.llm, **calling(smk.config, "llm")})
+                   {**smk.params.llm, **calling(smk.config, "llm")}, threads=smk.threads)
 
     def run(self, requests: list[Request], desc: str) -> dict[str, dict]:
-        return run_requests(self.specs, requests, self.cache, desc=desc, backoff=self.backoff, batch=self.batch)
+        return run_requests(self.specs, requests, self.cache, desc=desc, backoff=self.backoff, batch=self.batch,
+                            threads=self.threads)

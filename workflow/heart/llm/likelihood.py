@@ -35,7 +35,6 @@ import time
 import numpy as np
 
 from heart.llm.cache import ResponseCache, cache_key
-from heart.llm.local_server import _cpus
 from heart.llm.models import ModelSpec, gguf_path
 from heart.llm.request import Request, prepare_all
 
@@ -54,11 +53,13 @@ class LocalScorer:
         The context window (context and scored text together; longer raises a ValueError).
     vocab_only : bool
         Load the vocabulary only: formatting and tokenizing (:meth:`tokens`) work, scoring does not.
+    threads : int
+        CPU threads of the model (the job's: Snakemake's ``threads``).
     """
 
     n_batch = 512
 
-    def __init__(self, spec: ModelSpec, n_ctx: int = 4096, vocab_only: bool = False):
+    def __init__(self, spec: ModelSpec, n_ctx: int = 4096, vocab_only: bool = False, threads: int = 1):
         import llama_cpp
         from llama_cpp.llama_chat_format import Jinja2ChatFormatter
 
@@ -68,7 +69,7 @@ class LocalScorer:
         logging.getLogger("llama-cpp-python").setLevel(logging.ERROR)
         self._lib = llama_cpp
         self.llm = llama_cpp.Llama(str(gguf_path(spec.local_gguf)), n_ctx=n_ctx, n_batch=self.n_batch,
-                                   n_threads=_cpus(), logits_all=False, vocab_only=vocab_only, verbose=False)
+                                   n_threads=threads, logits_all=False, vocab_only=vocab_only, verbose=False)
         meta = self.llm.metadata
         if not meta.get("tokenizer.chat_template"):
             raise ValueError(f"{spec.local_gguf}: the GGUF has no chat template (tokenizer.chat_template)")

@@ -8,7 +8,6 @@ duration of a stage (:class:`LocalServer`), so it goes through exactly the same 
 from __future__ import annotations
 
 import contextlib
-import os
 import signal
 import socket
 import subprocess
@@ -26,19 +25,15 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
-def _cpus() -> int:
-    """CPUs this job may use: SLURM's allocation, else this process's affinity (not the whole node)."""
-    with contextlib.suppress(KeyError, ValueError):
-        return max(1, int(os.environ["SLURM_CPUS_PER_TASK"]))
-    return max(1, len(os.sched_getaffinity(0)))
-
-
 class LocalServer:
     """Run ``python -m llama_cpp.server`` for a GGUF on 127.0.0.1 while the block runs."""
 
-    def __init__(self, gguf: str, alias: str, n_ctx: int = 4096, log=None, logits_all: bool = False):
+    def __init__(self, gguf: str, alias: str, n_ctx: int = 4096, log=None, logits_all: bool = False,
+                 threads: int = 1):
         self.model_path = gguf_path(gguf)
-        self.alias, self.n_ctx, self.log = alias, n_ctx, log
+        # the job's threads (Snakemake's ``threads``: llm.local_threads, capped at --cores): never more than the
+        # job was given, so two jobs never spin on the same cores
+        self.alias, self.n_ctx, self.log, self.threads = alias, n_ctx, log, threads
         # logits for every prompt token are needed only to return logprobs (llama-cpp-python refuses them
         # otherwise), and computing them slows prompt evaluation: on only for a stage that reads logprobs
         self.logits_all = logits_all
@@ -48,7 +43,7 @@ class LocalServer:
     def __enter__(self) -> "LocalServer":
         cmd = [sys.executable, "-m", "llama_cpp.server", "--model", str(self.model_path),
                "--model_alias", self.alias, "--host", "127.0.0.1", "--port", str(self.port),
-               "--n_ctx", str(self.n_ctx), "--n_threads", str(_cpus()),
+               "--n_ctx", str(self.n_ctx), "--n_threads", str(self.threads),
                "--logits_all", str(self.logits_all)]
         # the server's own messages go to the rule's log, else to a temporary file, so a crash can be told
         self._err = self.log or tempfile.TemporaryFile(mode="w+")

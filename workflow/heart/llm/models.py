@@ -17,7 +17,7 @@ _D = schema_defaults("models.*")
 #: (:func:`answering`) and its job takes them from the run's config (:func:`calling`): changing them reruns
 #: nothing, since every answer so far is in the response cache and would be the same
 CALLING = {"models": ("max_concurrency", "rpm", "tpm", "timeout", "max_retries", "api_key_env"),
-           "llm": ("cache_dir", "backoff_s", "batch_poll_s", "batch_max_requests")}
+           "llm": ("cache_dir", "backoff_s", "batch_poll_s", "batch_max_requests", "local_threads")}
 
 
 def answering(entry: dict, section: str) -> dict:

@@ -6,6 +6,7 @@ in-process and cached. What it measures, what it does not, and how it was chosen
 
 from __future__ import annotations
 
+import functools
 import json
 from collections import Counter
 
@@ -146,4 +147,5 @@ def answers(judge, pairs: pd.DataFrame, results: dict[str, dict], both_orders: b
 def run(judge, engine, requests: list[Request], desc: str) -> dict[str, dict]:
     """The likelihoods computed in-process by the judge's local model (:func:`heart.llm.likelihood.run`, with
     the engine's specs and cache), from the cache first."""
-    return likelihood.run(engine.specs, requests, engine.cache, desc=desc)
+    return likelihood.run(engine.specs, requests, engine.cache, desc=desc,
+                          scorer=functools.partial(likelihood.LocalScorer, threads=engine.threads))
