@@ -19,7 +19,7 @@ from support.annotation import stored
 from support.annotation_server import AnnotationServer
 from support import KEY_ENV, REPO
 from support.workflow import WorkflowCopy, edit_config, judging_config
-from support.browser import LAPTOP, PHONE, QC_BAD, SHOTS, emulate, unemulate
+from support.browser import LAPTOP, PHONE, QC_BAD, SHOTS, emulate, left_page, unemulate
 
 pytestmark = [pytest.mark.e2e, pytest.mark.browser]
 
@@ -78,10 +78,7 @@ def shot(driver, name, size=LAPTOP):
 def submit(driver, study):
     old = driver.find_element(By.NAME, "nonce").get_attribute("value")
     driver.find_element(By.ID, "send").click()
-    WebDriverWait(driver, 15).until(
-        lambda d: d.find_elements(By.ID, "done") or d.find_elements(By.ID, "error") or (
-            d.find_elements(By.NAME, "nonce")
-            and d.find_element(By.NAME, "nonce").get_attribute("value") != old))
+    left_page(driver, old, also=("done", "error"))
     study["pages"].append(driver.page_source)
     assert not driver.find_elements(By.ID, "error"), driver.find_element(By.ID, "error").text
 
@@ -453,8 +450,7 @@ def test_a_rater_marks_each_axis_when_the_study_asks(browser, tmp_path):
         shot(browser, "rating-axes-phone", PHONE)
         old = browser.find_element(By.NAME, "nonce").get_attribute("value")
         browser.find_element(By.ID, "send").click()
-        WebDriverWait(browser, 15).until(lambda d: d.find_elements(By.ID, "done") or (
-            d.find_elements(By.NAME, "nonce") and d.find_element(By.NAME, "nonce").get_attribute("value") != old))
+        left_page(browser, old, also=("done",))
     finally:
         server.kill()
     got = stored(db)
@@ -502,9 +498,7 @@ def test_back_reload_and_a_long_reason_keep_what_was_typed(browser, tmp_path):
         box.clear()
         box.send_keys("B asks about the exam")
         browser.find_element(By.ID, "send").click()
-        WebDriverWait(browser, 15).until(
-            lambda d: d.find_elements(By.NAME, "nonce") and d.find_element(By.NAME, "nonce").get_attribute("value")
-            != first)
+        left_page(browser, first)
         browser.back()  # to the refusal's page: shown again, no "Confirm Form Resubmission"
         WebDriverWait(browser, 15).until(lambda d: d.find_elements(By.ID, "error"))
         assert "ERR_CACHE_MISS" not in browser.page_source and "Confirm Form Resubmission" not in browser.page_source

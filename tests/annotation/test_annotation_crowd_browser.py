@@ -17,7 +17,7 @@ from heart.annotation import audit, crowd, db as store_db, links, store, tasks
 from heart.annotation.app import STUDY_TEXTS
 from heart.judging import pairs as pairs_mod
 from support.annotation import QC, make_completions, make_items
-from support.browser import LAPTOP, PHONE, QC_BAD, SHOTS, chromium, emulate, unemulate
+from support.browser import LAPTOP, PHONE, QC_BAD, SHOTS, chromium, emulate, left_page, unemulate
 
 pytestmark = [pytest.mark.e2e, pytest.mark.browser]
 CODE, STOPPED = "C0MPLETE7", "SCREEN0UT"
@@ -115,8 +115,7 @@ def rate_until(d, good: bool):
         click(d, f"choice-{choice}")
         d.find_element(By.ID, "rationale").send_keys("the reply stays with the seeker")
         click(d, "send")
-        WebDriverWait(d, 15).until(lambda x: not x.find_elements(By.NAME, "nonce")
-                                   or x.find_element(By.NAME, "nonce").get_attribute("value") != old)
+        left_page(d, old, also=("done", "stopped"))
 
 
 def test_two_participants_from_the_platform_one_stopped_one_finished(driver, site):

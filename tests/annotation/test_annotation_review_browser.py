@@ -15,7 +15,7 @@ from heart.completions import safety_review
 from support import FIXTURES
 from support.annotation import FLAGS, KEYS, make_completions, make_items
 from support.annotation_server import AnnotationServer
-from support.browser import LAPTOP, PHONE, SHOTS, emulate, unemulate
+from support.browser import LAPTOP, PHONE, SHOTS, emulate, left_page, unemulate
 
 pytestmark = [pytest.mark.e2e, pytest.mark.browser]
 
@@ -55,8 +55,7 @@ def shot(d, name, size=LAPTOP):
 def send(d):
     old = d.find_element(By.NAME, "nonce").get_attribute("value")
     d.find_element(By.ID, "send").click()
-    WebDriverWait(d, 15).until(lambda x: x.find_elements(By.ID, "done") or x.find_elements(By.ID, "error") or (
-        x.find_elements(By.NAME, "nonce") and x.find_element(By.NAME, "nonce").get_attribute("value") != old))
+    left_page(d, old, also=("done", "error"))
 
 
 def test_reviewers_confirm_or_clear_each_flag_with_a_reason_and_the_export_reads_back(browser, site):

@@ -55,3 +55,20 @@ def emulate(driver, size=LAPTOP):
 def unemulate(driver):
     driver.execute_cdp_cmd("Emulation.setTouchEmulationEnabled", {"enabled": False})
     driver.execute_cdp_cmd("Emulation.clearDeviceMetricsOverride", {})
+
+
+def left_page(driver, old_nonce: str, timeout: float = 15, also: tuple[str, ...] = ()) -> None:
+    """Wait until the browser shows the page after the one whose form carried ``old_nonce``: a form with another
+    nonce, or an element whose id is in ``also`` (a page without a form). An element gone stale while it is read
+    (the page changed under it) is read again on the next look, not raised."""
+    from selenium.common.exceptions import StaleElementReferenceException
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    def moved(d) -> bool:
+        if any(d.find_elements(By.ID, i) for i in also):
+            return True
+        found = d.find_elements(By.NAME, "nonce")
+        return bool(found) and found[0].get_attribute("value") != old_nonce
+
+    WebDriverWait(driver, timeout, ignored_exceptions=(StaleElementReferenceException,)).until(moved)
