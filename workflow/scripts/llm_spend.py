@@ -1,10 +1,11 @@
 """rule llm_spend: what the answers in the response cache cost, per model and mode (heart/llm/spend.py)."""
 from heart.common import provenance, tableio
 from heart.common.runtime import logged
+from heart.llm import load_litellm
 from heart.llm.spend import spend
 
 with logged(snakemake.log[0], snakemake) as log:
-    import litellm
+    litellm = load_litellm()
 
     litellm.suppress_debug_info = True
     table = spend(tableio.read_table(snakemake.input[0]), litellm)

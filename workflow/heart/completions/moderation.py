@@ -15,6 +15,7 @@ import pandas as pd
 
 from heart.common.redaction import Redactor
 from heart.completions.safety import COLUMNS
+from heart.llm import load_litellm
 from heart.llm.cache import ResponseCache
 from heart.llm.models import ModelSpec
 
@@ -47,7 +48,7 @@ def categories(result: dict) -> dict[str, tuple[float | None, bool | None]]:
 
 
 def _call(spec: ModelSpec, text: str) -> dict:
-    import litellm  # only a job that calls the endpoint loads litellm
+    litellm = load_litellm()  # only a job that calls the endpoint loads litellm
     import openai
 
     key = os.environ.get(spec.api_key_env) if spec.api_key_env else None

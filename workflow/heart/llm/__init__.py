@@ -24,6 +24,23 @@ The rules of ``rules/llm.smk`` (export_llm_cache, llm_spend, preview_llm_calls) 
 :mod:`.spend` and :mod:`.preview`.
 """
 
+import gc
 import os
+import sys
 
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")  # never fetch the price map (before litellm loads)
+
+
+def load_litellm():
+    """litellm, imported with the cyclic garbage collector paused (every module of heart imports it through
+    here): its import builds some 1,900 pydantic classes, and the collector's passes over them were ~0.5 s of the
+    import's ~3.2 s in every job that calls a model (docs/benchmarks.md)."""
+    if "litellm" not in sys.modules:
+        paused = gc.isenabled()
+        gc.disable()
+        try:
+            import litellm  # noqa: F401
+        finally:
+            if paused:
+                gc.enable()
+    return sys.modules["litellm"]

@@ -37,6 +37,7 @@ from pathlib import Path
 
 from heart.common.atomic import atomic_path
 from heart.common.redaction import Redactor
+from heart.llm import load_litellm
 from heart.llm.answers import parse_structured
 from heart.llm.batch_protocols import adapter
 from heart.llm.models import ModelSpec, priced, prices
@@ -107,7 +108,7 @@ def entry_from(spec: ModelSpec, req: Request, body: dict, turnaround: float, bat
                redactor: Redactor) -> dict:
     """A batch answer as the cache keeps a synchronous one (:func:`heart.llm.engine._call`), priced at the
     batch price of the price map (None where it has none)."""
-    import litellm
+    litellm = load_litellm()
 
     from heart.llm.wire import RetryableResponse, usage_of
 

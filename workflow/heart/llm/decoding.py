@@ -18,6 +18,7 @@ import json
 import re
 from dataclasses import dataclass
 
+from heart.llm import load_litellm
 from heart.llm.models import ModelSpec
 from heart.llm.request import Request
 
@@ -62,6 +63,7 @@ def _version(name: str, pattern: str) -> tuple[int, int] | None:
 
 def _openai_controls(name: str) -> _Controls | None:
     """OpenAI's reasoning models: o-series and the gpt-5 series (gpt-5-chat is not one)."""
+    load_litellm()
     from litellm.llms.openai.chat.gpt_5_transformation import OpenAIGPT5Config as GPT5
 
     if re.match(r"o\d+(?:-|$)", name):
@@ -122,7 +124,7 @@ def _controls(model: str) -> _Controls:
                              f"{name} turns thinking off with budget 0 (litellm: reasoning_effort 'none')")
         return _Controls({}, True, True, True, f"{name} does not think")
     with contextlib.suppress(Exception):  # litellm raises for models it has never heard of
-        import litellm
+        litellm = load_litellm()
 
         if litellm.supports_reasoning(model=model):
             return _Controls({}, False, True, True, f"litellm lists {model} as a reasoning model, but heart "
@@ -132,7 +134,7 @@ def _controls(model: str) -> _Controls:
 
 def _supported(model: str) -> list | None:
     """The OpenAI-style params litellm maps for ``model`` (None: it cannot tell)."""
-    import litellm
+    litellm = load_litellm()
 
     provider, _, name = model.partition("/")
     with contextlib.suppress(Exception):

@@ -29,6 +29,7 @@ import time
 
 from heart.common.config import schema_defaults
 from heart.common.redaction import RedactingStream, Redactor, redacted_logging
+from heart.llm import load_litellm
 from heart.llm.answers import parse_structured, token_logprobs
 from heart.llm.batch import Journal, run_batches
 from heart.llm.cache import ResponseCache, cache_key, clean_hit
@@ -77,7 +78,7 @@ def missing_keys(specs: dict[str, ModelSpec], requests) -> dict[str, list[str]]:
 
 
 def _is_retryable(exc) -> bool:
-    import litellm
+    litellm = load_litellm()
 
     retryable = (litellm.RateLimitError, litellm.InternalServerError, litellm.ServiceUnavailableError,
                  litellm.APIConnectionError, litellm.Timeout, litellm.BadGatewayError,
@@ -91,14 +92,14 @@ def _is_retryable(exc) -> bool:
 def _quiet_litellm() -> None:
     """Tell litellm once per batch, not per call (setting a logger's level clears every logger's cache): no
     provider-list banners on stdout per failed call, no per-call INFO lines in logs."""
-    import litellm
+    litellm = load_litellm()
 
     litellm.suppress_debug_info = True
     logging.getLogger("LiteLLM").setLevel(logging.WARNING)
 
 
 async def _call(spec: ModelSpec, req: Request, api_base: str | None, redactor: Redactor) -> dict:
-    import litellm
+    litellm = load_litellm()
 
     kwargs = wire_params(spec, req, api_base)
     api_key = os.environ.get(spec.api_key_env) if spec.api_key_env else None

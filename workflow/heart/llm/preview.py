@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pandas as pd
 
+from heart.llm import load_litellm
 from heart.llm.cache import ResponseCache, cache_key
 from heart.llm.decoding import resolved_params
 from heart.llm.models import ModelSpec
@@ -86,7 +87,7 @@ def preview(specs: dict[str, ModelSpec], requests_by_stage: dict[str, list[Reque
     (the adaptive design's preview: the fixed design, the adaptive one as expected); their rows carry the label
     in ``scenario`` (null for the run's own) and :func:`preview_summary` leaves them out of its totals.
     """
-    import litellm
+    litellm = load_litellm()
 
     from heart.llm.wire import by_batch
     from heart.llm.models import model_info, priced, prices

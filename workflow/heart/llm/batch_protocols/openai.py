@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 
+from heart.llm import load_litellm
 from heart.llm.batch_protocols.base import get, key
 from heart.llm.models import ModelSpec
 from heart.llm.request import Request
@@ -39,7 +40,7 @@ class OpenAIBatches:
         memo = (roles, json.dumps(params, sort_keys=True, default=str))
         if memo in self._shapes:
             return self._shapes[memo]
-        import litellm
+        litellm = load_litellm()
         from litellm.types.utils import CallTypes
         from litellm.utils import return_raw_request
 
@@ -64,7 +65,7 @@ class OpenAIBatches:
 
     async def find(self, record: dict, taken=frozenset()) -> dict | None:
         """The provider's batch carrying the record's token in its metadata."""
-        import litellm
+        litellm = load_litellm()
 
         after = None
         for _ in range(50):  # newest first, 100 a page: a token's batch is among the newest
@@ -79,7 +80,7 @@ class OpenAIBatches:
         return None
 
     async def submit(self, token: str, requests: list[tuple[str, Request]], wire) -> dict:
-        import litellm
+        litellm = load_litellm()
 
         lines = [self.line(k, r, wire) for k, r in requests]
         payload = "".join(json.dumps(x, ensure_ascii=False) + "\n" for x in lines).encode()
@@ -90,13 +91,13 @@ class OpenAIBatches:
         return _openai_batch(created)
 
     async def status(self, batch_id: str) -> dict:
-        import litellm
+        litellm = load_litellm()
 
         return _openai_batch(await litellm.aretrieve_batch(batch_id=batch_id, **self.auth))
 
     async def results(self, batch: dict) -> tuple[dict[str, dict], dict[str, str]]:
         """(custom id -> response body, for the answered) and (custom id -> error, for those that failed)."""
-        import litellm
+        litellm = load_litellm()
 
         answered, failed = {}, {}
         for field in ("output_file_id", "error_file_id"):
