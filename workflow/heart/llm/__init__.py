@@ -33,8 +33,8 @@ os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")  # never fetch the
 
 def load_litellm():
     """litellm, imported with the cyclic garbage collector paused (every module of heart imports it through
-    here): its import builds some 1,900 pydantic classes, and the collector's passes over them were ~0.5 s of the
-    import's ~3.2 s in every job that calls a model (docs/benchmarks.md)."""
+    here): its import builds some 1,900 pydantic classes, and the collector's passes over them were ~0.7 s of the
+    import's ~2.8 s of CPU in every job that calls a model (docs/benchmarks.md)."""
     if "litellm" not in sys.modules:
         paused = gc.isenabled()
         gc.disable()

@@ -264,7 +264,8 @@ def prefix_order(specs: dict[str, ModelSpec], requests: list[Request]) -> list[R
 def run_requests(specs: dict[str, ModelSpec], requests: list[Request], cache: ResponseCache,
                  desc: str = "LLM calls", log=None, backoff: float = 1.0, batch: dict | None = None,
                  threads: int = 1) -> dict[str, dict]:
-    """Answer every request (cache first, then the model); raise LLMStageError if any failed.
+    """Answer every request (cache first, then the model); raise LLMStageError if any failed. A local model
+    (``local_gguf``) is served for the call on ``threads`` CPU threads (the job's: Snakemake's ``threads``).
 
     Returns
     -------
