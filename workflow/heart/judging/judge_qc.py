@@ -20,6 +20,8 @@ accuracy near 50 % and a flip rate near 1.
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pandas as pd
 import yaml
 
@@ -36,7 +38,7 @@ SUMMARY_COLUMNS = ["judge", "kind", "n_checks", "n_verdicts", "qc_accuracy", "ci
 
 def load_replies(path) -> list[dict]:
     """The unhelpful replies (key, text) of the human raters' quality checks."""
-    spec = yaml.safe_load(open(path, encoding="utf-8")) or {}
+    spec = yaml.safe_load(Path(path).read_text(encoding="utf-8")) or {}
     replies = spec.get("replies") or []
     if not replies or any(not isinstance(r, dict) or not r.get("key") or not r.get("text") for r in replies):
         raise ValueError(f"{path}: 'replies' must be a non-empty list of {{key, text}}")
