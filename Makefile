@@ -23,7 +23,12 @@
 #            ARTIFACTS=<folder> (make paper: the bundle),
 #            REHEARSAL_DIR=/tmp/heart-rehearsal, REHEARSAL_ARGS="--items 20" (its options: --help).
 SHELL := /bin/bash
-PYTHON ?= $(shell command -v python3.11 || command -v python3)
+# The Python the venv is built on: the distribution's /usr/bin/python3.11 where it can make a venv, else the first
+# python3.11 on PATH, else python3. A distribution's build is profile-guided and links the interpreter statically;
+# pyenv's default build (no --enable-optimizations, a shared libpython) is slower, and the test suite, hundreds of
+# short Python processes, spent ~13 % more CPU on pyenv's 3.11.7 than on Debian's 3.11.2 (docs/benchmarks.md).
+PYTHON ?= $(shell for p in /usr/bin/python3.11 "$$(command -v python3.11)" "$$(command -v python3)"; do \
+  [ -x "$$p" ] && "$$p" -c 'import ensurepip, venv' 2>/dev/null && { echo "$$p"; break; }; done)
 VENV ?= .venv
 CORES ?= 2
 ESCONV ?=
@@ -31,11 +36,15 @@ RELEASE ?=
 CONFIG ?=
 SNAKEMAKE_ARGS ?=
 PYTEST_ARGS ?=
-STAMP := $(VENV)/.heart-installed
-# The venv is built once per set of pins (envs/requirements.txt, envs/constraints.txt) in VENV_STORE and linked
-# as .venv: a fresh clone (CI's) links it in a second instead of installing ~150 packages (~75 s). Change a pin
-# and another store is built; delete a store folder to rebuild it; VENV_STORE= (empty) builds .venv in place.
-PINS_KEY := $(shell cat envs/requirements.txt envs/constraints.txt 2>/dev/null | sha256sum | cut -c1-16)
+# the stamp names the pins and interpreter: .venv linked to another store (other pins, another PYTHON) lacks it
+STAMP = $(VENV)/.heart-setup-$(PINS_KEY)
+# The venv is built once per set of pins (envs/requirements.txt, envs/constraints.txt) and interpreter in
+# VENV_STORE and linked as .venv: a fresh clone (CI's) links it in a second instead of installing ~150 packages
+# (~75 s). Change a pin or PYTHON and another store is built; delete a store folder to rebuild it; VENV_STORE=
+# (empty) builds .venv in place.
+PYTHON_ID := $(shell "$(PYTHON)" -c 'import os, sys; print(os.path.realpath(sys.executable), sys.version)' 2>/dev/null)
+PINS_KEY := $(shell { cat envs/requirements.txt envs/constraints.txt; echo "$(PYTHON_ID)"; } 2>/dev/null \
+  | sha256sum | cut -c1-16)
 VENV_STORE ?= $(HOME)/.cache/heart/venvs/py311-$(PINS_KEY)
 # llama-cpp-python is built from source once, for a portable x86-64 baseline
 # (AVX2/FMA, not -march=native: a wheel built natively on one CPU dies with SIGILL
