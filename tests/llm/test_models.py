@@ -50,3 +50,22 @@ def test_how_a_model_is_called_is_split_from_what_it_answers():
            "batch_max_requests": 9, "local_threads": 2}
     assert answering(llm, "llm") == {"replay": "r.parquet", "shards": 2}
     assert set(calling({"llm": llm}, "llm")) == set(CALLING["llm"])
+
+
+def test_litellm_never_loads_a_dotenv_file(tmp_path):
+    """litellm's default mode reads a .env into the environment on import (from its folder up, or the working
+    directory of a REPL); heart's import of it must not: keys come only from the environment it was started in."""
+    import os
+    import subprocess
+    import sys
+
+    from heart import WORKFLOW_DIR
+
+    (tmp_path / ".env").write_text("HEART_DOTENV_PROBE=loaded\n")
+    code = ("import os; from heart.llm import load_litellm; load_litellm(); "
+            "print(os.environ.get('HEART_DOTENV_PROBE'))")
+    env = {k: v for k, v in os.environ.items() if k != "LITELLM_MODE"}
+    env["PYTHONPATH"] = str(WORKFLOW_DIR)
+    out = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, env=env, capture_output=True, text=True,
+                         check=True).stdout
+    assert out.strip() == "None"

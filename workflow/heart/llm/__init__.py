@@ -29,6 +29,11 @@ import os
 import sys
 
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")  # never fetch the price map (before litellm loads)
+# litellm's default mode ("DEV") loads a .env file into the environment when it is imported, found by walking up
+# from its own folder (a venv inside the repository: the repository's .env) or, in a REPL, from the working
+# directory: a key a user keeps there for something else would reach the provider although no rule declared it
+# (envvars:) and a reviewer's keyless run would call. Keys come from the environment Snakemake was started in.
+os.environ["LITELLM_MODE"] = "PRODUCTION"
 
 
 def load_litellm():
