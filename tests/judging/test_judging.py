@@ -223,3 +223,31 @@ def test_context_turns_keeps_the_last_turns_and_says_how_many_are_left_out():
     assert (cut["response_A"], cut["response_B"]) == ("ra", "rb")
     short = json.loads(material.messages("judge", history[:2], "ra", "rb", context_turns=3)[1]["content"])
     assert "earlier_turns_omitted" not in short and len(short["dialogue"]) == 2
+
+
+@pytest.mark.parametrize("context_turns", [None, 2])
+def test_a_dialogue_encoded_once_gives_each_pair_the_same_bytes(context_turns):
+    """material.shown encodes an item's dialogue once for all its pairs: every prompt is still the text of
+    json.dumps(material, indent=1) (the cache keys depend on it), quotes, line breaks and non-ASCII included."""
+    history = [{"role": "seeker", "text": 'I said "fine"\nbut I\'m not — ça va?'},
+               {"role": "supporter", "text": "Tell me more. </s><|im_end|>"},
+               {"role": "seeker", "text": "Work, mostly.\t\\ and nights"}]
+    items = pd.DataFrame({"item_id": ["i1", "i2"], "history": [history, history[:1]]})
+    pairs_ = pd.DataFrame({"pair_id": ["p1", "p2", "p3"], "item_id": ["i1", "i1", "i2"],
+                           "system_a": ["a", "a", "a"], "contributor_a": [None, None, None],
+                           "system_b": ["b", "c", "b"], "contributor_b": [None, None, None]})
+    texts = {(i, s, None): f"{s} on {i}: \"ok\"\n" for i in ("i1", "i2") for s in "abc"}
+    got = list(material.shown(pairs_, items, texts, "RULES", both_orders=True, context_turns=context_turns))
+    assert len(got) == 6
+    for pair_id, order, (system, user) in got:
+        p = pairs_.set_index("pair_id").loc[pair_id]
+        turns = dict(zip(items["item_id"], items["history"]))[p["item_id"]]
+        a, b = texts[(p["item_id"], p["system_a"], None)], texts[(p["item_id"], p["system_b"], None)]
+        first, second = (a, b) if order == "AB" else (b, a)
+        omitted = max(0, len(turns) - context_turns) if context_turns else 0
+        expected = {"earlier_turns_omitted": omitted} if omitted else {}
+        expected.update({"dialogue": [{"speaker": t["role"].capitalize(), "text": t["text"]} for t in turns[omitted:]],
+                         "response_A": first, "response_B": second})
+        assert system == {"role": "system", "content": "RULES"}
+        assert user["content"] == json.dumps(expected, ensure_ascii=False, indent=1)
+        assert (system, user) == material.messages("RULES", turns, first, second, context_turns)

@@ -13,9 +13,10 @@ from __future__ import annotations
 import pandas as pd
 
 from heart.common.config import load_resource
-from heart.llm.request import SPEAKER, json_messages
+from heart.llm.request import SPEAKER, Encoded, indented_json, json_messages
 
 ORDERS = ("AB", "BA")
+JUDGE_INDENT = 1  # part of every judge request, so of its cache key
 
 
 # --- the rubric and the instructions ------------------------------------------------------------
@@ -55,22 +56,36 @@ def eligible(pairs: pd.DataFrame, judge_family: str, families: dict[str, str], e
     return (fam_a != judge_family) & (fam_b != judge_family)
 
 
-def messages(instructions: str, history, response_a: str, response_b: str, context_turns: int | None = None
-             ) -> tuple:
+def messages(instructions: str, history, response_a: str, response_b: str, context_turns: int | None = None,
+             encoded: Encoded | None = None) -> tuple:
     """The blinded judge messages: instructions, then one JSON object holding all the material.
 
     ``context_turns`` keeps the last N turns of the dialogue (a small local model's prompt cost grows with
     every token); the material then says how many earlier turns were left out. None: the whole dialogue.
+    ``encoded``: the dialogue as :func:`encoded_dialogue` wrote it for this ``history`` and ``context_turns``
+    (the same text, encoded once for all the pairs of an item).
     """
     turns = list(history)
     omitted = max(0, len(turns) - context_turns) if context_turns else 0
     material = {"earlier_turns_omitted": omitted} if omitted else {}
     material.update({
-        "dialogue": [{"speaker": SPEAKER.get(t["role"], t["role"]), "text": t["text"]} for t in turns[omitted:]],
+        "dialogue": encoded if encoded is not None else dialogue(turns[omitted:]),
         "response_A": response_a,
         "response_B": response_b,
     })
-    return json_messages(instructions, material, indent=1)
+    return json_messages(instructions, material, indent=JUDGE_INDENT)
+
+
+def dialogue(turns) -> list[dict]:
+    """The turns as the judge sees them: speaker and text."""
+    return [{"speaker": SPEAKER.get(t["role"], t["role"]), "text": t["text"]} for t in turns]
+
+
+def encoded_dialogue(history, context_turns: int | None = None) -> Encoded:
+    """The material's dialogue of :func:`messages`, written once (JSON at its place in the material)."""
+    turns = list(history)
+    omitted = max(0, len(turns) - context_turns) if context_turns else 0
+    return Encoded(indented_json(dialogue(turns[omitted:]), JUDGE_INDENT, 1))
 
 
 def reply_key(system, contributor) -> tuple:
@@ -94,8 +109,12 @@ def shown(pairs: pd.DataFrame, items: pd.DataFrame, texts: dict, instructions: s
           context_turns: int | None = None):
     """(pair id, order, the blinded messages) for every pair in each order it is shown in."""
     history = dict(zip(items["item_id"], items["history"]))  # a dict: a Series lookup per pair cost seconds
+    encoded: dict = {}  # item id -> its dialogue, encoded once for all its pairs (~140 per item in the paper)
     for p in pairs.itertuples():
         a, b = (texts[side] for side in sides(p))
+        if p.item_id not in encoded:
+            encoded[p.item_id] = encoded_dialogue(history[p.item_id], context_turns)
         for order in orders(both_orders):
             first, second = (a, b) if order == "AB" else (b, a)
-            yield p.pair_id, order, messages(instructions, history[p.item_id], first, second, context_turns)
+            yield p.pair_id, order, messages(instructions, history[p.item_id], first, second, context_turns,
+                                             encoded[p.item_id])

@@ -38,12 +38,20 @@ def json_messages(instructions: str, material: dict, indent: int | None = None) 
 _quoted = json.encoder.encode_basestring
 
 
+class Encoded(str):
+    """A value :func:`indented_json` has already written at the depth it is placed at: written as it is (a
+    dialogue that several pairs show is encoded once, :func:`heart.judging.material.shown`)."""
+
+
 def indented_json(value, indent: int, depth: int = 0) -> str:
     """``json.dumps(value, ensure_ascii=False, indent=indent)``, the same text: json's indented encoder runs in
     Python (a judging stage's ~85,000 prompts spent half a minute in it); here only the containers are walked in
-    Python and every string and number is encoded by json's C encoder."""
+    Python and every string and number is encoded by json's C encoder. An :class:`Encoded` value is taken as
+    written."""
     if type(value) is str:
         return _quoted(value)
+    if type(value) is Encoded:
+        return str(value)
     if isinstance(value, dict) and value and all(type(k) is str for k in value):
         pad = "\n" + " " * (indent * (depth + 1))
         body = ("," + pad).join(f"{_quoted(k)}: {indented_json(v, indent, depth + 1)}"
