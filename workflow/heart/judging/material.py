@@ -66,7 +66,7 @@ def messages(instructions: str, history, response_a: str, response_b: str, conte
     (the same text, encoded once for all the pairs of an item).
     """
     turns = list(history)
-    omitted = max(0, len(turns) - context_turns) if context_turns else 0
+    omitted = omitted_turns(turns, context_turns)
     material = {"earlier_turns_omitted": omitted} if omitted else {}
     material.update({
         "dialogue": encoded if encoded is not None else dialogue(turns[omitted:]),
@@ -74,6 +74,11 @@ def messages(instructions: str, history, response_a: str, response_b: str, conte
         "response_B": response_b,
     })
     return json_messages(instructions, material, indent=JUDGE_INDENT)
+
+
+def omitted_turns(turns: list, context_turns: int | None) -> int:
+    """How many earlier turns a judge with ``context_turns`` does not see (None: it sees them all)."""
+    return max(0, len(turns) - context_turns) if context_turns else 0
 
 
 def dialogue(turns) -> list[dict]:
@@ -84,7 +89,7 @@ def dialogue(turns) -> list[dict]:
 def encoded_dialogue(history, context_turns: int | None = None) -> Encoded:
     """The material's dialogue of :func:`messages`, written once (JSON at its place in the material)."""
     turns = list(history)
-    omitted = max(0, len(turns) - context_turns) if context_turns else 0
+    omitted = omitted_turns(turns, context_turns)
     return Encoded(indented_json(dialogue(turns[omitted:]), JUDGE_INDENT, 1))
 
 
