@@ -39,3 +39,14 @@ def test_the_scorer_reads_what_llama_cpp_computes_with_its_kv_cache_reused():
     assert scorer.evaluations == contexts + texts + len(replies) - 1
     scorer.close()
     reference.close()
+
+
+@pytest.mark.local_llm
+def test_the_scorer_reads_prompts_on_the_jobs_threads_only():
+    """The scorer's llama.cpp runs on the job's threads (Snakemake's ``threads``) also where it reads a text, which
+    is all it does: llama-cpp-python's default there is every CPU of the machine."""
+    scorer = likelihood.LocalScorer(LOCAL, n_ctx=256, threads=1)
+    try:
+        assert (scorer.llm.context_params.n_threads, scorer.llm.context_params.n_threads_batch) == (1, 1)
+    finally:
+        scorer.close()

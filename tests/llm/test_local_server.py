@@ -43,10 +43,11 @@ def test_embedded_local_model_offline(tmp_path):
 @pytest.mark.local_llm
 def test_the_server_runs_on_the_jobs_threads():
     """llama.cpp runs on the threads the job was given (Snakemake's ``threads``: llm.local_threads), not on every
-    CPU of the machine: two threads spinning beside another job's on two cores made the stages ~40 % slower."""
+    CPU of the machine, both generating and reading a prompt (``n_threads_batch``, which llama-cpp-python otherwise
+    sets to the machine's CPU count): threads spinning beside another job's on two cores made the stages slower."""
     with LocalServer(LOCAL["local_gguf"], alias="smol", threads=3) as server:
         argv = Path(f"/proc/{server.proc.pid}/cmdline").read_bytes().decode().split("\0")
-    assert argv[argv.index("--n_threads") + 1] == "3"
+    assert argv[argv.index("--n_threads") + 1] == "3" and argv[argv.index("--n_threads_batch") + 1] == "3"
 
 
 def test_a_crashed_local_server_is_named_with_what_to_do(tmp_path):

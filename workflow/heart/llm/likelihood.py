@@ -69,7 +69,8 @@ class LocalScorer:
         logging.getLogger("llama-cpp-python").setLevel(logging.ERROR)
         self._lib = llama_cpp
         self.llm = llama_cpp.Llama(str(gguf_path(spec.local_gguf)), n_ctx=n_ctx, n_batch=self.n_batch,
-                                   n_threads=threads, logits_all=False, vocab_only=vocab_only, verbose=False)
+                                   n_threads=threads, n_threads_batch=threads,  # reading a prompt too
+                                   logits_all=False, vocab_only=vocab_only, verbose=False)
         meta = self.llm.metadata
         if not meta.get("tokenizer.chat_template"):
             raise ValueError(f"{spec.local_gguf}: the GGUF has no chat template (tokenizer.chat_template)")

@@ -32,7 +32,9 @@ class LocalServer:
                  threads: int = 1):
         self.model_path = gguf_path(gguf)
         # the job's threads (Snakemake's ``threads``: llm.local_threads, capped at --cores): never more than the
-        # job was given, so two jobs never spin on the same cores
+        # job was given, so two jobs never spin on the same cores -- for generating and for reading a prompt
+        # (llama-cpp-python reads a prompt on every CPU of the machine unless told: beside another job on two
+        # cores a 600-token prompt took 15-20 s instead of 3.4, and the other job's CPU was spent spinning)
         self.alias, self.n_ctx, self.log, self.threads = alias, n_ctx, log, threads
         # logits for every prompt token are needed only to return logprobs (llama-cpp-python refuses them
         # otherwise), and computing them slows prompt evaluation: on only for a stage that reads logprobs
@@ -44,6 +46,7 @@ class LocalServer:
         cmd = [sys.executable, "-m", "llama_cpp.server", "--model", str(self.model_path),
                "--model_alias", self.alias, "--host", "127.0.0.1", "--port", str(self.port),
                "--n_ctx", str(self.n_ctx), "--n_threads", str(self.threads),
+               "--n_threads_batch", str(self.threads),
                "--logits_all", str(self.logits_all)]
         # the server's own messages go to the rule's log, else to a temporary file, so a crash can be told
         self._err = self.log or tempfile.TemporaryFile(mode="w+")
