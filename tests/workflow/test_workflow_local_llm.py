@@ -131,7 +131,10 @@ def test_stage_through_a_llama_cpp_server_on_loopback(workflow_copy):
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
     server = subprocess.Popen([sys.executable, "-m", "llama_cpp.server", "--model", gguf, "--model_alias", "smol",
-                               "--host", "127.0.0.1", "--port", str(port), "--n_ctx", "4096"],
+                               "--host", "127.0.0.1", "--port", str(port), "--n_ctx", "4096",
+                               # one core, reading prompts too (its default reads them on every CPU): the
+                               # suite's other worker holds the other
+                               "--n_threads", "1", "--n_threads_batch", "1"],
                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
         base = f"http://127.0.0.1:{port}/v1"
