@@ -33,7 +33,7 @@ class LocalServer:
         self.model_path = gguf_path(gguf)
         # the job's threads (Snakemake's ``threads``: llm.local_threads, capped at --cores): never more than the
         # job was given, so two jobs never spin on the same cores -- for generating and for reading a prompt
-        # (llama-cpp-python reads a prompt on every CPU of the machine unless told: beside another job on two
+        # (llama-cpp-python reads a prompt on every CPU of the machine unless told: beside another such job on two
         # cores a 600-token prompt took 15-20 s instead of 3.4, and the other job's CPU was spent spinning)
         self.alias, self.n_ctx, self.log, self.threads = alias, n_ctx, log, threads
         # logits for every prompt token are needed only to return logprobs (llama-cpp-python refuses them
