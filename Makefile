@@ -24,11 +24,14 @@
 #            REHEARSAL_DIR=/tmp/heart-rehearsal, REHEARSAL_ARGS="--items 20" (its options: --help).
 SHELL := /bin/bash
 # The Python the venv is built on: the distribution's /usr/bin/python3.11 where it can make a venv, else the first
-# python3.11 on PATH, else python3. A distribution's build is profile-guided and links the interpreter statically;
-# pyenv's default build (no --enable-optimizations, a shared libpython) is slower, and the test suite, hundreds of
-# short Python processes, spent ~13 % more CPU on pyenv's 3.11.7 than on Debian's 3.11.2 (docs/benchmarks.md).
+# python3.11 on PATH that can, else python3's; where none can, the first python3.11 or python3 on PATH (its venv step
+# then says what to install, e.g. Debian's python3.11-venv). A distribution's build is profile-guided and links the
+# interpreter statically; pyenv's default build (no --enable-optimizations, a shared libpython) is slower, and the
+# test suite, hundreds of short Python processes, spent ~13 % more CPU on pyenv's 3.11.7 than on Debian's 3.11.2
+# (docs/benchmarks.md).
 PYTHON ?= $(shell for p in /usr/bin/python3.11 "$$(command -v python3.11)" "$$(command -v python3)"; do \
-  [ -x "$$p" ] && "$$p" -c 'import ensurepip, venv' 2>/dev/null && { echo "$$p"; break; }; done)
+  [ -x "$$p" ] && "$$p" -c 'import ensurepip, venv' 2>/dev/null && { echo "$$p"; exit; }; done; \
+  command -v python3.11 || command -v python3)
 VENV ?= .venv
 CORES ?= 2
 ESCONV ?=
