@@ -147,6 +147,29 @@ def test_bad_conversation_is_named(tmp_path, tiny_esconv, case):
     assert expected in msg, msg
 
 
+def test_the_validator_with_its_references_inlined_finds_what_the_schema_as_written_finds(tiny_esconv):
+    """The validator checks the schema with its ``$defs`` inlined (no reference resolved per turn): every
+    conversation of every bad case gets the same errors (field, check, message) from the schema as written."""
+    import jsonschema
+
+    assert "$ref" not in json.dumps(esconv._validator().schema)
+    as_written = jsonschema.validators.validator_for(esconv._SCHEMA)(esconv._SCHEMA)
+
+    def errors(validator, conv):
+        return sorted((list(e.absolute_path), e.validator, e.message) for e in validator.iter_errors(conv))
+
+    compared = 0
+    for case, (mutate, _, _) in sorted(BAD_CASES.items()):
+        data = copy.deepcopy(load(tiny_esconv))
+        mutate(data)
+        for conv in data:
+            if isinstance(conv, dict):
+                found = errors(esconv._validator(), conv)
+                assert found == errors(as_written, conv), case
+                compared += bool(found)
+    assert compared >= 20  # the bad cases' conversations, most of them schema errors
+
+
 def test_invalid_json_names_conversation(tmp_path, tiny_esconv):
     text = tiny_esconv.read_text()
     # break the JSON inside the fourth conversation: drop a comma between two utterances
