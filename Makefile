@@ -117,13 +117,13 @@ paper: check-bundle
 # the code checks first (ruff, snakefmt --check on the rules), then the suite: two workers, a test file's tests on
 # one, the files using the session's judged workflow on one (it is built once), the longest files first
 # (tests/conftest.py; xdist would otherwise start the files with the most tests first, and the one-test
-# local-model file last); the 15 slowest tests and the wall time are printed, so that growth is seen when it
-# happens
+# local-model file last); the 15 slowest tests, the 15 test files that took the most CPU (tests/support/cpu_report.py:
+# on two cores the suite is CPU-bound) and the wall time are printed, so that growth is seen when it happens
 TIMED = start=$$(date +%s); $(1); status=$$?; echo "$(2): $$(( $$(date +%s) - start )) s wall"; exit $$status
 
 test: setup browser compile
 	@$(call TIMED,$(MAKE) --no-print-directory lint && $(VENV)/bin/python -m pytest -n 2 --dist loadscope \
-	  --no-loadscope-reorder --durations=15 $(PYTEST_ARGS),make test)
+	  --no-loadscope-reorder --durations=15 --cpu-files=15 $(PYTEST_ARGS),make test)
 
 # the unit and dag tiers on the project's own fixtures (tests on the real data of ../shared run in make test)
 test-fast: setup compile

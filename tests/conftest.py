@@ -25,6 +25,7 @@ import shutil
 import pytest
 
 from support import KEY_ENV, TINY
+from support import cpu_report
 from support import llm_server as srv
 from support.workflow import WorkflowCopy, fake, judging_config, write_synthetic_human_files
 
@@ -53,6 +54,40 @@ def workflow_copy(tmp_path) -> WorkflowCopy:
 
 
 TIERS = ("unit", "dag", "e2e", "local_llm")
+
+
+# --- each test file's CPU (support.cpu_report): make test prints the costliest ----------------------
+
+CPU = cpu_report.Ledger()
+
+
+def pytest_addoption(parser):
+    parser.addoption("--cpu-files", type=int, default=0, metavar="N",
+                     help="print the N test files that took the most CPU, their children's included")
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_protocol(item, nextitem):
+    start = cpu_report.cpu_seconds()
+    yield
+    CPU.add(item.nodeid.split("::", 1)[0], cpu_report.cpu_seconds() - start)
+
+
+def pytest_sessionfinish(session):
+    if hasattr(session.config, "workeroutput"):  # a pytest-xdist worker: its ledger goes to the controller
+        session.config.workeroutput["heart_cpu"] = CPU.dumps()
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_testnodedown(node, error):
+    CPU.merge(getattr(node, "workeroutput", {}).get("heart_cpu", "{}"))
+
+
+def pytest_terminal_summary(terminalreporter, config):
+    if top := config.getoption("cpu_files"):
+        terminalreporter.write_sep("=", f"the {top} test files that took the most CPU")
+        for line in CPU.lines(top):
+            terminalreporter.write_line(line)
 
 
 # the longest files first: under pytest-xdist (``make test``: ``-n 2 --dist loadscope``, a file's tests on one
