@@ -20,7 +20,14 @@ Snakemake records versioned resources by absolute path, so a copy elsewhere woul
 
 from __future__ import annotations
 
+import os
 import shutil
+
+# One BLAS thread per test process, before numpy loads (the support package below loads it): each of make
+# test's two workers holds one of the two cores, as Snakemake gives a job its own threads (it sets
+# OPENBLAS_NUM_THREADS for every job it starts). NumPy's OpenBLAS otherwise starts a thread per core in each
+# worker, and its threads' spinning took CPU from the other worker (docs/benchmarks.md).
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
 import pytest
 

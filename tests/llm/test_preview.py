@@ -120,3 +120,30 @@ def test_common_prefix_length_is_os_path_commonprefix():
                       head + "".join(rng.choice("ab") for _ in range(rng.randrange(0, 5)))))
     for a, b in cases:
         assert common_prefix_length(a, b) == len(os.path.commonprefix([a, b])), (a, b)
+
+
+def test_a_cache_holding_nothing_is_not_asked_and_gives_the_same_preview(tmp_path, monkeypatch):
+    """Before a run the cache holds nothing: the preview computes no key (the paper's run has ~94,000) and its
+    rows are those of a cache asked request by request; one answer in the directory, or a replayed export,
+    and every request is asked again."""
+    import heart.llm.preview as preview_module
+
+    specs = {"m": ModelSpec(name="m", model="openai/gpt-4o", params={"max_tokens": 50})}
+    stages = {"s": [req(f"turn {i}", id=f"r{i}", model="m") for i in range(4)]}
+    empty = ResponseCache(tmp_path / "empty")
+    other = ResponseCache(tmp_path / "other")
+    other.put("0" * 64, {"text": "an answer to another request"})
+    assert empty.holds_nothing() and not other.holds_nothing()
+    asked = preview(specs, stages, other)
+
+    def no_key(*_):
+        raise AssertionError("a key was computed for a cache holding nothing")
+
+    monkeypatch.setattr(preview_module, "cache_key", no_key)
+    pd.testing.assert_frame_equal(preview(specs, stages, empty), asked)
+    assert asked["to_call"].tolist() == [4]
+    with pytest.raises(AssertionError, match="a key was computed"):
+        preview(specs, stages, other)
+    export = tmp_path / "published.parquet"
+    other.export(export)
+    assert not ResponseCache(tmp_path / "fresh", replay=export).holds_nothing()

@@ -62,6 +62,11 @@ class ResponseCache:
     def _path(self, key: str) -> Path:
         return self.dir / key[:2] / f"{key}.json"
 
+    def holds_nothing(self) -> bool:
+        """True when no key can be found: no replayed entry and no answer in the directory (a preview of a run
+        not started computes no key then: ~94,000 keys, ~6 CPU-s, for the paper's run)."""
+        return not self.replay and next(self.dir.glob("??/*.json"), None) is None
+
     def get(self, key: str) -> dict | None:
         try:
             return json.loads(_read(f"{self._root}/{key[:2]}/{key}.json"))

@@ -94,6 +94,7 @@ def preview(specs: dict[str, ModelSpec], requests_by_stage: dict[str, list[Reque
 
     litellm.suppress_debug_info = True
     rows = []
+    nothing_cached = cache.holds_nothing()
     for stage, requests in requests_by_stage.items():
         requests, _ = prepare_all(specs, requests)
         by_model: dict[str, list[Request]] = {}
@@ -101,7 +102,7 @@ def preview(specs: dict[str, ModelSpec], requests_by_stage: dict[str, list[Reque
             by_model.setdefault(r.model, []).append(r)
         for name, reqs in sorted(by_model.items()):
             spec = specs[name]
-            todo = [r for r in reqs if cache.get(cache_key(spec, r)) is None]
+            todo = list(reqs) if nothing_cached else [r for r in reqs if cache.get(cache_key(spec, r)) is None]
             mode = "batch" if todo and all(by_batch(spec, r) for r in todo) else "sync"
             # tokenizing is slow at paper scale (~10^5 judge calls): count an even sample, scale up
             sample = todo[:: max(1, len(todo) // 2000)]
