@@ -121,19 +121,35 @@ def test_too_many_items_is_a_clear_error(tiny_esconv):
         _screen(tiny_esconv, n=500)
 
 
+class _ScoredOnce:
+    """The lexicon as :func:`screening.score_couplets`' scorer, its scores of one couplet table computed once:
+    they depend on the texts only, not on the settings a test screens with (~6 CPU-s for the real corpus)."""
+
+    def __init__(self, lexicon: screening.Lexicon, couplets):
+        self.lexicon, self.couplets, self.scores = lexicon, couplets, lexicon(couplets)
+
+    def __call__(self, couplets):
+        assert couplets is self.couplets, "scored once for the real corpus's couplets only"
+        return self.scores.copy()
+
+    def potential(self, scores):
+        return self.lexicon.potential(scores)
+
+
 @pytest.fixture(scope="module")
 def real_esconv():
-    """The real ESConv, ingested once for this file's tests: (conversations, turns)."""
+    """The real ESConv, ingested, its couplets enumerated and scored by the lexicon once for this file's tests:
+    (conversations, turns, couplets, scorer)."""
     conversations, turns, _ = esconv.ingest(SHARED_ESCONV_DIR / "ESConv.json")
-    return conversations, turns
+    couplets = screening.enumerate_couplets(conversations, turns)
+    return conversations, turns, couplets, _ScoredOnce(screening.Lexicon.from_file(LEXICON), couplets)
 
 
 @needs_shared
 def test_real_esconv_280_items(real_esconv):
     path = SHARED_ESCONV_DIR / "ESConv.json"
-    conversations, turns = real_esconv
-    pairs = screening.enumerate_couplets(conversations, turns)
-    scored = screening.score_couplets(pairs, screening.Lexicon.from_file(LEXICON), SETTINGS)
+    _, _, pairs, scorer = real_esconv
+    scored = screening.score_couplets(pairs, scorer, SETTINGS)
 
     def screen():  # screening.screen from the scored couplets: the cap and the stratified sample
         audit = screening.select(scored, n=280, seed=20251122,
@@ -296,11 +312,10 @@ def test_calibrated_screen_finds_the_released_couplets(real_esconv):
     from heart.common.config import validate_config
 
     settings = validate_config(yaml.safe_load(SCREENING_CONFIG.read_text()))["screening"]  # with the defaults
-    conversations, turns = real_esconv
+    conversations, turns, couplets, scorer = real_esconv
     records = release.read(SHARED_RELEASE_DIR / "dialogues_regular.json", "regular")
     mapping = release.map_regular(records, conversations, turns)
-    couplets = screening.enumerate_couplets(conversations, turns)
-    audit = screening.score_couplets(couplets, screening.Lexicon.from_file(LEXICON), settings)
+    audit = screening.score_couplets(couplets, scorer, settings)
     table = screening.calibration(audit, mapping)
     recall, selectivity = _values(table, "recall"), _values(table, "selectivity")
     assert recall["n_released"] == 280 and selectivity["n_couplets"] == 14642
