@@ -137,12 +137,12 @@ class _ScoredOnce:
 
 
 @pytest.fixture(scope="module")
-def real_esconv():
+def real_esconv(lexicon):
     """The real ESConv, ingested, its couplets enumerated and scored by the lexicon once for this file's tests:
     (conversations, turns, couplets, scorer)."""
     conversations, turns, _ = esconv.ingest(SHARED_ESCONV_DIR / "ESConv.json")
     couplets = screening.enumerate_couplets(conversations, turns)
-    return conversations, turns, couplets, _ScoredOnce(screening.Lexicon.from_file(LEXICON), couplets)
+    return conversations, turns, couplets, _ScoredOnce(lexicon, couplets)
 
 
 @needs_shared
