@@ -60,6 +60,43 @@ class WorkflowCopy:
         return counts
 
 
+_PATH = "\x00heart-rule-file\x00"  # stands for a rule file's path in a kept translation (never in a path or a file)
+_TRANSLATED: dict[tuple, tuple[str, int, dict]] = {}
+
+
+def translate_once(parse):
+    """Snakemake's ``parse`` (a rule file -> the Python it runs), kept per file text: the translation is a function
+    of the text, the rule count before it, the shell override and the file's path, which it names where it
+    defines a rule (``snakefile=...``); the same text at another path (every test's copy of the workflow) is the
+    kept translation with the path put in. Tokenizing the 13 rule files was ~0.35 of the ~0.5 CPU-s each
+    command spent reading the workflow, and the suite runs ~120 commands. A file whose text holds its own path,
+    or read from anywhere but a local file, is translated by Snakemake each time. Checked against Snakemake's
+    own translation of every rule file at two paths (tests/workflow/test_in_process.py)."""
+    import hashlib
+
+    from snakemake.parser import Shell
+
+    def translated(path, workflow, linemap, overwrite_shellcmd=None, rulecount=0):
+        where = path.get_path_or_uri(secret_free=True)
+        try:
+            text = Path(where).read_text(encoding="utf-8")
+        except (OSError, ValueError):
+            text = None
+        if text is None or linemap or where in text or _PATH in text:
+            return parse(path, workflow, linemap, overwrite_shellcmd, rulecount)
+        key = (hashlib.sha256(text.encode()).hexdigest(), rulecount, overwrite_shellcmd)
+        if key not in _TRANSLATED:
+            lines: dict[int, int] = {}
+            code, count = parse(path, workflow, lines, overwrite_shellcmd, rulecount)
+            _TRANSLATED[key] = (code.replace(where, _PATH), count, lines)
+        Shell.overwrite_cmd = overwrite_shellcmd  # what parse sets as it goes
+        code, count, lines = _TRANSLATED[key]
+        linemap.update(lines)
+        return code.replace(_PATH, where), count
+
+    return translated
+
+
 def in_process(root: Path, argv: list[str], env: dict | None = None, timeout: float = 900
                ) -> subprocess.CompletedProcess:
     """``snakemake <argv>`` in this process, in ``root``, with ``env`` applied to the environment for its length
@@ -70,7 +107,8 @@ def in_process(root: Path, argv: list[str], env: dict | None = None, timeout: fl
     runs), and the jobs are the processes the command starts, with the environment and working directory it
     would give them; only Snakemake's own start-up is spared: importing Snakemake, its plugins and the
     workflow's libraries is ~1.5 of a command's ~2.3 CPU-s, paid once per test process here instead of once
-    per command (the suite runs Snakemake some 120 times). What reaches the terminal is read at both levels:
+    per command (the suite runs Snakemake some 120 times), and a rule file's translation to Python is kept per
+    text (:func:`translate_once`). What reaches the terminal is read at both levels:
     Snakemake's messages (``sys.stdout``/``sys.stderr``) and the jobs' own output (file descriptors 1 and 2,
     which they inherit), in that order per stream. A test that kills Snakemake starts it as a process of its
     own (``support.SNAKEMAKE``). A command still running after ``timeout`` seconds has its jobs killed, so that
@@ -84,6 +122,7 @@ def in_process(root: Path, argv: list[str], env: dict | None = None, timeout: fl
     import psutil
 
     from snakemake.cli import args_to_api, parse_args
+    import snakemake.workflow  # after snakemake.cli: imported first, it is a circular import
 
     out, err = io.StringIO(), io.StringIO()
     cwd, path = os.getcwd(), list(sys.path)  # the Snakefile puts its copy's workflow/ on the path
@@ -109,6 +148,7 @@ def in_process(root: Path, argv: list[str], env: dict | None = None, timeout: fl
         os.chdir(root)
         # the environment a subprocess would get (WorkflowCopy._env), the process's own put back after
         with mock.patch.dict(os.environ, WorkflowCopy._env(env), clear=True), \
+                mock.patch.object(snakemake.workflow, "parse", translate_once(snakemake.workflow.parse)), \
                 contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
             try:
                 parser, args = parse_args(argv)
