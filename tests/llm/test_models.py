@@ -3,6 +3,7 @@
 import types
 from pathlib import Path
 
+import pytest
 from snakemake.iocontainers import Namedlist  # what a script's snakemake.input is
 
 from heart.llm.models import CALLING, ModelSpec, answering, calling
@@ -69,3 +70,27 @@ def test_litellm_never_loads_a_dotenv_file(tmp_path):
     out = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, env=env, capture_output=True, text=True,
                          check=True).stdout
     assert out.strip() == "None"
+
+
+def test_a_module_of_many_classes_is_imported_with_the_collector_paused(tmp_path, monkeypatch):
+    """litellm and the OpenAI SDK's resources (load_litellm, load_openai_client) are imported with the cyclic
+    garbage collector paused, and its state is put back, also when the import fails."""
+    import gc
+    import sys
+
+    from heart.llm import _import_paused
+
+    (tmp_path / "heart_probe_gc.py").write_text("import gc\nCOLLECTING = gc.isenabled()\n")
+    (tmp_path / "heart_probe_broken.py").write_text("raise ImportError('broken on purpose')\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    try:
+        assert gc.isenabled() and _import_paused("heart_probe_gc").COLLECTING is False and gc.isenabled()
+        with pytest.raises(ImportError, match="broken on purpose"):
+            _import_paused("heart_probe_broken")
+        assert gc.isenabled()
+        gc.disable()  # a caller that paused it keeps it paused
+        _import_paused("heart_probe_gc")
+        assert not gc.isenabled()
+    finally:
+        gc.enable()
+        sys.modules.pop("heart_probe_gc", None)

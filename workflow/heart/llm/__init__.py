@@ -25,6 +25,7 @@ The rules of ``rules/llm.smk`` (export_llm_cache, llm_spend, preview_llm_calls) 
 """
 
 import gc
+import importlib
 import os
 import sys
 
@@ -36,16 +37,33 @@ os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")  # never fetch the
 os.environ["LITELLM_MODE"] = "PRODUCTION"
 
 
+def _import_paused(name: str):
+    """Module ``name``, imported with the cyclic garbage collector paused (a module defining many classes: each
+    pass of the collector during the import walks every object made so far)."""
+    if name not in sys.modules:
+        paused = gc.isenabled()
+        gc.disable()
+        try:
+            importlib.import_module(name)
+        finally:
+            if paused:
+                gc.enable()
+    return sys.modules[name]
+
+
 def load_litellm():
     """litellm, imported with the cyclic garbage collector paused (every module of heart imports it through
     here): its import builds some 1,900 pydantic classes, and the collector's passes over them were ~0.7 s of the
     import's ~2.8 s of CPU in every job that calls a model (docs/benchmarks.md)."""
-    if "litellm" not in sys.modules:
-        paused = gc.isenabled()
-        gc.disable()
-        try:
-            import litellm  # noqa: F401
-        finally:
-            if paused:
-                gc.enable()
-    return sys.modules["litellm"]
+    return _import_paused("litellm")
+
+
+def load_openai_client():
+    """litellm with the OpenAI SDK's API resources, imported with the collector paused: litellm sends every
+    ``openai/`` model's call (an OpenAI-compatible server's, the local model's) through the SDK's client, whose
+    first use imports them (~600 pydantic classes): 0.6 CPU-s of a job's first call with the collector running,
+    0.25 paused (docs/benchmarks.md). For a job about to call such a model, not for one that only prices or
+    replays."""
+    litellm = load_litellm()
+    _import_paused("openai.resources")
+    return litellm

@@ -29,7 +29,7 @@ import time
 
 from heart.common.config import schema_defaults
 from heart.common.redaction import RedactingStream, Redactor, redacted_logging
-from heart.llm import load_litellm
+from heart.llm import load_litellm, load_openai_client
 from heart.llm.answers import parse_structured, token_logprobs
 from heart.llm.batch import Journal, run_batches
 from heart.llm.cache import ResponseCache, cache_key, clean_hit
@@ -292,6 +292,8 @@ def run_requests(specs: dict[str, ModelSpec], requests: list[Request], cache: Re
         raise MissingKeyError(missing, calls=len(todo), cached=len(hits))
     if len(hits) < len(requests) or "litellm" in sys.modules:
         _quiet_litellm()  # importing litellm costs a job ~3 s: not done when every answer is in the cache
+    if any(specs[r.model].model.startswith("openai/") for r in todo):
+        load_openai_client()  # what the first call would import, with the collector paused
     for r in requests:
         if r.id in hits:  # a cache written before redaction, or someone else's, may hold a key
             hits[r.id] = clean_hit(hits[r.id], r.schema, redactor)
