@@ -122,6 +122,31 @@ def test_common_prefix_length_is_os_path_commonprefix():
         assert common_prefix_length(a, b) == len(os.path.commonprefix([a, b])), (a, b)
 
 
+def test_shared_prefixes_are_counted_in_characters_whatever_the_script():
+    """The prompts are sorted and compared as UTF-8 bytes: the same order and the same shared characters as the
+    texts themselves, with characters of 1 to 4 bytes (and a lone surrogate) cut anywhere."""
+    import os
+    import random
+    from types import SimpleNamespace
+
+    from heart.llm.preview import shared_prefix_chars
+
+    rng = random.Random(11)
+    alphabet = ["a", "b", "\u00e9", "\u2019", "\u4e2d", "\U0001f600", "\U0001f601", "\ud800", "\x1e"]
+    for _ in range(40):
+        head = "".join(rng.choice(alphabet) for _ in range(rng.randrange(0, 40)))
+        reqs = [SimpleNamespace(messages=[
+            {"role": "system", "content": head},
+            {"role": "user", "content": head[:rng.randrange(0, 8)] + "".join(
+                rng.choice(alphabet) for _ in range(rng.randrange(0, 6)))}]) for _ in range(rng.randrange(1, 12))]
+        texts = ["\x1e".join(m["content"] for m in r.messages) for r in reqs]
+        order = sorted(range(len(texts)), key=texts.__getitem__)
+        expected = [0] * len(texts)
+        for prev, cur in zip(order, order[1:]):
+            expected[cur] = len(os.path.commonprefix([texts[prev], texts[cur]]))
+        assert shared_prefix_chars(SimpleNamespace(model="openai/x"), reqs) == expected, texts
+
+
 def test_a_cache_holding_nothing_is_not_asked_and_gives_the_same_preview(tmp_path, monkeypatch):
     """Before a run the cache holds nothing: the preview computes no key (the paper's run has ~94,000) and its
     rows are those of a cache asked request by request; one answer in the directory, or a replayed export,

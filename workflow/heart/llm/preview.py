@@ -20,8 +20,8 @@ PREVIEW_COLUMNS = ["stage", "model", "litellm_model", "mode", "calls", "cached",
 DEFAULT_CACHE_MIN_TOKENS = 1024
 
 
-def common_prefix_length(a: str, b: str) -> int:
-    """How many leading characters ``a`` and ``b`` share (``len(os.path.commonprefix([a, b]))``, which walks the
+def common_prefix_length(a: str | bytes, b: str | bytes) -> int:
+    """How many leading characters (or bytes) ``a`` and ``b`` share (``len(os.path.commonprefix([a, b]))``, which walks the
     strings a character at a time in Python: ~40,000 judge prompts of several thousand characters took a
     minute). A binary search on the length, each step one comparison of two slices."""
     lo, hi = 0, min(len(a), len(b))
@@ -39,11 +39,18 @@ def shared_prefix_chars(spec: ModelSpec, reqs: list[Request]) -> list[int]:
     the prefix it shares with the request before it, sorted by prompt (the judge's instructions and rubric,
     and a dialogue judged in several pairs, come first in every prompt). Anthropic caches only up to its
     ``cache_control`` mark, the system turn (:func:`heart.llm.wire.wire_messages`)."""
-    texts = ["\x1e".join(m["content"] for m in r.messages if isinstance(m.get("content"), str)) for r in reqs]
+    # sorted and compared as UTF-8, which orders as the characters do: bytes compare as memory, while a text
+    # holding one character past Latin-1 compares a character at a time; the shared bytes are taken back to
+    # the start of a character they end inside, then counted as characters
+    texts = ["\x1e".join(m["content"] for m in r.messages if isinstance(m.get("content"), str)).encode(
+        "utf-8", "surrogatepass") for r in reqs]
     order = sorted(range(len(texts)), key=texts.__getitem__)
     shared = [0] * len(texts)
     for prev, cur in zip(order, order[1:]):
-        shared[cur] = common_prefix_length(texts[prev], texts[cur])
+        text, n = texts[cur], common_prefix_length(texts[prev], texts[cur])
+        while n and n < len(text) and text[n] & 0xC0 == 0x80:  # a continuation byte: a character cut in two
+            n -= 1
+        shared[cur] = len(text[:n].decode("utf-8", "surrogatepass"))
     if spec.model.startswith("anthropic/"):
         for i, r in enumerate(reqs):
             marked = 0  # up to its last cache mark: the system turn, then a user turn's shared part
