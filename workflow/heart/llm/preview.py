@@ -21,9 +21,9 @@ DEFAULT_CACHE_MIN_TOKENS = 1024
 
 
 def common_prefix_length(a: str | bytes, b: str | bytes) -> int:
-    """How many leading characters (or bytes) ``a`` and ``b`` share (``len(os.path.commonprefix([a, b]))``, which walks the
-    strings a character at a time in Python: ~40,000 judge prompts of several thousand characters took a
-    minute). A binary search on the length, each step one comparison of two slices."""
+    """How many leading characters (or bytes) ``a`` and ``b`` share (``len(os.path.commonprefix([a, b]))``,
+    which walks the strings a character at a time in Python: ~40,000 judge prompts of several thousand
+    characters took a minute). A binary search on the length, each step one comparison of two slices."""
     lo, hi = 0, min(len(a), len(b))
     while lo < hi:
         mid = (lo + hi + 1) // 2
