@@ -112,7 +112,12 @@ def test_mt_bench_shapes_run_through_the_recipe_and_analysis_only(workflow_copy,
     args = analysis_args(votes)
     args[args.index("--config") + 1] = (f"analysis_only={{judgments: {votes}, models: {MT_BENCH / 'models.csv'}, "
                                         f"{families}}}")
-    workflow_copy.snakemake(*args)
+    # what it reads: the statistics, every table of the paper and the judge board (every figure of an analysis of
+    # imported votes is drawn in test_analysis_only_end_to_end)
+    names = ("table1", "leaderboard", "agreement", "judge_quality", "strategy_diversity", "factors", "tests")
+    tables = [f"results/tables/{name}.{ext}" for name in names for ext in ("csv", "tex")]
+    workflow_copy.snakemake(*tables, "results/figures/judge_board.png", "results/stats/bias_self_preference.parquet",
+                            *args)
     res = workflow_copy.root / "results"
     judgments = tableio.read_table(res / "judging/judgments.parquet")
     llm = judgments[judgments["judge_kind"] == "llm"]
@@ -146,7 +151,7 @@ def test_mt_bench_shapes_run_through_the_recipe_and_analysis_only(workflow_copy,
     assert "no strategy tags" in (res / "tables/strategy_diversity.csv").read_text()
     assert "no quality checks" in (res / "tables/judge_quality.csv").read_text()
     # nothing of the HEART paper: no comparison with it, none of its tests in this study's BH families
-    assert not list(res.rglob("paper_comparison*"))
+    assert not list(res.rglob("paper_comparison*")) and "paper_comparison" not in workflow_copy.jobs(*args)
     external = tableio.read_table(res / "stats/external_correlations.parquet")
     assert set(external["data"]) == {"this run"}
     tests = tableio.read_table(res / "stats/tests.parquet")
@@ -182,7 +187,7 @@ def test_arena_hard_pandalm_and_alpaca_eval_shapes_run_through_their_recipes_and
     both = pd.concat([pd.read_csv(tmp_path / name, dtype=str, keep_default_na=False)
                       for name in ("ah.csv", "pl.csv", "ae.csv")])
     both.to_csv(tmp_path / "votes.csv", index=False)
-    # the tables it checks (the whole analysis on imported votes: test_analysis_only_end_to_end and MT-Bench's)
+    # the tables it checks (the whole analysis on imported votes: test_analysis_only_end_to_end)
     checked = ["results/judging/sources.parquet", "results/stats/bias_position.parquet",
                "results/stats/agreement_inter_human.parquet"]
     workflow_copy.snakemake(*checked, *analysis_args(tmp_path / "votes.csv"))
