@@ -47,12 +47,16 @@ def test_a_kept_translation_is_snakemakes_own_at_another_copys_path(tmp_path):
     assert len(calls) == len(files) + 2
 
 
-def test_a_file_naming_its_own_path_is_translated_each_time(tmp_path):
+def test_a_file_naming_its_own_path_or_at_a_path_a_literal_escapes_is_translated_each_time(tmp_path):
     workflow = SimpleNamespace(sourcecache=SourceCache(tmp_path / "sources"))
     snakefile = tmp_path / "Snakefile"
     snakefile.write_text(f'rule a:\n    output: "{snakefile}.out"\n    shell: "touch {{output}}"\n')
+    quoted = tmp_path / "back\\slash" / "Snakefile"  # named in the translation with the backslash doubled
+    quoted.parent.mkdir()
+    quoted.write_text('rule b:\n    output: "b.out"\n    shell: "touch {output}"\n')
     calls = []
     kept = translate_once(lambda *args: calls.append(1) or parser.parse(*args))
     for _ in range(2):
         kept(infer_source_file(str(snakefile)), workflow, {}, None, 0)
-    assert len(calls) == 2
+        kept(infer_source_file(str(quoted)), workflow, {}, None, 0)
+    assert len(calls) == 4
