@@ -37,7 +37,8 @@ def test_a_kept_translation_is_snakemakes_own_at_another_copys_path(tmp_path):
         assert kept(source, workflow, lines, None, 7) == own, path
         assert lines == own_lines
         if "\nrule " in path.read_text():  # a rule names its file: this copy's, not the first's
-            assert str(path) in kept(source, workflow, {}, None, 7)[0] and str(first.root) not in own[0], path
+            code = kept(source, workflow, {}, None, 7)[0]
+            assert str(path) in code and str(first.root) not in code, path
     assert len(calls) == len(files)  # the second copy's files were not translated again
     # another rule count before the file, or another text, is translated afresh
     kept(infer_source_file(str(second.root / "Snakefile")), workflow, {}, None, 8)
