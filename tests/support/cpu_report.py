@@ -14,9 +14,12 @@ import os
 
 
 def cpu_seconds() -> float:
-    """User and system CPU seconds of this process and of the children it has waited for."""
+    """User and system CPU seconds of this process, of the children it has waited for and of the script jobs
+    forked for it (:mod:`support.forked_jobs`: their server reaps them)."""
+    from support.forked_jobs import forked_cpu_seconds
+
     t = os.times()
-    return t.user + t.system + t.children_user + t.children_system
+    return t.user + t.system + t.children_user + t.children_system + forked_cpu_seconds()
 
 
 class Ledger:

@@ -60,6 +60,10 @@ class WorkflowCopy:
         return counts
 
 
+#: Python script jobs forked from a server that has imported their libraries (:mod:`support.forked_jobs`);
+#: HEART_TEST_FORK_JOBS=0 starts every job as Snakemake does
+FORK_JOBS = os.environ.get("HEART_TEST_FORK_JOBS", "1") != "0"
+
 _PATH = "\x00heart-rule-file\x00"  # stands for a rule file's path in a kept translation (never in a path or a file)
 _TRANSLATED: dict[tuple, tuple[str, int, dict]] = {}
 
@@ -97,18 +101,20 @@ def translate_once(parse):
     return translated
 
 
-def in_process(root: Path, argv: list[str], env: dict | None = None, timeout: float = 900
-               ) -> subprocess.CompletedProcess:
+def in_process(root: Path, argv: list[str], env: dict | None = None, timeout: float = 900,
+               fork_jobs: bool | None = None) -> subprocess.CompletedProcess:
     """``snakemake <argv>`` in this process, in ``root``, with ``env`` applied to the environment for its length
     (a None value removes a variable): what it printed -- Snakemake and every job it started -- and its exit
     status.
 
     The command line is Snakemake's own (``snakemake.cli``'s parser and ``args_to_api``, what its ``main``
     runs), and the jobs are the processes the command starts, with the environment and working directory it
-    would give them; only Snakemake's own start-up is spared: importing Snakemake, its plugins and the
-    workflow's libraries is ~1.5 of a command's ~2.3 CPU-s, paid once per test process here instead of once
-    per command (the suite runs Snakemake some 120 times), and a rule file's translation to Python is kept per
-    text (:func:`translate_once`). What reaches the terminal is read at both levels:
+    would give them; only start-up is spared: importing Snakemake, its plugins and the workflow's libraries is
+    ~1.5 of a command's ~2.3 CPU-s, paid once per test process here instead of once per command (the suite runs
+    Snakemake some 120 times); a rule file's translation to Python is kept per text (:func:`translate_once`);
+    and a Python script job is a fork of a server that has imported pandas, pyarrow, SciPy, Matplotlib and
+    Snakemake's modules (``fork_jobs``, by default unless HEART_TEST_FORK_JOBS=0: :mod:`support.forked_jobs`;
+    ~0.7-1.1 CPU-s a job, ~480 jobs). What reaches the terminal is read at both levels:
     Snakemake's messages (``sys.stdout``/``sys.stderr``) and the jobs' own output (file descriptors 1 and 2,
     which they inherit), in that order per stream. A test that kills Snakemake starts it as a process of its
     own (``support.SNAKEMAKE``). A command still running after ``timeout`` seconds has its jobs killed, so that
@@ -124,6 +130,9 @@ def in_process(root: Path, argv: list[str], env: dict | None = None, timeout: fl
     from snakemake.cli import args_to_api, parse_args
     import snakemake.workflow  # after snakemake.cli: imported first, it is a circular import
 
+    from support import forked_jobs
+
+    fork_jobs = FORK_JOBS if fork_jobs is None else fork_jobs
     out, err = io.StringIO(), io.StringIO()
     cwd, path = os.getcwd(), list(sys.path)  # the Snakefile puts its copy's workflow/ on the path
     sys.stdout.flush(), sys.stderr.flush()
@@ -135,7 +144,7 @@ def in_process(root: Path, argv: list[str], env: dict | None = None, timeout: fl
     def kill_jobs():
         timed_out.set()
         for child in psutil.Process().children(recursive=True):
-            if child.pid in before:
+            if child.pid in before or child.pid in forked_jobs.server_pids():  # a server's jobs, not it
                 continue
             with contextlib.suppress(psutil.Error):
                 child.kill()
@@ -149,6 +158,7 @@ def in_process(root: Path, argv: list[str], env: dict | None = None, timeout: fl
         # the environment a subprocess would get (WorkflowCopy._env), the process's own put back after
         with mock.patch.dict(os.environ, WorkflowCopy._env(env), clear=True), \
                 mock.patch.object(snakemake.workflow, "parse", translate_once(snakemake.workflow.parse)), \
+                (forked_jobs.forking() if fork_jobs else contextlib.nullcontext()), \
                 contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
             try:
                 parser, args = parse_args(argv)
