@@ -20,6 +20,8 @@ Snakemake records versioned resources by absolute path, so a copy elsewhere woul
 
 from __future__ import annotations
 
+from collections import Counter
+import json
 import os
 import shutil
 
@@ -32,7 +34,7 @@ os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 import pytest
 
 from support import KEY_ENV, TINY
-from support import cpu_report
+from support import cpu_report, forked_jobs
 from support import llm_server as srv
 from support.workflow import WorkflowCopy, fake, judging_config, write_synthetic_human_files
 
@@ -66,6 +68,7 @@ TIERS = ("unit", "dag", "e2e", "local_llm")
 # --- each test file's CPU (support.cpu_report): make test prints the costliest ----------------------
 
 CPU = cpu_report.Ledger()
+WORKERS_FORKED: Counter = Counter()  # the workers' forked_jobs.TALLY
 
 
 def pytest_addoption(parser):
@@ -83,11 +86,13 @@ def pytest_runtest_protocol(item, nextitem):
 def pytest_sessionfinish(session):
     if hasattr(session.config, "workeroutput"):  # a pytest-xdist worker: its ledger goes to the controller
         session.config.workeroutput["heart_cpu"] = CPU.dumps()
+        session.config.workeroutput["heart_forked"] = json.dumps(forked_jobs.TALLY)
 
 
 @pytest.hookimpl(optionalhook=True)
 def pytest_testnodedown(node, error):
     CPU.merge(getattr(node, "workeroutput", {}).get("heart_cpu", "{}"))
+    WORKERS_FORKED.update(json.loads(getattr(node, "workeroutput", {}).get("heart_forked", "{}")))
 
 
 def pytest_terminal_summary(terminalreporter, config):
@@ -95,6 +100,7 @@ def pytest_terminal_summary(terminalreporter, config):
         terminalreporter.write_sep("=", f"the {top} test files that took the most CPU")
         for line in CPU.lines(top):
             terminalreporter.write_line(line)
+        terminalreporter.write_line(forked_jobs.summary(WORKERS_FORKED + forked_jobs.TALLY))
 
 
 # the longest files first: under pytest-xdist (``make test``: ``-n 2 --dist loadscope``, a file's tests on one

@@ -34,6 +34,7 @@ import struct
 import subprocess
 import sys
 import threading
+from collections import Counter
 
 #: what the server imports once: what most jobs import (their tables, figures and statistics)
 #: (not Snakemake's own modules: importing them appends to ``sys.path``, which a job must do after its preamble
@@ -261,7 +262,6 @@ class Server:
             self.proc.wait()
             raise RuntimeError(f"forked_jobs: the server did not start (status {self.proc.returncode})") from None
         self.forked = 0
-        self.cpu = 0.0  # the forked jobs' CPU seconds (the server reaps them, not this process)
 
     def serves(self, env: dict) -> bool:
         """Whether a job in ``env`` would start as this server's fresh child does."""
@@ -283,8 +283,9 @@ class Server:
                 return None
             import tempfile
 
-            server = cls(tempfile.mkdtemp(prefix="heart-forked-jobs-"), env)
+            server = cls(tempfile.mkdtemp(prefix="heart-forked-jobs-", dir="/tmp"), env)  # a socket's path is short
             cls._servers.append(server)
+            TALLY["servers started"] += 1
             return server
 
     def start(self, argv: list[str], env: dict, streams=(0, 1, 2)) -> "ForkedJob":
@@ -305,6 +306,16 @@ def _umask() -> int:
     raise RuntimeError("no Umask in /proc/self/status")
 
 
+def summary(tally: Counter) -> str:
+    """One line: how the script jobs started."""
+    forked, servers = tally.get("forked", 0), tally.get("servers started", 0)
+    other = {k: v for k, v in tally.items() if k not in ("forked", "servers started")}
+    why = "; ".join(f"{v} {k}" for k, v in sorted(other.items())) or "none"
+    return (f"script jobs: {forked} forked from {servers} server{'' if servers == 1 else 's'} "
+            "(tests/support/forked_jobs.py); "
+            f"started as processes of their own: {sum(other.values())} ({why})")
+
+
 def servers() -> list[Server]:
     return list(Server._servers)
 
@@ -313,9 +324,12 @@ def server_pids() -> set[int]:
     return {s.proc.pid for s in Server._servers}
 
 
+_cpu = [0.0]  # the forked jobs' CPU seconds (their server reaps them, not this process)
+
+
 def forked_cpu_seconds() -> float:
-    """CPU seconds of the jobs forked so far."""
-    return sum(s.cpu for s in Server._servers)
+    """CPU seconds of the jobs forked so far by this process's servers, ended ones' included."""
+    return _cpu[0]
 
 
 def stop_servers() -> None:
@@ -347,7 +361,7 @@ class ForkedJob:
         self.server, self.sock, self.pid, self.returncode = server, sock, pid, None
         self._lock = threading.Lock()
 
-    def wait(self, timeout=None):
+    def wait(self, timeout=None):  # (Snakemake's shell waits without one)
         with self._lock:
             if self.returncode is None:
                 try:
@@ -356,7 +370,8 @@ class ForkedJob:
                     self.returncode = -9
                 else:
                     self.returncode = os.waitstatus_to_exitcode(reply["status"])
-                    self.server.cpu += reply["cpu"]
+                    with Server._lock:
+                        _cpu[0] += reply["cpu"]
                 self.sock.close()
             return self.returncode
 
@@ -378,6 +393,9 @@ class ForkedJob:
 
         self.send_signal(signal.SIGTERM)
 
+
+#: script jobs of this process, "forked" or why they were not (``make test`` prints it, tests/conftest.py)
+TALLY: Counter = Counter()
 
 _pending = threading.local()  # the script file this Snakemake job thread is about to start
 
@@ -419,18 +437,25 @@ class PopenOrFork:
         return getattr(subprocess, name)
 
     def Popen(self, cmd, *args, **kwargs):  # noqa: N802 -- subprocess's name
-        fname, env, stdout = getattr(_pending, "fname", None), kwargs.get("env"), kwargs.get("stdout")
-        if fname is not None and not args and isinstance(cmd, str) and kwargs.get("shell") and env is not None \
-                and stdout not in (subprocess.PIPE, subprocess.DEVNULL) \
-                and not {"stdin", "stderr", "cwd", "preexec_fn", "start_new_session"} & kwargs.keys() \
-                and shlex.split(cmd) == ["set", "-euo", "pipefail;", sys.executable, fname] \
-                and not os.path.exists("matplotlibrc"):  # read from the working directory as Matplotlib loads
-            server = Server.for_environment(env)
-            if server is not None:
-                _pending.fname = None
-                # the streams Popen would give the job: its stdout argument (a descriptor or a file's) or ours
-                out = 1 if stdout is None else stdout if isinstance(stdout, int) else stdout.fileno()
-                return server.start([sys.executable, fname], _as_bash_sets(env), (0, out, 2))
+        fname = getattr(_pending, "fname", None)
+        if fname is None:
+            return subprocess.Popen(cmd, *args, **kwargs)
+        _pending.fname = None
+        env, stdout = kwargs.get("env"), kwargs.get("stdout")
+        if args or not isinstance(cmd, str) or not kwargs.get("shell") or env is None \
+                or stdout in (subprocess.PIPE, subprocess.DEVNULL) \
+                or {"stdin", "stderr", "cwd", "preexec_fn", "start_new_session"} & kwargs.keys() \
+                or shlex.split(cmd) != ["set", "-euo", "pipefail;", sys.executable, fname]:
+            TALLY["not Snakemake's own command"] += 1
+        elif os.path.exists("matplotlibrc"):  # read from the working directory as Matplotlib loads
+            TALLY["a matplotlibrc in the working directory"] += 1
+        elif (server := Server.for_environment(env)) is None:
+            TALLY[f"a start-up environment past the {LIMIT} servers'"] += 1
+        else:
+            TALLY["forked"] += 1
+            # the streams Popen would give the job: its stdout argument (a descriptor or a file's) or ours
+            out = 1 if stdout is None else stdout if isinstance(stdout, int) else stdout.fileno()
+            return server.start([sys.executable, fname], _as_bash_sets(env), (0, out, 2))
         return subprocess.Popen(cmd, *args, **kwargs)
 
 

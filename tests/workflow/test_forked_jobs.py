@@ -158,3 +158,16 @@ def test_a_job_with_a_matplotlibrc_beside_it_starts_the_ordinary_way(tmp_path):
     before = forked_so_far()
     in_process(root, ["--cores", "1", "out/ok.txt"], fork_jobs=True)
     assert (root / "out" / "ok.txt").exists() and forked_so_far() == before
+
+
+def test_a_forked_jobs_cpu_is_counted_as_the_test_processes_child_would_be(tmp_path):
+    from support import cpu_report
+
+    root = tmp_path / "wf"
+    root.mkdir()
+    (root / "Snakefile").write_text('rule burn:\n    output: "burnt"\n    script: "burn.py"\n')
+    (root / "burn.py").write_text("import time\nend = time.process_time() + 2\n"  # more than Snakemake's own
+                                  "while time.process_time() < end: pass\nopen(snakemake.output[0], 'w').close()\n")
+    forked, start = forked_so_far(), cpu_report.cpu_seconds()
+    in_process(root, ["--cores", "1", "burnt"], fork_jobs=True)
+    assert forked_so_far() == forked + 1 and cpu_report.cpu_seconds() - start >= 2

@@ -27,3 +27,14 @@ def test_the_workers_ledgers_add_up_and_the_costliest_file_comes_first():
     assert lines[2].split() == ["3.0", "s", "30.0", "%", "2", "tests", "tests/a.py"]
     assert len(lines) == 3
     assert cpu_report.Ledger().lines(5) == ["0 CPU-s in 0 test files (the tests' processes and their children)"]
+
+
+def test_the_script_jobs_line_says_how_many_were_forked_and_why_others_were_not():
+    from collections import Counter
+
+    from support.forked_jobs import summary
+
+    line = summary(Counter({"forked": 470, "servers started": 2, "a matplotlibrc in the working directory": 1}))
+    assert line.startswith("script jobs: 470 forked from 2 servers")
+    assert line.endswith("started as processes of their own: 1 (1 a matplotlibrc in the working directory)")
+    assert summary(Counter()).endswith("started as processes of their own: 0 (none)")
