@@ -2,16 +2,17 @@
 they use, in the test process's Snakemake only (:func:`support.workflow.in_process`).
 
 Snakemake starts a ``script:`` job as ``bash -c 'set -euo pipefail; <python> <script>'``; such a process spends
-~0.7 CPU-s importing pandas, pyarrow, NumPy and Snakemake's modules before the job's first line (~0.4 more where
-SciPy or Matplotlib are needed), and the suite starts some 480. Here a server (:func:`serve`, this file run as
+~0.7 CPU-s importing pandas, pyarrow and NumPy before the job's first line (~0.4 more where SciPy or Matplotlib
+are needed), and the suite starts some 480. Here a server (:func:`serve`, this file run as
 ``python forked_jobs.py <socket>``) imports those libraries once (:data:`PRELOAD`) and forks a child per job,
 which takes the job's working directory, environment, umask, ``sys.path``, arguments and standard streams (the
 file descriptors Snakemake's process would have been given), runs the script as ``__main__`` and ends as the
 interpreter ends: non-daemon threads joined, ``atexit`` handlers run, streams flushed, the exit status of
 ``SystemExit`` or 1 after the traceback (from the script's own frame). Snakemake sees a process
 (:class:`ForkedJob`: ``pid``, ``wait``, ``kill``) and does the rest as it always does: its benchmark, its kill,
-its error on a non-zero status. What differs: the job's parent is the server, not a shell (so a job killed by a
-signal ends with -N where the shell would have reported 128+N), and the jobs of one server share its hash seed.
+its error on a non-zero status. What differs: the job's parent is the server, not Snakemake's shell; the jobs of
+one server share its hash seed; the preloaded libraries are in ``sys.modules`` from the start (and their own exit
+handlers run in every job).
 
 A job is forked only where a fresh interpreter would start as the server's child does: no conda env, container
 or environment module; the command exactly Snakemake's own; no ``matplotlibrc`` in the working directory; the
@@ -64,11 +65,13 @@ def _startup_variable(name: str) -> bool:
 
 def _send(sock, obj, fds=()):
     data = json.dumps(obj).encode()
-    msg = struct.pack("!I", len(data)) + data
-    if fds:
-        socket.send_fds(sock, [msg], list(fds))
+    head = struct.pack("!I", len(data))
+    if fds:  # the descriptors ride with the 4-byte header (one sendmsg), the body follows however it is split
+        if socket.send_fds(sock, [head], list(fds)) != len(head):
+            raise OSError("forked_jobs: the request's header was cut")
+        sock.sendall(data)
     else:
-        sock.sendall(msg)
+        sock.sendall(head + data)
 
 
 def _recv_exactly(sock, n, buf=b""):
