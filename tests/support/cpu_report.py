@@ -14,8 +14,9 @@ import os
 
 
 def cpu_seconds() -> float:
-    """User and system CPU seconds of this process, of the children it has waited for and of the script jobs
-    forked for it (:mod:`support.forked_jobs`: their server reaps them)."""
+    """User and system CPU seconds of this process, of the children it has waited for and of the script jobs'
+    servers (:mod:`support.forked_jobs`: a server reaps its jobs; its start-up and their CPU count here until the
+    server itself is reaped)."""
     from support.forked_jobs import forked_cpu_seconds
 
     t = os.times()

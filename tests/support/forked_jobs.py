@@ -5,21 +5,27 @@ Snakemake starts a ``script:`` job as ``bash -c 'set -euo pipefail; <python> <sc
 ~0.7 CPU-s importing pandas, pyarrow and NumPy before the job's first line (~0.4 more where SciPy or Matplotlib
 are needed), and the suite starts some 480. Here a server (:func:`serve`, this file run as
 ``python forked_jobs.py <socket>``) imports those libraries once (:data:`PRELOAD`) and forks a child per job,
-which takes the job's working directory, environment, umask, ``sys.path``, arguments and standard streams (the
-file descriptors Snakemake's process would have been given), runs the script as ``__main__`` and ends as the
-interpreter ends: non-daemon threads joined, ``atexit`` handlers run, streams flushed, the exit status of
-``SystemExit`` or 1 after the traceback (from the script's own frame). Snakemake sees a process
+which takes the job's working directory, environment (with what bash sets), umask, ``sys.path``, arguments and
+standard streams (the file descriptors Snakemake's process would have been given), runs the script as the main
+module and lets the interpreter end as it ends after a script: the uncaught error reported by ``sys.excepthook``
+from the script's own frame, non-daemon threads joined, ``atexit`` handlers run, objects finalised, the status
+of ``SystemExit``, 1, or death by SIGINT. The server keeps an ended job unreaped until its client asks for the
+status, as a ``Popen`` child stays until waited for, and a job dies with its server. Snakemake sees a process
 (:class:`ForkedJob`: ``pid``, ``wait``, ``kill``) and does the rest as it always does: its benchmark, its kill,
-its error on a non-zero status. What differs: the job's parent is the server, not Snakemake's shell; the jobs of
-one server share its hash seed; the preloaded libraries are in ``sys.modules`` from the start (and their own exit
-handlers run in every job).
+its error on a non-zero status. What differs: the job's parent is the server, not Snakemake's shell; the jobs
+of one server share its hash seed; the preloaded libraries are in ``sys.modules`` from the start (and their own
+exit handlers run in every job); the resource limits and CPU affinity are the server's, fixed as it started.
 
 A job is forked only where a fresh interpreter would start as the server's child does: no conda env, container
-or environment module; the command exactly Snakemake's own; no ``matplotlibrc`` in the working directory; the
-same value as the server's for every variable that Python, the C runtime and allocators read while starting
-(:data:`STARTUP_VARIABLES`) and every variable the preloaded libraries read while loading (recorded as they
-load). A job whose environment differs in one of those gets a server of its own (:data:`LIMIT` at most, then
-the ordinary process). ``tests/workflow/test_forked_jobs.py`` compares a probe script's view of itself both ways.
+or environment module; the command exactly Snakemake's own; no ``matplotlibrc`` in the working directory; no
+module on the job's ``sys.path`` before the interpreter's own named as one the server has imported; the same
+value as the server's for every variable that Python, the C library, the BLAS and the allocators read as a
+process starts or a library loads (:data:`STARTUP_VARIABLES`: names and prefixes, for reads outside Python) and
+every variable the preloaded libraries read through ``os.environ`` while loading (recorded as they load). A job
+whose environment differs in one of those gets a server of its own (:data:`LIMIT` at most); past the limit, or
+where its server failed to start (a library that warned or started a thread as it loaded: remembered, not tried
+again) or did not answer, the job starts the ordinary way. ``make test`` prints how many were forked and why
+others were not (:data:`TALLY`). ``tests/workflow/test_forked_jobs.py`` compares a probe script both ways.
 Tests that run Snakemake as a command of its own (``support.SNAKEMAKE``) start their jobs the ordinary way.
 """
 
@@ -30,6 +36,7 @@ import contextlib
 import json
 import os
 import shlex
+import shutil
 import socket
 import struct
 import subprocess
@@ -45,9 +52,10 @@ PRELOAD = ("numpy", "pandas", "pyarrow", "pyarrow.parquet", "yaml", "scipy.stats
 
 #: variables read by the interpreter, the C library, the BLAS and the allocators as a process starts or a library
 #: loads (outside Python's ``os.environ``, so not recorded): names, or prefixes ending in ``_``
-STARTUP_VARIABLES = ("PYTHON", "LANG", "LANGUAGE", "LC_", "TZ", "HOME", "PATH", "LD_", "MALLOC_", "GLIBC_",
-                     "OMP_", "OPENBLAS_", "GOTO_", "MKL_", "VECLIB_", "NUMEXPR_", "ARROW_", "JE_", "MIMALLOC_",
-                     "TMPDIR", "TMP", "TEMP", "TEMPDIR")
+STARTUP_VARIABLES = ("PYTHON", "LANG", "LANGUAGE", "LC_", "TZ", "TZDIR", "HOME", "PATH", "LD_", "MALLOC_",
+                     "GLIBC_", "OMP_", "OPENBLAS_", "GOTO_", "MKL_", "VECLIB_", "NUMEXPR_", "GFORTRAN_", "NPY_",
+                     "NUMPY_", "ARROW_", "PYARROW_", "JE_", "MIMALLOC_", "OPENSSL_", "TMPDIR", "TMP", "TEMP",
+                     "TEMPDIR")
 
 #: native threads a preloaded library starts that survive a fork safely: jemalloc's background thread (pyarrow's
 #: allocator; its fork handlers take its locks and reset the thread in the child)
@@ -99,7 +107,7 @@ def _recv(sock, with_fds=0):
 # --- the server ---------------------------------------------------------------------------------------------
 
 def _preload() -> list[str]:
-    """Import :data:`PRELOAD`; the names of the variables they read from ``os.environ`` while loading."""
+    """Import :data:`PRELOAD`; the names of the variables they read through ``os.environ`` while loading."""
     import importlib
     import warnings
 
@@ -141,11 +149,32 @@ def _thread_names() -> list[str]:
     return names
 
 
+class _Job:
+    """A forked job as the server follows it: reaped once it has ended and its client has asked (until then a
+    zombie, as a ``Popen`` child is until waited for: its pid stays its own, for a benchmark or a kill)."""
+
+    def __init__(self, pid: int, conn: socket.socket):
+        self.pid, self.conn, self.pidfd = pid, conn, os.pidfd_open(pid)
+        self.ended = self.asked = False
+
+    def settle(self) -> bool:
+        """Reap and answer if both have happened; whether it is done with."""
+        if not (self.ended and self.asked):
+            return False
+        _, status, usage = os.wait4(self.pid, 0)
+        with contextlib.suppress(OSError):
+            _send(self.conn, {"status": status, "cpu": usage.ru_utime + usage.ru_stime})
+        self.conn.close()
+        return True
+
+
 def serve(path: str) -> None:
     """Import :data:`PRELOAD`, listen on the Unix socket ``path`` and fork a child per request, until standard
-    input closes (the test process ended or stopped it)."""
+    input closes (the test process ended or stopped it: any job still running is killed and reaped)."""
     import select
+    import signal
 
+    atexit.unregister(stop_servers)  # the test process's handler: not the server's, nor its jobs'
     tail = sys.path[1:]  # the interpreter's own path after its script's folder (started without PYTHONPATH)
     read = _preload()
     if sys.path[1:] != tail:
@@ -156,16 +185,24 @@ def serve(path: str) -> None:
     listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     listener.bind(path)
     listener.listen(16)
-    print(json.dumps({"ready": True, "read": read}), flush=True)
-    running: dict[int, tuple[int, socket.socket]] = {}  # pidfd -> (pid, connection)
+    modules = sorted({name.partition(".")[0] for name in sys.modules})
+    times = os.times()
+    print(json.dumps({"read": read, "modules": modules, "cpu": times.user + times.system}), flush=True)
+    jobs: dict[int, _Job] = {}  # by its pidfd while running, by its connection until its client asks
+    live: set[_Job] = set()  # until reaped
     while True:
-        ready, _, _ = select.select([sys.stdin, listener, *running], [], [])
+        ready, _, _ = select.select([sys.stdin, listener, *jobs], [], [])
         for r in ready:
             if r is sys.stdin:
                 if not os.read(0, 4096):
+                    for job in live:
+                        with contextlib.suppress(ProcessLookupError):
+                            os.kill(job.pid, signal.SIGKILL)
+                        os.waitpid(job.pid, 0)
                     return
             elif r is listener:
                 conn, _ = listener.accept()
+                conn.settimeout(10)  # a request follows its connection at once
                 try:
                     request, fds = _recv(conn, with_fds=3)
                 except (EOFError, OSError, ValueError):
@@ -174,23 +211,31 @@ def serve(path: str) -> None:
                 pid = os.fork()
                 if pid == 0:
                     listener.close()
-                    for pidfd, (_, other) in running.items():
-                        other.close()
-                        os.close(pidfd)
+                    for job in live:  # the other jobs' connections and pidfds, whichever are still open
+                        job.conn.close()
+                        if job.pidfd is not None:
+                            os.close(job.pidfd)
                     conn.close()
-                    _run_child(request, fds, tail)  # never returns
+                    _become(request, fds, tail)  # never returns
                 for fd in fds:
                     os.close(fd)
-                running[os.pidfd_open(pid)] = (pid, conn)
+                job = _Job(pid, conn)
+                jobs[job.pidfd] = jobs[conn.fileno()] = job
+                live.add(job)
                 with contextlib.suppress(OSError):
                     _send(conn, {"pid": pid})
             else:
-                pid, conn = running.pop(r)
-                os.close(r)
-                _, status, usage = os.wait4(pid, 0)
-                with contextlib.suppress(OSError):
-                    _send(conn, {"status": status, "cpu": usage.ru_utime + usage.ru_stime})
-                conn.close()
+                job = jobs.pop(r)
+                if r == job.pidfd:
+                    job.ended = True
+                    os.close(job.pidfd)
+                    job.pidfd = None
+                else:  # the client asks for the status (or has gone: its job is reaped all the same)
+                    job.asked = True
+                    with contextlib.suppress(OSError, EOFError, ValueError):
+                        _recv(job.conn)
+                if job.settle():
+                    live.discard(job)
 
 
 def _python_path(env: dict) -> list[str]:
@@ -202,69 +247,102 @@ def _python_path(env: dict) -> list[str]:
     return out
 
 
-def _run_child(request: dict, fds: list[int], tail: list[str]) -> None:
-    """In the forked child: become ``python <script>`` in the job's directory and environment, run it, exit."""
-    import random
-    import runpy
-    import traceback
+def _from_script(tb, script: str):
+    """A traceback from the script's own frame on (None where the error came before its first line, as a
+    syntax error does: the interpreter then prints no frame either)."""
+    while tb is not None and tb.tb_frame.f_code.co_filename != script:
+        tb = tb.tb_next
+    return tb
 
-    code = 1
+
+def _become(request: dict, fds: list[int], tail: list[str]) -> None:
+    """In the forked child: become ``python <script>`` in the job's directory and environment and run it; the
+    interpreter then ends as it ends after a script (``SystemExit``, or the ``KeyboardInterrupt``, raised up to
+    it: threads joined, exit handlers run, objects finalised, streams flushed)."""
+    import ctypes
+    import importlib.machinery
+    import random
+    import signal
+    import types
+
+    ctypes.CDLL(None).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG: a job does not outlive its server
+    for target, fd in enumerate(fds):
+        os.dup2(fd, target)
+        os.close(fd)
+    os.chdir(request["cwd"])
+    os.umask(request["umask"])
+    os.environ.clear()
+    os.environ.update(request["env"])
+    script = request["argv"][1]
+    sys.orig_argv = list(request["argv"])
+    sys.argv = list(request["argv"][1:])
+    sys.path[:] = [os.path.dirname(os.path.realpath(script)), *_python_path(request["env"]), *tail]
+    random.seed()  # a fresh interpreter's generators are seeded afresh, not the server's
+    sys.modules["numpy"].random.seed()
+    main = types.ModuleType("__main__")
+    main.__dict__.update(__file__=script, __cached__=None, __annotations__={}, __builtins__=__builtins__,
+                         __loader__=importlib.machinery.SourceFileLoader("__main__", script))
+    sys.modules["__main__"] = main
+    def uncaught(e: BaseException) -> None:  # as the interpreter reports an error the script did not catch
+        e.__traceback__ = _from_script(e.__traceback__, script)
+        sys.last_type, sys.last_value, sys.last_traceback = type(e), e, e.__traceback__
+        sys.excepthook(type(e), e, e.__traceback__)
+
+    def finished() -> None:  # the interpreter takes these back after the script's run (not after SystemExit)
+        main.__dict__.pop("__file__", None)
+        main.__dict__.pop("__cached__", None)
+
     try:
-        for target, fd in enumerate(fds):
-            os.dup2(fd, target)
-            os.close(fd)
-        os.chdir(request["cwd"])
-        os.umask(request["umask"])
-        os.environ.clear()
-        os.environ.update(request["env"])
-        script = request["argv"][1]
-        sys.argv = list(request["argv"][1:])
-        sys.path[:] = [os.path.dirname(os.path.realpath(script)), *_python_path(request["env"]), *tail]
-        random.seed()  # a fresh interpreter's generators are seeded afresh, not the server's
-        sys.modules["numpy"].random.seed()
-        try:
-            runpy.run_path(script, run_name="__main__")
-            code = 0
-        except SystemExit as e:
-            if e.code is None or isinstance(e.code, int):
-                code = e.code or 0
-            else:
-                print(e.code, file=sys.stderr)
-        except BaseException as e:  # noqa: BLE001 -- as the interpreter: the traceback, status 1
-            tb = e.__traceback__
-            while tb is not None and tb.tb_frame.f_code.co_filename != script:
-                tb = tb.tb_next
-            traceback.print_exception(type(e), e, tb or e.__traceback__)
-        threading._shutdown()
-        atexit._run_exitfuncs()
-    finally:
-        for stream in (sys.stdout, sys.stderr):
-            with contextlib.suppress(Exception):
-                stream.flush()
-        os._exit(code & 0xFF)
+        with open(script, "rb") as f:
+            code = compile(f.read(), script, "exec", dont_inherit=True)
+        exec(code, main.__dict__)
+    except SystemExit:
+        raise
+    except KeyboardInterrupt as e:  # reported, then the interpreter ends and kills itself by SIGINT
+        uncaught(e)
+        finished()
+        sys.excepthook = lambda *exc: None  # (reported above: the top level would report it with our frames)
+        raise
+    except BaseException as e:  # noqa: BLE001 -- reported, then the interpreter ends with status 1
+        uncaught(e)
+        finished()
+        raise SystemExit(1) from None
+    finished()
+    raise SystemExit(0)
 
 
 # --- the test process's side --------------------------------------------------------------------------------
 
 class Server:
     """A server process of this test process, started by the first job that needs it with that job's
-    environment (but PYTHONPATH)."""
+    environment (but PYTHONPATH); one that failed to start (:attr:`failed`) stands for its environment too, so
+    that its jobs start the ordinary way without trying again."""
 
     _lock = threading.Lock()
     _servers: list["Server"] = []
 
     def __init__(self, folder: str, env: dict):
-        self.path = os.path.join(folder, "forked-jobs.sock")
+        self.folder, self.path = folder, os.path.join(folder, "forked-jobs.sock")
         self.env = {k: v for k, v in env.items() if k != "PYTHONPATH"}
-        self.proc = subprocess.Popen([sys.executable, os.path.abspath(__file__), self.path], env=self.env,
-                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE, cwd=folder)
+        self.read: set[str] = set()
+        self.modules: set[str] = set()
+        self.failed: str | None = None
+        self.jobs_cpu = self.own_cpu = 0.0
+        self.forked = 0
+        with open(os.path.join(folder, "server.log"), "wb") as log:  # its own errors, not a test's
+            self.proc = subprocess.Popen([sys.executable, os.path.abspath(__file__), self.path], env=self.env,
+                                         stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=log, cwd=folder)
         line = self.proc.stdout.readline()
         try:
-            self.read = set(json.loads(line)["read"])
+            ready = json.loads(line)
+            self.read, self.modules, self.own_cpu = set(ready["read"]), set(ready["modules"]), ready["cpu"]
         except (ValueError, KeyError, TypeError):
             self.proc.wait()
-            raise RuntimeError(f"forked_jobs: the server did not start (status {self.proc.returncode})") from None
-        self.forked = 0
+            with open(os.path.join(folder, "server.log"), errors="replace") as log:
+                said = log.read().strip().splitlines()
+            self.failed = said[-1] if said else f"it ended with status {self.proc.returncode}"
+            self.own_cpu = 0.0
+        _add_cpu(self.own_cpu)
 
     def serves(self, env: dict) -> bool:
         """Whether a job in ``env`` would start as this server's fresh child does."""
@@ -273,12 +351,28 @@ class Server:
         names = {k for k in (*env, *self.env) if _startup_variable(k) and k != "PYTHONPATH"} | self.read
         return all(env.get(k) == self.env.get(k) for k in names)
 
+    def shadowed(self, folders: list[str]) -> str | None:
+        """A module in one of ``folders`` (the job's ``sys.path`` before the interpreter's own) that the server
+        has already imported under that name: the job would import the folder's."""
+        for folder in folders:
+            try:
+                names = os.listdir(folder)
+            except OSError:
+                continue
+            for name in names:
+                stem = name.split(".", 1)[0] if name.endswith((".py", ".so", ".pyc")) or "." not in name else None
+                if stem in self.modules:
+                    return os.path.join(folder, name)
+        return None
+
     @classmethod
     def for_environment(cls, env: dict) -> "Server | None":
-        """A running server whose children start as a fresh interpreter in ``env`` would, started if need be;
-        None past :data:`LIMIT`."""
+        """The server whose children start as a fresh interpreter in ``env`` would, started if need be (or
+        the record of its failing to start); None past :data:`LIMIT`."""
         with cls._lock:
-            cls._servers = [s for s in cls._servers if s.proc.poll() is None]
+            for server in [s for s in cls._servers if not s.failed and s.proc.poll() is not None]:
+                cls._servers.remove(server)  # ended: reaped just now, its jobs' CPU is now a child's
+                _add_cpu(-server.own_cpu - server.jobs_cpu)
             for server in cls._servers:
                 if server.serves(env):
                     return server
@@ -288,14 +382,18 @@ class Server:
 
             server = cls(tempfile.mkdtemp(prefix="heart-forked-jobs-", dir="/tmp"), env)  # a socket's path is short
             cls._servers.append(server)
-            TALLY["servers started"] += 1
+            TALLY["servers started" if not server.failed else "servers that failed to start"] += 1
             return server
 
     def start(self, argv: list[str], env: dict, streams=(0, 1, 2)) -> "ForkedJob":
         sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        sock.connect(self.path)
-        _send(sock, {"argv": argv, "cwd": os.getcwd(), "env": env, "umask": _umask()}, fds=streams)
-        reply, _ = _recv(sock)
+        try:
+            sock.connect(self.path)
+            _send(sock, {"argv": argv, "cwd": os.getcwd(), "env": env, "umask": _umask()}, fds=streams)
+            reply, _ = _recv(sock)
+        except BaseException:
+            sock.close()
+            raise
         self.forked += 1
         return ForkedJob(self, sock, reply["pid"])
 
@@ -316,22 +414,30 @@ def summary(tally: Counter) -> str:
     why = "; ".join(f"{v} {k}" for k, v in sorted(other.items())) or "none"
     return (f"script jobs: {forked} forked from {servers} server{'' if servers == 1 else 's'} "
             "(tests/support/forked_jobs.py); "
-            f"started as processes of their own: {sum(other.values())} ({why})")
+            f"started as processes of their own: {sum(v for k, v in other.items() if 'servers' not in k)} "
+            f"({why})")
 
 
 def servers() -> list[Server]:
-    return list(Server._servers)
+    return [s for s in Server._servers if not s.failed]
 
 
 def server_pids() -> set[int]:
     return {s.proc.pid for s in Server._servers}
 
 
-_cpu = [0.0]  # the forked jobs' CPU seconds (their server reaps them, not this process)
+_cpu = [0.0]  # the servers' start-up and their jobs' CPU seconds, until the servers are reaped
+_cpu_lock = threading.Lock()
+
+
+def _add_cpu(seconds: float) -> None:
+    with _cpu_lock:
+        _cpu[0] += seconds
 
 
 def forked_cpu_seconds() -> float:
-    """CPU seconds of the jobs forked so far by this process's servers, ended ones' included."""
+    """CPU seconds of the servers' start-up and of the jobs they forked, not yet in this process's children's
+    (a server's are, with its jobs', once it is reaped)."""
     return _cpu[0]
 
 
@@ -341,15 +447,16 @@ def stop_servers() -> None:
     with Server._lock:
         stopping, Server._servers = Server._servers, []
     for server in stopping:
-        server.proc.stdin.close()
-        try:
-            server.proc.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            server.proc.kill()
-            server.proc.wait()
+        if not server.failed:
+            server.proc.stdin.close()
+            try:
+                server.proc.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                server.proc.kill()
+                server.proc.wait()
+            _add_cpu(-server.own_cpu - server.jobs_cpu)
         with contextlib.suppress(OSError):
-            os.unlink(server.path)
-            os.rmdir(os.path.dirname(server.path))
+            shutil.rmtree(server.folder)
 
 
 atexit.register(stop_servers)
@@ -368,13 +475,14 @@ class ForkedJob:
         with self._lock:
             if self.returncode is None:
                 try:
+                    _send(self.sock, {"wait": True})
                     reply, _ = _recv(self.sock)
-                except (EOFError, OSError):  # the server died with its job
+                except (EOFError, OSError):  # the server ended, and its job with it (PR_SET_PDEATHSIG)
                     self.returncode = -9
                 else:
                     self.returncode = os.waitstatus_to_exitcode(reply["status"])
-                    with Server._lock:
-                        _cpu[0] += reply["cpu"]
+                    self.server.jobs_cpu += reply["cpu"]
+                    _add_cpu(reply["cpu"])
                 self.sock.close()
             return self.returncode
 
@@ -382,7 +490,7 @@ class ForkedJob:
         return self.returncode
 
     def send_signal(self, sig):
-        if self.returncode is None:
+        if self.returncode is None:  # not reaped before it is waited for: the pid is still the job's
             with contextlib.suppress(ProcessLookupError):
                 os.kill(self.pid, sig)
 
@@ -421,7 +529,8 @@ def patched_execute_script(original):
 
 def _as_bash_sets(env: dict) -> dict:
     """The environment the script gets from the shell Snakemake runs it in: bash sets ``PWD`` (kept if it names
-    the working directory) and ``_`` (the command run)."""
+    the working directory), ``_`` (the command run) and, where it is unset, ``SHLVL`` (0: bash counts itself, then
+    runs the script in its own place)."""
     env, cwd = dict(env), os.getcwd()
     try:
         keep = os.path.samefile(env.get("PWD", ""), cwd)
@@ -430,6 +539,7 @@ def _as_bash_sets(env: dict) -> dict:
     if not keep:
         env["PWD"] = cwd
     env["_"] = sys.executable
+    env.setdefault("SHLVL", "0")
     return env
 
 
@@ -454,11 +564,20 @@ class PopenOrFork:
             TALLY["a matplotlibrc in the working directory"] += 1
         elif (server := Server.for_environment(env)) is None:
             TALLY[f"a start-up environment past the {LIMIT} servers'"] += 1
+        elif server.failed:
+            TALLY[f"their server failed to start ({server.failed})"] += 1
+        elif server.shadowed([os.path.dirname(os.path.realpath(fname)), *_python_path(env)]):
+            TALLY["a module on their path named as one the server has imported"] += 1
         else:
-            TALLY["forked"] += 1
             # the streams Popen would give the job: its stdout argument (a descriptor or a file's) or ours
             out = 1 if stdout is None else stdout if isinstance(stdout, int) else stdout.fileno()
-            return server.start([sys.executable, fname], _as_bash_sets(env), (0, out, 2))
+            try:
+                job = server.start([sys.executable, fname], _as_bash_sets(env), (0, out, 2))
+            except (OSError, EOFError, ValueError, KeyError):
+                TALLY["their server did not answer"] += 1
+            else:
+                TALLY["forked"] += 1
+                return job
         return subprocess.Popen(cmd, *args, **kwargs)
 
 

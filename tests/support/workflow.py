@@ -112,9 +112,9 @@ def in_process(root: Path, argv: list[str], env: dict | None = None, timeout: fl
     would give them; only start-up is spared: importing Snakemake, its plugins and the workflow's libraries is
     ~1.5 of a command's ~2.3 CPU-s, paid once per test process here instead of once per command (the suite runs
     Snakemake some 120 times); a rule file's translation to Python is kept per text (:func:`translate_once`);
-    and a Python script job is a fork of a server that has imported pandas, pyarrow, SciPy, Matplotlib and
-    Snakemake's modules (``fork_jobs``, by default unless HEART_TEST_FORK_JOBS=0: :mod:`support.forked_jobs`;
-    ~0.7-1.1 CPU-s a job, ~480 jobs). What reaches the terminal is read at both levels:
+    and a Python script job is a fork of a server that has imported pandas, pyarrow, NumPy, SciPy and
+    Matplotlib (``fork_jobs``, by default unless HEART_TEST_FORK_JOBS=0: :mod:`support.forked_jobs`; ~0.7-1.1
+    CPU-s a job, ~480 jobs). What reaches the terminal is read at both levels:
     Snakemake's messages (``sys.stdout``/``sys.stderr``) and the jobs' own output (file descriptors 1 and 2,
     which they inherit), in that order per stream. A test that kills Snakemake starts it as a process of its
     own (``support.SNAKEMAKE``). A command still running after ``timeout`` seconds has its jobs killed, so that
