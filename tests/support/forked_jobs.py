@@ -7,14 +7,15 @@ are needed), and the suite starts some 480. Here a server (:func:`serve`, this f
 ``python forked_jobs.py <socket>``) imports those libraries once (:data:`PRELOAD`) and forks a child per job,
 which takes the job's working directory, environment (with what bash sets), umask, ``sys.path``, arguments and
 standard streams (the file descriptors Snakemake's process would have been given), runs the script as the main
-module and lets the interpreter end as it ends after a script: the uncaught error reported by ``sys.excepthook``
-from the script's own frame, non-daemon threads joined, ``atexit`` handlers run, objects finalised, the status
-of ``SystemExit``, 1, or death by SIGINT. The server keeps an ended job unreaped until its client asks for the
-status, as a ``Popen`` child stays until waited for, and a job dies with its server. Snakemake sees a process
-(:class:`ForkedJob`: ``pid``, ``wait``, ``kill``) and does the rest as it always does: its benchmark, its kill,
-its error on a non-zero status. What differs: the job's parent is the server, not Snakemake's shell; the jobs
-of one server share its hash seed; the preloaded libraries are in ``sys.modules`` from the start (and their own
-exit handlers run in every job); the resource limits and CPU affinity are the server's, fixed as it started.
+module and ends as the interpreter ends after a script: the uncaught error reported by ``sys.excepthook`` from the
+script's own frame, non-daemon threads joined, ``atexit`` handlers run, what the job made finalised (the preloaded
+libraries are not torn down), the status of ``SystemExit``, 1, or death by SIGINT. The server keeps an ended job
+unreaped until its client asks for the status, as a ``Popen`` child stays until waited for, and a job dies with
+its server. Snakemake sees a process (:class:`ForkedJob`: ``pid``, ``wait``, ``kill``) and does the rest as it
+always does: its benchmark, its kill, its error on a non-zero status. What differs: the job's parent is the
+server, not Snakemake's shell; the jobs of one server share its hash seed; the preloaded libraries are in
+``sys.modules`` from the start (and their own exit handlers run in every job); the resource limits and CPU
+affinity are the server's, fixed as it started.
 
 A job is forked only where a fresh interpreter would start as the server's child does: no conda env, container
 or environment module; the command exactly Snakemake's own; no ``matplotlibrc`` in the working directory; no
@@ -182,6 +183,10 @@ def serve(path: str) -> None:
     others = _thread_names()
     if threading.active_count() != 1 or set(others) - FORK_SAFE_THREADS:
         sys.exit(f"forked_jobs: a preloaded library started a thread ({others}); forking would not be safe")
+    import gc
+
+    gc.collect()
+    gc.freeze()  # the preloaded objects out of the collector's passes: a child's pass copies no page of them
     listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     listener.bind(path)
     listener.listen(16)
@@ -256,9 +261,8 @@ def _from_script(tb, script: str):
 
 
 def _become(request: dict, fds: list[int], tail: list[str]) -> None:
-    """In the forked child: become ``python <script>`` in the job's directory and environment and run it; the
-    interpreter then ends as it ends after a script (``SystemExit``, or the ``KeyboardInterrupt``, raised up to
-    it: threads joined, exit handlers run, objects finalised, streams flushed)."""
+    """In the forked child: become ``python <script>`` in the job's directory and environment, run it and end
+    as the interpreter ends after a script (:func:`_end`)."""
     import ctypes
     import importlib.machinery
     import random
@@ -279,36 +283,68 @@ def _become(request: dict, fds: list[int], tail: list[str]) -> None:
     sys.path[:] = [os.path.dirname(os.path.realpath(script)), *_python_path(request["env"]), *tail]
     random.seed()  # a fresh interpreter's generators are seeded afresh, not the server's
     sys.modules["numpy"].random.seed()
+    preloaded = set(sys.modules)
     main = types.ModuleType("__main__")
     main.__dict__.update(__file__=script, __cached__=None, __annotations__={}, __builtins__=__builtins__,
                          __loader__=importlib.machinery.SourceFileLoader("__main__", script))
     sys.modules["__main__"] = main
-    def uncaught(e: BaseException) -> None:  # as the interpreter reports an error the script did not catch
-        e.__traceback__ = _from_script(e.__traceback__, script)
+
+    def uncaught(e: BaseException) -> None:  # as the interpreter reports an error the script did not catch,
+        e.__traceback__ = _from_script(e.__traceback__, script)  # and takes back the script's file name
         sys.last_type, sys.last_value, sys.last_traceback = type(e), e, e.__traceback__
         sys.excepthook(type(e), e, e.__traceback__)
+        finished()
 
-    def finished() -> None:  # the interpreter takes these back after the script's run (not after SystemExit)
+    def finished() -> None:  # (after the script's run or its uncaught error; not after SystemExit)
         main.__dict__.pop("__file__", None)
         main.__dict__.pop("__cached__", None)
 
+    status: int | str = 0
     try:
         with open(script, "rb") as f:
             code = compile(f.read(), script, "exec", dont_inherit=True)
         exec(code, main.__dict__)
-    except SystemExit:
-        raise
-    except KeyboardInterrupt as e:  # reported, then the interpreter ends and kills itself by SIGINT
-        uncaught(e)
         finished()
-        sys.excepthook = lambda *exc: None  # (reported above: the top level would report it with our frames)
-        raise
-    except BaseException as e:  # noqa: BLE001 -- reported, then the interpreter ends with status 1
+    except SystemExit as e:  # as the interpreter: its code, or its message printed and 1
+        if e.code is None or isinstance(e.code, int):
+            status = e.code or 0
+        else:
+            print(e.code, file=sys.stderr)
+            status = 1
+    except KeyboardInterrupt as e:
         uncaught(e)
-        finished()
-        raise SystemExit(1) from None
-    finished()
-    raise SystemExit(0)
+        status = "SIGINT"  # the interpreter ends, then kills itself by the signal
+    except BaseException as e:  # noqa: BLE001
+        uncaught(e)
+        status = 1
+    _end(status, preloaded)
+
+
+def _end(status: "int | str", preloaded: set[str]) -> None:
+    """End the job as the interpreter ends: non-daemon threads joined, exit handlers run, then what the job made
+    let go of and collected -- the globals of the main module and of every module the job imported, newest
+    first (finalisers run: an unclosed file is flushed) -- the streams flushed, the status given. The preloaded
+    libraries are not torn down: the server froze them out of the collector, and finalising them in each
+    child would copy most of the server's memory (the pages a finaliser writes to) for nothing the job made."""
+    import gc
+    import signal
+
+    threading._shutdown()
+    atexit._run_exitfuncs()
+    for name in reversed(list(sys.modules)):
+        if name not in preloaded or name == "__main__":
+            module = sys.modules.pop(name, None)
+            if module is not None and hasattr(module, "__dict__"):
+                module.__dict__.clear()
+    del module
+    gc.collect()
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(Exception):
+            stream.flush()
+    if status == "SIGINT":
+        signal.signal(signal.SIGINT, signal.SIG_DFL)
+        os.kill(os.getpid(), signal.SIGINT)
+    os._exit(int(status) & 0xFF)
 
 
 # --- the test process's side --------------------------------------------------------------------------------
@@ -360,7 +396,12 @@ class Server:
             except OSError:
                 continue
             for name in names:
-                stem = name.split(".", 1)[0] if name.endswith((".py", ".so", ".pyc")) or "." not in name else None
+                if name.endswith((".py", ".so", ".pyc")):
+                    stem = name.split(".", 1)[0]
+                elif "." not in name and os.path.isfile(os.path.join(folder, name, "__init__.py")):
+                    stem = name  # a package (a folder without __init__.py comes after every regular one)
+                else:
+                    continue
                 if stem in self.modules:
                     return os.path.join(folder, name)
         return None
@@ -387,6 +428,7 @@ class Server:
 
     def start(self, argv: list[str], env: dict, streams=(0, 1, 2)) -> "ForkedJob":
         sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        sock.settimeout(30)  # a server that does not answer at once is not waited for: the job starts elsewhere
         try:
             sock.connect(self.path)
             _send(sock, {"argv": argv, "cwd": os.getcwd(), "env": env, "umask": _umask()}, fds=streams)
@@ -394,6 +436,7 @@ class Server:
         except BaseException:
             sock.close()
             raise
+        sock.settimeout(None)  # the job itself may take as long as it takes
         self.forked += 1
         return ForkedJob(self, sock, reply["pid"])
 
@@ -410,12 +453,12 @@ def _umask() -> int:
 def summary(tally: Counter) -> str:
     """One line: how the script jobs started."""
     forked, servers = tally.get("forked", 0), tally.get("servers started", 0)
-    other = {k: v for k, v in tally.items() if k not in ("forked", "servers started")}
+    failed = tally.get("servers that failed to start", 0)
+    other = {k: v for k, v in tally.items() if k not in ("forked", "servers started", "servers that failed to start")}
     why = "; ".join(f"{v} {k}" for k, v in sorted(other.items())) or "none"
     return (f"script jobs: {forked} forked from {servers} server{'' if servers == 1 else 's'} "
-            "(tests/support/forked_jobs.py); "
-            f"started as processes of their own: {sum(v for k, v in other.items() if 'servers' not in k)} "
-            f"({why})")
+            f"(tests/support/forked_jobs.py{f'; {failed} failed to start' if failed else ''}); "
+            f"started as processes of their own: {sum(other.values())} ({why})")
 
 
 def servers() -> list[Server]:
@@ -430,9 +473,11 @@ _cpu = [0.0]  # the servers' start-up and their jobs' CPU seconds, until the ser
 _cpu_lock = threading.Lock()
 
 
-def _add_cpu(seconds: float) -> None:
+def _add_cpu(seconds: float, server: "Server | None" = None) -> None:
     with _cpu_lock:
         _cpu[0] += seconds
+        if server is not None:
+            server.jobs_cpu += seconds
 
 
 def forked_cpu_seconds() -> float:
@@ -481,8 +526,7 @@ class ForkedJob:
                     self.returncode = -9
                 else:
                     self.returncode = os.waitstatus_to_exitcode(reply["status"])
-                    self.server.jobs_cpu += reply["cpu"]
-                    _add_cpu(reply["cpu"])
+                    _add_cpu(reply["cpu"], self.server)
                 self.sock.close()
             return self.returncode
 

@@ -252,3 +252,17 @@ def test_a_forked_jobs_cpu_is_counted_as_the_test_processes_child_would_be(tmp_p
     forked, start = forked_so_far(), cpu_report.cpu_seconds()
     in_process(root, ["--cores", "1", "burnt"], fork_jobs=True)
     assert forked_so_far() == forked + 1 and cpu_report.cpu_seconds() - start >= 2
+
+
+def test_what_shadows_a_preloaded_module_is_a_module_or_a_package_of_its_name(tmp_path):
+    server = object.__new__(forked_jobs.Server)
+    server.modules = {"yaml", "numpy", "json"}
+    (tmp_path / "numpy").mkdir()  # a folder without __init__.py: every regular package comes before it
+    (tmp_path / "tmpq1w2.json.py").write_text("")  # Snakemake's temporary script of a rule named json
+    (tmp_path / "notes.txt").write_text("")
+    assert server.shadowed([str(tmp_path)]) is None
+    (tmp_path / "numpy" / "__init__.py").write_text("")
+    assert server.shadowed([str(tmp_path / "absent"), str(tmp_path)]) == str(tmp_path / "numpy")
+    (tmp_path / "numpy" / "__init__.py").unlink()
+    (tmp_path / "yaml.cpython-311-x86_64-linux-gnu.so").write_text("")
+    assert server.shadowed([str(tmp_path)]) == str(tmp_path / "yaml.cpython-311-x86_64-linux-gnu.so")

@@ -38,3 +38,9 @@ def test_the_script_jobs_line_says_how_many_were_forked_and_why_others_were_not(
     assert line.startswith("script jobs: 470 forked from 2 servers")
     assert line.endswith("started as processes of their own: 1 (1 a matplotlibrc in the working directory)")
     assert summary(Counter()).endswith("started as processes of their own: 0 (none)")
+    line = summary(Counter({"forked": 3, "servers started": 1, "servers that failed to start": 1,
+                            "their server failed to start (it warned)": 2, "a start-up environment past the 4 "
+                            "servers'": 1}))
+    assert "(tests/support/forked_jobs.py; 1 failed to start)" in line
+    assert line.endswith("started as processes of their own: 3 (1 a start-up environment past the 4 servers'; "
+                         "2 their server failed to start (it warned))")
