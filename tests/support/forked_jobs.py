@@ -64,6 +64,11 @@ FORK_SAFE_THREADS = {"jemalloc_bg_thd"}
 
 LIMIT = 4  # servers per test process at most; a job that would need another starts the ordinary way
 
+#: script jobs of this process, forked or why they were not, and its servers (``make test`` prints it,
+#: tests/conftest.py)
+TALLY: Counter = Counter()
+FORKED, STARTED, FAILED = "forked", "servers started", "servers that failed to start"
+
 
 def _startup_variable(name: str) -> bool:
     return name.startswith("PYTHON") or any(
@@ -364,7 +369,6 @@ class Server:
         self.modules: set[str] = set()
         self.failed: str | None = None
         self.jobs_cpu = self.own_cpu = 0.0
-        self.forked = 0
         with open(os.path.join(folder, "server.log"), "wb") as log:  # its own errors, not a test's
             self.proc = subprocess.Popen([sys.executable, os.path.abspath(__file__), self.path], env=self.env,
                                          stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=log, cwd=folder)
@@ -406,14 +410,18 @@ class Server:
                     return os.path.join(folder, name)
         return None
 
+    def reaped(self) -> None:
+        """Its start-up and its jobs' CPU, counted here so far, are now this process's child's."""
+        _add_cpu(-self.own_cpu - self.jobs_cpu)
+
     @classmethod
     def for_environment(cls, env: dict) -> "Server | None":
         """The server whose children start as a fresh interpreter in ``env`` would, started if need be (or
         the record of its failing to start); None past :data:`LIMIT`."""
         with cls._lock:
             for server in [s for s in cls._servers if not s.failed and s.proc.poll() is not None]:
-                cls._servers.remove(server)  # ended: reaped just now, its jobs' CPU is now a child's
-                _add_cpu(-server.own_cpu - server.jobs_cpu)
+                cls._servers.remove(server)  # ended: reaped just now
+                server.reaped()
             for server in cls._servers:
                 if server.serves(env):
                     return server
@@ -423,7 +431,7 @@ class Server:
 
             server = cls(tempfile.mkdtemp(prefix="heart-forked-jobs-", dir="/tmp"), env)  # a socket's path is short
             cls._servers.append(server)
-            TALLY["servers started" if not server.failed else "servers that failed to start"] += 1
+            TALLY[FAILED if server.failed else STARTED] += 1
             return server
 
     def start(self, argv: list[str], env: dict, streams=(0, 1, 2)) -> "ForkedJob":
@@ -437,7 +445,6 @@ class Server:
             sock.close()
             raise
         sock.settimeout(None)  # the job itself may take as long as it takes
-        self.forked += 1
         return ForkedJob(self, sock, reply["pid"])
 
 
@@ -452,9 +459,8 @@ def _umask() -> int:
 
 def summary(tally: Counter) -> str:
     """One line: how the script jobs started."""
-    forked, servers = tally.get("forked", 0), tally.get("servers started", 0)
-    failed = tally.get("servers that failed to start", 0)
-    other = {k: v for k, v in tally.items() if k not in ("forked", "servers started", "servers that failed to start")}
+    forked, servers, failed = tally.get(FORKED, 0), tally.get(STARTED, 0), tally.get(FAILED, 0)
+    other = {k: v for k, v in tally.items() if k not in (FORKED, STARTED, FAILED)}
     why = "; ".join(f"{v} {k}" for k, v in sorted(other.items())) or "none"
     return (f"script jobs: {forked} forked from {servers} server{'' if servers == 1 else 's'} "
             f"(tests/support/forked_jobs.py{f'; {failed} failed to start' if failed else ''}); "
@@ -499,7 +505,7 @@ def stop_servers() -> None:
             except subprocess.TimeoutExpired:
                 server.proc.kill()
                 server.proc.wait()
-            _add_cpu(-server.own_cpu - server.jobs_cpu)
+            server.reaped()
         with contextlib.suppress(OSError):
             shutil.rmtree(server.folder)
 
@@ -548,9 +554,6 @@ class ForkedJob:
 
         self.send_signal(signal.SIGTERM)
 
-
-#: script jobs of this process, "forked" or why they were not (``make test`` prints it, tests/conftest.py)
-TALLY: Counter = Counter()
 
 _pending = threading.local()  # the script file this Snakemake job thread is about to start
 
@@ -620,7 +623,7 @@ class PopenOrFork:
             except (OSError, EOFError, ValueError, KeyError):
                 TALLY["their server did not answer"] += 1
             else:
-                TALLY["forked"] += 1
+                TALLY[FORKED] += 1
                 return job
         return subprocess.Popen(cmd, *args, **kwargs)
 
